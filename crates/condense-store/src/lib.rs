@@ -1,0 +1,1 @@
+//! condense-store: pi session files, condense's custom entries, and replay.
