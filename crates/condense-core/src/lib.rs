@@ -12,3 +12,6 @@ pub mod js;
 pub mod message;
 pub mod occurrence;
 pub mod protect;
+pub mod records;
+pub mod dedup;
+pub mod state;

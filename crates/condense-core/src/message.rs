@@ -1,0 +1,459 @@
+//! pi's messages as raw JSON plus a small parsed skeleton.
+//!
+//! A branch is mostly text condense never looks at. Each [`Message`] keeps its
+//! JSON text exactly as it came (so unknown fields, roles and block types
+//! round-trip byte for byte) beside a [`Skeleton`] of the few facts the
+//! pipeline inspects: role, timestamp, tool-call ids and names, error flag,
+//! thinking blocks, and the serialized size. Bodies are parsed in full only
+//! where a mechanism needs them (a result being captured, arguments purged).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::js::js_len;
+
+/// The `customType` of condense's per-batch summary messages.
+pub const SUMMARY_CUSTOM_TYPE: &str = "context-prune-summary";
+
+/// A message's role. Unknown roles are kept by name and pass through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// `user`
+    User,
+    /// `assistant`
+    Assistant,
+    /// `toolResult`
+    ToolResult,
+    /// `custom` (extension messages; sent to the model as user text)
+    Custom,
+    /// `bashExecution`
+    BashExecution,
+    /// `compactionSummary`
+    CompactionSummary,
+    /// `branchSummary`
+    BranchSummary,
+    /// Any other role, or none.
+    Other(String),
+}
+
+impl Role {
+    fn from_name(name: &str) -> Role {
+        match name {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "toolResult" => Role::ToolResult,
+            "custom" => Role::Custom,
+            "bashExecution" => Role::BashExecution,
+            "compactionSummary" => Role::CompactionSummary,
+            "branchSummary" => Role::BranchSummary,
+            other => Role::Other(other.to_owned()),
+        }
+    }
+
+    /// The role's wire name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::ToolResult => "toolResult",
+            Role::Custom => "custom",
+            Role::BashExecution => "bashExecution",
+            Role::CompactionSummary => "compactionSummary",
+            Role::BranchSummary => "branchSummary",
+            Role::Other(name) => name,
+        }
+    }
+}
+
+/// A `toolCall` block of an assistant message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallBlock {
+    /// The provider's tool-call id.
+    pub id: String,
+    /// The tool's name (empty if absent).
+    pub name: String,
+}
+
+/// A ref carried by a per-batch summary message (`details.toolCallRefs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageSummaryRef {
+    /// The tool-call id the ref points at.
+    pub tool_call_id: String,
+    /// The result's timestamp, when the ref records one.
+    pub result_timestamp: Option<i64>,
+}
+
+/// The facts about a message the pipeline inspects.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Skeleton {
+    /// The role; `None` when the message has no string `role`.
+    pub role: Option<Role>,
+    /// The message's numeric timestamp (ms), if it has an integral one.
+    pub timestamp: Option<i64>,
+    /// `toolCallId` of a tool result.
+    pub tool_call_id: Option<String>,
+    /// `toolName` of a tool result.
+    pub tool_name: Option<String>,
+    /// `isError === true` of a tool result.
+    pub is_error: bool,
+    /// `toolCall` blocks that carry an id, in order.
+    pub tool_calls: Vec<ToolCallBlock>,
+    /// True when any content block has `type: "toolCall"` (with or without id).
+    pub has_tool_call_block: bool,
+    /// Number of `thinking` blocks.
+    pub thinking_blocks: usize,
+    /// `customType` of a custom message.
+    pub custom_type: Option<String>,
+    /// `details.toolCallRefs` of a per-batch summary message.
+    pub summary_refs: Vec<MessageSummaryRef>,
+    /// For user messages whose first text block starts with
+    /// `<compressed-chain id="…"`: that block id.
+    pub compressed_chain_id: Option<String>,
+    /// True for a user message whose first text (trimmed at the start) begins
+    /// with `<compressed-chain` (the chain detector's passthrough test).
+    pub is_synthetic_chain: bool,
+}
+
+/// Why a message could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum MessageError {
+    /// The text is not JSON.
+    #[error("message is not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The JSON is not an object.
+    #[error("message is not a JSON object")]
+    NotAnObject,
+}
+
+/// One message of a branch: its JSON text and its skeleton.
+///
+/// Cloning is cheap (the text is shared).
+#[derive(Debug, Clone)]
+pub struct Message {
+    json: Arc<str>,
+    skeleton: Arc<Skeleton>,
+    size: usize,
+}
+
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        self.json == other.json
+    }
+}
+
+impl Message {
+    /// Reads a message from its JSON text. The text is kept as given.
+    pub fn from_json(json: &str) -> Result<Message, MessageError> {
+        let skeleton = parse_skeleton(json)?;
+        Ok(Message {
+            size: js_len(json),
+            json: Arc::from(json),
+            skeleton: Arc::new(skeleton),
+        })
+    }
+
+    /// Builds a message from a JSON value (serialized compactly, keys in order).
+    pub fn from_value(value: &Value) -> Result<Message, MessageError> {
+        if !value.is_object() {
+            return Err(MessageError::NotAnObject);
+        }
+        let json = serde_json::to_string(value)?;
+        Message::from_json(&json)
+    }
+
+    /// The message's JSON text.
+    pub fn json(&self) -> &str {
+        &self.json
+    }
+
+    /// The parsed skeleton.
+    pub fn skeleton(&self) -> &Skeleton {
+        &self.skeleton
+    }
+
+    /// The message as a JSON value (parses the full body).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(&self.json).expect("message JSON was validated at construction")
+    }
+
+    /// Size of the JSON serialization in UTF-16 units (JavaScript's
+    /// `JSON.stringify(message).length` for compact input).
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The role, if the message has one.
+    pub fn role(&self) -> Option<&Role> {
+        self.skeleton.role.as_ref()
+    }
+
+    /// True if the role is `r`.
+    pub fn is(&self, r: &Role) -> bool {
+        self.skeleton.role.as_ref() == Some(r)
+    }
+
+    /// The numeric timestamp, if any.
+    pub fn timestamp(&self) -> Option<i64> {
+        self.skeleton.timestamp
+    }
+
+    /// True for a condense per-batch summary message (`custom` with
+    /// `customType: "context-prune-summary"`).
+    pub fn is_summary_message(&self) -> bool {
+        self.is(&Role::Custom) && self.skeleton.custom_type.as_deref() == Some(SUMMARY_CUSTOM_TYPE)
+    }
+
+    /// True for an assistant message with no `toolCall` block.
+    pub fn is_text_only_assistant(&self) -> bool {
+        self.is(&Role::Assistant) && !self.skeleton.has_tool_call_block
+    }
+}
+
+// ---- skeleton parsing -------------------------------------------------------
+
+#[derive(Deserialize)]
+struct SkeletonDe<'a> {
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    timestamp: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "toolCallId")]
+    tool_call_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default, rename = "toolName")]
+    tool_name: Option<Cow<'a, str>>,
+    #[serde(borrow, default, rename = "isError")]
+    is_error: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "customType")]
+    custom_type: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    content: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    details: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct BlockDe<'a> {
+    #[serde(borrow, default, rename = "type")]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    name: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    text: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct DetailsDe<'a> {
+    #[serde(borrow, default, rename = "toolCallRefs")]
+    tool_call_refs: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct RefDe<'a> {
+    #[serde(borrow, default, rename = "toolCallId")]
+    tool_call_id: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "resultTimestamp")]
+    result_timestamp: Option<&'a RawValue>,
+}
+
+/// A raw JSON value as a string, if it is one.
+fn raw_str(raw: Option<&RawValue>) -> Option<String> {
+    let raw = raw?;
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<String>(raw.get()).ok()
+}
+
+/// A raw JSON value as an integral number, if it is one.
+pub(crate) fn raw_int(raw: Option<&RawValue>) -> Option<i64> {
+    let text = raw?.get();
+    if let Ok(n) = text.parse::<i64>() {
+        return Some(n);
+    }
+    let f: f64 = serde_json::from_str(text).ok()?;
+    (f.is_finite() && f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15).then_some(f as i64)
+}
+
+fn parse_skeleton(json: &str) -> Result<Skeleton, MessageError> {
+    let trimmed = json.trim_start();
+    if !trimmed.starts_with('{') {
+        // Validate first so a non-JSON text reports a JSON error.
+        serde_json::from_str::<IgnoredAny>(json)?;
+        return Err(MessageError::NotAnObject);
+    }
+    let de: SkeletonDe = serde_json::from_str(json)?;
+    let mut sk = Skeleton {
+        role: de.role.as_deref().map(Role::from_name),
+        timestamp: raw_int(de.timestamp),
+        ..Skeleton::default()
+    };
+    let role = sk.role.clone();
+    match role {
+        Some(Role::ToolResult) => {
+            sk.tool_call_id = de.tool_call_id.map(Cow::into_owned);
+            sk.tool_name = de.tool_name.map(Cow::into_owned);
+            sk.is_error = de.is_error.is_some_and(|r| r.get() == "true");
+        }
+        Some(Role::Custom) => {
+            sk.custom_type = raw_str(de.custom_type);
+            if sk.custom_type.as_deref() == Some(SUMMARY_CUSTOM_TYPE) {
+                sk.summary_refs = parse_summary_refs(de.details);
+            }
+        }
+        _ => {}
+    }
+    if let Some(content) = de.content {
+        let text = content.get();
+        if text.starts_with('[') {
+            let blocks: Vec<BlockDe> = serde_json::from_str(text).unwrap_or_default();
+            for (i, block) in blocks.iter().enumerate() {
+                let kind = block.kind.map(|k| k.get());
+                match kind {
+                    Some("\"toolCall\"") => {
+                        sk.has_tool_call_block = true;
+                        if let Some(id) = raw_str(block.id).filter(|id| !id.is_empty()) {
+                            let name = raw_str(block.name).unwrap_or_default();
+                            sk.tool_calls.push(ToolCallBlock { id, name });
+                        }
+                    }
+                    Some("\"thinking\"") => sk.thinking_blocks += 1,
+                    _ => {}
+                }
+                if i == 0 && sk.role == Some(Role::User) {
+                    if let Some(first) = raw_str(block.text) {
+                        sk.is_synthetic_chain = kind == Some("\"text\"")
+                            && first.trim_start().starts_with("<compressed-chain");
+                        sk.compressed_chain_id = compressed_chain_id(&first);
+                    }
+                }
+            }
+        } else if text.starts_with('"') && sk.role == Some(Role::User) {
+            if let Ok(s) = serde_json::from_str::<String>(text) {
+                sk.is_synthetic_chain = s.trim_start().starts_with("<compressed-chain");
+            }
+        }
+    }
+    Ok(sk)
+}
+
+/// `^<compressed-chain id="([^"]+)"` on a text.
+fn compressed_chain_id(text: &str) -> Option<String> {
+    let rest = text.strip_prefix("<compressed-chain id=\"")?;
+    let end = rest.find('"')?;
+    (end > 0).then(|| rest[..end].to_owned())
+}
+
+fn parse_summary_refs(details: Option<&RawValue>) -> Vec<MessageSummaryRef> {
+    let Some(details) = details else {
+        return Vec::new();
+    };
+    let Ok(d) = serde_json::from_str::<DetailsDe>(details.get()) else {
+        return Vec::new();
+    };
+    let Some(refs) = d.tool_call_refs else {
+        return Vec::new();
+    };
+    let refs: Vec<RefDe> = serde_json::from_str(refs.get()).unwrap_or_default();
+    refs.into_iter()
+        .filter_map(|r| {
+            Some(MessageSummaryRef {
+                tool_call_id: raw_str(r.tool_call_id)?,
+                result_timestamp: raw_int(r.result_timestamp),
+            })
+        })
+        .collect()
+}
+
+/// The text a tool result carries: its text blocks joined with `\n`, or the
+/// string content as is. This is what capture indexes and what protected
+/// outputs relocate, so both see the same text.
+pub fn tool_result_text(value: &Value) -> String {
+    match value.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(blocks)) => {
+            let mut out = String::new();
+            let mut first = true;
+            for b in blocks {
+                if b.get("type").and_then(Value::as_str) == Some("text") {
+                    if let Some(t) = b.get("text").and_then(Value::as_str) {
+                        if !first {
+                            out.push('\n');
+                        }
+                        out.push_str(t);
+                        first = false;
+                    }
+                }
+            }
+            out
+        }
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skeleton_of_assistant_with_calls_and_thinking() {
+        let m = Message::from_json(
+            r#"{"role":"assistant","content":[{"type":"thinking","thinking":"x","thinkingSignature":"s"},{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a"}},{"type":"toolCall","name":"noid"}],"timestamp":12,"usage":{"input":1}}"#,
+        )
+        .unwrap();
+        let sk = m.skeleton();
+        assert_eq!(sk.role, Some(Role::Assistant));
+        assert_eq!(sk.timestamp, Some(12));
+        assert_eq!(sk.thinking_blocks, 1);
+        assert!(sk.has_tool_call_block);
+        assert_eq!(sk.tool_calls, vec![ToolCallBlock { id: "c1".into(), name: "read".into() }]);
+    }
+
+    #[test]
+    fn skeleton_of_tool_result_and_summary() {
+        let m = Message::from_json(
+            r#"{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"x"}],"isError":true,"timestamp":5}"#,
+        )
+        .unwrap();
+        assert_eq!(m.skeleton().tool_call_id.as_deref(), Some("c1"));
+        assert!(m.skeleton().is_error);
+        let s = Message::from_json(
+            r#"{"role":"custom","customType":"context-prune-summary","content":"s","display":false,"details":{"toolCallRefs":[{"shortId":"t1","toolCallId":"c1","resultTimestamp":5},{"shortId":"t2","toolCallId":"c2"}]},"timestamp":9}"#,
+        )
+        .unwrap();
+        assert!(s.is_summary_message());
+        assert_eq!(s.skeleton().summary_refs.len(), 2);
+        assert_eq!(s.skeleton().summary_refs[1].result_timestamp, None);
+    }
+
+    #[test]
+    fn synthetic_chain_user_message() {
+        let m = Message::from_json(
+            r#"{"role":"user","content":[{"type":"text","text":"<compressed-chain id=\"b3\" tools=\"\">\nx\n</compressed-chain>"}],"timestamp":1}"#,
+        )
+        .unwrap();
+        assert_eq!(m.skeleton().compressed_chain_id.as_deref(), Some("b3"));
+        assert!(m.skeleton().is_synthetic_chain);
+    }
+
+    #[test]
+    fn unknown_roles_and_fields_round_trip() {
+        let text = r#"{"role":"system","weird":{"a":[1,2]},"content":[{"type":"hologram","x":1}],"timestamp":1.5}"#;
+        let m = Message::from_json(text).unwrap();
+        assert_eq!(m.json(), text);
+        assert_eq!(m.role(), Some(&Role::Other("system".into())));
+        assert_eq!(m.timestamp(), None);
+    }
+
+    #[test]
+    fn rejects_non_objects() {
+        assert!(matches!(Message::from_json("[1]"), Err(MessageError::NotAnObject)));
+        assert!(matches!(Message::from_json("{"), Err(MessageError::Json(_))));
+    }
+}

@@ -1,0 +1,500 @@
+//! The pruning state: what has been indexed, under which refs, which chains
+//! are compressed, and where the last flush stopped.
+//!
+//! Everything here is rebuilt by folding a branch's entries (see
+//! `condense-store`'s replay) and extended by flushes. Lookups that run on
+//! every render take borrowed ids, so rendering allocates no keys.
+//!
+//! Identity rules (pi-condense ≥ 2.6):
+//! - a record is keyed by its [`OccurrenceKey`] `id@resultTimestamp`, or by the
+//!   bare id for legacy records;
+//! - [`State::is_summarized`] is strict: an exact key in the index or a dedup
+//!   alias, nothing else;
+//! - the legacy bare fallback applies only when the bare id has an indexed
+//!   bare record and no indexed occurrence siblings (fail closed);
+//! - [`State::resolve`] tries exact key → dedup alias → short ref → a bare id
+//!   with exactly one occurrence.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use crate::occurrence::{split_occurrence, OccurrenceKey};
+use crate::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
+
+/// Per-occurrence facts, grouped under the bare id.
+#[derive(Debug, Clone, Default)]
+struct Occurrence {
+    ts: Option<i64>,
+    record: Option<usize>,
+    alias_of: Option<OccurrenceKey>,
+    short_ref: Option<String>,
+    summary_bodies: Vec<usize>,
+}
+
+/// A per-batch summary body and the occurrences it covers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryBody {
+    /// The occurrences the summary covers.
+    pub keys: Vec<OccurrenceKey>,
+    /// The summary's markdown text (with its refs footer).
+    pub text: String,
+}
+
+/// The pruning state of one branch.
+#[derive(Debug, Clone, Default)]
+pub struct State {
+    records: Vec<ToolCallRecord>,
+    by_id: HashMap<String, Vec<Occurrence>>,
+    short_refs: HashMap<String, OccurrenceKey>,
+    next_short_ref: u64,
+    content_hashes: HashMap<String, OccurrenceKey>,
+    summary_bodies: Vec<SummaryBody>,
+    chains: BTreeMap<i64, ChainEntry>,
+    next_block: u64,
+    /// The last attempted prune boundary.
+    pub frontier: Option<Frontier>,
+    /// Cumulative summarizer usage.
+    pub stats: SummarizerStats,
+}
+
+impl State {
+    /// An empty state.
+    pub fn new() -> Self {
+        State {
+            next_short_ref: 1,
+            next_block: 1,
+            ..State::default()
+        }
+    }
+
+    fn occurrence(&self, id: &str, ts: Option<i64>) -> Option<&Occurrence> {
+        self.by_id.get(id)?.iter().find(|o| o.ts == ts)
+    }
+
+    fn occurrence_mut(&mut self, key: &OccurrenceKey) -> &mut Occurrence {
+        let list = self.by_id.entry(key.id.clone()).or_default();
+        let pos = match list.iter().position(|o| o.ts == key.result_timestamp) {
+            Some(p) => p,
+            None => {
+                list.push(Occurrence {
+                    ts: key.result_timestamp,
+                    ..Occurrence::default()
+                });
+                list.len() - 1
+            }
+        };
+        &mut list[pos]
+    }
+
+    // ---- records ------------------------------------------------------------
+
+    /// Indexes a record (a later record with the same key replaces the earlier
+    /// one, as a map would). `seed_dedup` makes it a dedup canonical when no
+    /// record with the same content hash is known yet (backfilled records never
+    /// are). Returns the record's key.
+    pub fn add_record(&mut self, record: ToolCallRecord, seed_dedup: bool) -> OccurrenceKey {
+        let key = record.key();
+        if seed_dedup {
+            let hash = record
+                .content_hash
+                .clone()
+                .unwrap_or_else(|| crate::dedup::content_hash(&record.tool_name, &record.result_text));
+            self.content_hashes.entry(hash).or_insert_with(|| key.clone());
+        }
+        let idx = self.records.len();
+        self.records.push(record);
+        self.occurrence_mut(&key).record = Some(idx);
+        key
+    }
+
+    /// Every indexed record, in indexing order (replaced ones included).
+    pub fn records(&self) -> &[ToolCallRecord] {
+        &self.records
+    }
+
+    /// Number of distinct indexed occurrences.
+    pub fn indexed_count(&self) -> usize {
+        self.by_id
+            .values()
+            .flat_map(|v| v.iter())
+            .filter(|o| o.record.is_some())
+            .count()
+    }
+
+    /// The record stored under exactly this key.
+    pub fn record_exact(&self, id: &str, ts: Option<i64>) -> Option<&ToolCallRecord> {
+        self.occurrence(id, ts)?.record.map(|i| &self.records[i])
+    }
+
+    /// True if exactly this occurrence is indexed or a dedup alias.
+    pub fn is_summarized(&self, id: &str, ts: Option<i64>) -> bool {
+        self.occurrence(id, ts)
+            .is_some_and(|o| o.record.is_some() || o.alias_of.is_some())
+    }
+
+    /// True if the bare id has an indexed legacy record and no indexed
+    /// occurrence siblings.
+    pub fn has_legacy_bare_record(&self, id: &str) -> bool {
+        let Some(list) = self.by_id.get(id) else {
+            return false;
+        };
+        let bare = list.iter().any(|o| o.ts.is_none() && o.record.is_some());
+        let siblings = list.iter().any(|o| o.ts.is_some() && o.record.is_some());
+        bare && !siblings
+    }
+
+    /// The key a tool result at (`id`, `ts`) is stubbed under, if any: its
+    /// exact occurrence when summarized, else the legacy bare record.
+    pub fn lookup_key_for_result(&self, id: &str, ts: Option<i64>) -> Option<Option<i64>> {
+        if self.is_summarized(id, ts) {
+            Some(ts)
+        } else if self.has_legacy_bare_record(id) {
+            Some(None)
+        } else {
+            None
+        }
+    }
+
+    /// The record behind an occurrence: its own, or its dedup original's.
+    pub fn record_for(&self, id: &str, ts: Option<i64>) -> Option<&ToolCallRecord> {
+        let occ = self.occurrence(id, ts)?;
+        if let Some(i) = occ.record {
+            return Some(&self.records[i]);
+        }
+        let orig = occ.alias_of.as_ref()?;
+        self.record_exact(&orig.id, orig.result_timestamp)
+    }
+
+    /// The short ref registered for an occurrence.
+    pub fn short_ref(&self, id: &str, ts: Option<i64>) -> Option<&str> {
+        self.occurrence(id, ts)?.short_ref.as_deref()
+    }
+
+    /// Resolves a query id (occurrence key text, dedup alias, short ref, or a
+    /// bare id with exactly one occurrence) to the key of its record.
+    pub fn resolve(&self, text: &str) -> Option<OccurrenceKey> {
+        let key = OccurrenceKey::parse(text);
+        if let Some(occ) = self.occurrence(&key.id, key.result_timestamp) {
+            if occ.record.is_some() {
+                return Some(key);
+            }
+            if let Some(orig) = &occ.alias_of {
+                return Some(orig.clone());
+            }
+        }
+        if let Some(target) = self.short_refs.get(text) {
+            return Some(self.canonical(target));
+        }
+        if key.result_timestamp.is_none() {
+            let list = self.by_id.get(text)?;
+            let mut found = list.iter().filter(|o| o.ts.is_some() && o.record.is_some());
+            if let (Some(only), None) = (found.next(), found.next()) {
+                return Some(OccurrenceKey::new(text, only.ts));
+            }
+        }
+        None
+    }
+
+    /// Follows a dedup alias to its original.
+    fn canonical(&self, key: &OccurrenceKey) -> OccurrenceKey {
+        match self.occurrence(&key.id, key.result_timestamp) {
+            Some(o) if o.record.is_none() => o.alias_of.clone().unwrap_or_else(|| key.clone()),
+            _ => key.clone(),
+        }
+    }
+
+    /// Every record a query id names. A bare id with several occurrences
+    /// (dedup-alias occurrences included, each labelled with its own result
+    /// timestamp) expands to all of them, oldest first; otherwise a single
+    /// [`resolve`](Self::resolve) result.
+    pub fn records_for_query(&self, text: &str) -> Vec<ToolCallRecord> {
+        if split_occurrence(text).is_none() && !self.short_refs.contains_key(text) {
+            if let Some(list) = self.by_id.get(text) {
+                let mut out: Vec<ToolCallRecord> = list
+                    .iter()
+                    .filter_map(|o| {
+                        if let Some(i) = o.record {
+                            return Some(self.records[i].clone());
+                        }
+                        let orig = o.alias_of.as_ref()?;
+                        let mut r = self.record_exact(&orig.id, orig.result_timestamp)?.clone();
+                        r.tool_call_id = text.to_owned();
+                        r.result_timestamp = o.ts;
+                        Some(r)
+                    })
+                    .collect();
+                if out.len() > 1 {
+                    out.sort_by_key(|r| r.result_timestamp.unwrap_or(r.timestamp));
+                    return out;
+                }
+            }
+        }
+        self.resolve(text)
+            .and_then(|k| self.record_exact(&k.id, k.result_timestamp).cloned())
+            .into_iter()
+            .collect()
+    }
+
+    // ---- refs ---------------------------------------------------------------
+
+    /// Registers short refs read from a summary (or allocated by a flush).
+    /// A ref whose short id equals its tool-call id (legacy) registers no alias.
+    pub fn register_summary_refs(&mut self, refs: &[SummaryRef]) {
+        for r in refs {
+            if r.short_id.is_empty() || r.tool_call_id.is_empty() {
+                continue;
+            }
+            if r.short_id != r.tool_call_id {
+                let key = r.key();
+                self.short_refs.insert(r.short_id.clone(), key.clone());
+                self.occurrence_mut(&key).short_ref = Some(r.short_id.clone());
+            }
+            if let Some(n) = r.short_id.strip_prefix('t').and_then(|d| {
+                (!d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| d.parse::<u64>().ok())
+                    .flatten()
+            }) {
+                self.next_short_ref = self.next_short_ref.max(n + 1);
+            }
+        }
+    }
+
+    /// Allocates the next `count` short refs (`t<N>`, monotonic) for keys, in order.
+    pub fn allocate_short_refs(&mut self, keys: &[OccurrenceKey]) -> Vec<SummaryRef> {
+        keys.iter()
+            .map(|k| {
+                let n = self.next_short_ref;
+                self.next_short_ref += 1;
+                SummaryRef {
+                    short_id: format!("t{n}"),
+                    tool_call_id: k.id.clone(),
+                    result_timestamp: k.result_timestamp,
+                }
+            })
+            .collect()
+    }
+
+    /// The number the next short ref will carry.
+    pub fn next_short_ref(&self) -> u64 {
+        self.next_short_ref
+    }
+
+    /// Registers `new` as a duplicate of `original`: it is summarized, resolves
+    /// to the original's record and reuses the original's short ref.
+    pub fn register_dedup_alias(&mut self, new: &OccurrenceKey, original: &OccurrenceKey) {
+        if new == original {
+            return;
+        }
+        let short = self
+            .occurrence(&original.id, original.result_timestamp)
+            .and_then(|o| o.short_ref.clone());
+        let occ = self.occurrence_mut(new);
+        occ.alias_of = Some(original.clone());
+        if let Some(s) = short {
+            occ.short_ref = Some(s.clone());
+        }
+    }
+
+    /// The dedup original of an occurrence, if it is an alias.
+    pub fn dedup_original(&self, id: &str, ts: Option<i64>) -> Option<&OccurrenceKey> {
+        self.occurrence(id, ts)?.alias_of.as_ref()
+    }
+
+    /// The canonical record key for identical content, if an earlier flush
+    /// indexed it.
+    pub fn lookup_by_hash(&self, hash: &str) -> Option<&OccurrenceKey> {
+        self.content_hashes.get(hash)
+    }
+
+    // ---- summaries ----------------------------------------------------------
+
+    /// Stores a per-batch summary body keyed by the occurrences it covers.
+    pub fn register_summary_body(&mut self, keys: Vec<OccurrenceKey>, text: String) {
+        if text.is_empty() || keys.is_empty() {
+            return;
+        }
+        let idx = self.summary_bodies.len();
+        for k in &keys {
+            let occ = self.occurrence_mut(k);
+            if occ.summary_bodies.last() != Some(&idx) {
+                occ.summary_bodies.push(idx);
+            }
+        }
+        self.summary_bodies.push(SummaryBody { keys, text });
+    }
+
+    /// Every summary body, in registration order.
+    pub fn summary_bodies(&self) -> &[SummaryBody] {
+        &self.summary_bodies
+    }
+
+    /// The distinct per-batch summary texts covering any of `keys` (key texts,
+    /// matched exactly), in registration order.
+    pub fn summaries_covering<'a, I>(&self, keys: I) -> Vec<&str>
+    where
+        I: IntoIterator<Item = &'a str>,
+    {
+        let mut idxs: Vec<usize> = Vec::new();
+        for text in keys {
+            let k = OccurrenceKey::parse(text);
+            if let Some(o) = self.occurrence(&k.id, k.result_timestamp) {
+                idxs.extend_from_slice(&o.summary_bodies);
+            }
+        }
+        idxs.sort_unstable();
+        idxs.dedup();
+        let mut seen = HashSet::new();
+        idxs.into_iter()
+            .map(|i| self.summary_bodies[i].text.as_str())
+            .filter(|t| seen.insert(*t))
+            .collect()
+    }
+
+    // ---- chains -------------------------------------------------------------
+
+    /// Registers a compressed chain (keyed by its start timestamp; last wins).
+    pub fn register_chain(&mut self, entry: ChainEntry) {
+        if let Some(n) = entry.block_id.strip_prefix('b').and_then(|d| d.parse::<u64>().ok()) {
+            self.next_block = self.next_block.max(n + 1);
+        }
+        self.chains.insert(entry.start_user_timestamp, entry);
+    }
+
+    /// Compressed chains sorted by start timestamp.
+    pub fn chains(&self) -> impl ExactSizeIterator<Item = &ChainEntry> {
+        self.chains.values()
+    }
+
+    /// The chain entry with a block id.
+    pub fn chain_by_block(&self, block_id: &str) -> Option<&ChainEntry> {
+        self.chains.values().find(|c| c.block_id == block_id)
+    }
+
+    /// True if a chain starting at this user timestamp is compressed.
+    pub fn is_chain_compressed(&self, start_user_timestamp: i64) -> bool {
+        self.chains.contains_key(&start_user_timestamp)
+    }
+
+    /// Allocates the next block id (`b<N>`).
+    pub fn allocate_block_id(&mut self) -> String {
+        let n = self.next_block;
+        self.next_block += 1;
+        format!("b{n}")
+    }
+
+    /// The text a compressed chain renders as: its range summary, else the
+    /// distinct per-batch summaries of its dropped occurrences joined by a
+    /// blank line.
+    pub fn chain_body(&self, entry: &ChainEntry) -> String {
+        if let Some(t) = &entry.range_summary_text {
+            return t.clone();
+        }
+        let keys: Vec<&str> = match &entry.dropped_occurrence_keys {
+            Some(k) => k.iter().map(String::as_str).collect(),
+            None => entry.dropped_tool_call_ids.iter().map(String::as_str).collect(),
+        };
+        self.summaries_covering(keys).join("\n\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec(id: &str, ts: Option<i64>, text: &str) -> ToolCallRecord {
+        serde_json::from_value(json!({
+            "toolCallId": id, "toolName": "bash", "args": {}, "resultText": text,
+            "isError": false, "turnIndex": 0, "timestamp": 1000,
+            "resultTimestamp": ts,
+        }))
+        .unwrap()
+    }
+
+    fn sref(short: &str, id: &str, ts: Option<i64>) -> SummaryRef {
+        SummaryRef {
+            short_id: short.into(),
+            tool_call_id: id.into(),
+            result_timestamp: ts,
+        }
+    }
+
+    #[test]
+    fn occurrences_of_a_reused_id_stay_apart() {
+        let mut s = State::new();
+        s.add_record(rec("bash_23", Some(1150), "FIRST"), true);
+        s.add_record(rec("bash_23", Some(2150), "SECOND"), true);
+        assert!(s.is_summarized("bash_23", Some(1150)));
+        assert!(!s.is_summarized("bash_23", Some(3150)));
+        assert!(!s.is_summarized("bash_23", None));
+        assert_eq!(s.resolve("bash_23"), None, "ambiguous bare id");
+        let all = s.records_for_query("bash_23");
+        assert_eq!(all.iter().map(|r| r.result_text.as_str()).collect::<Vec<_>>(), ["FIRST", "SECOND"]);
+    }
+
+    #[test]
+    fn single_occurrence_resolves_from_bare_id_but_is_not_summarized_by_it() {
+        let mut s = State::new();
+        s.add_record(rec("bash_23", Some(1150), "FIRST"), true);
+        assert!(!s.is_summarized("bash_23", None));
+        assert_eq!(s.resolve("bash_23").unwrap().to_string(), "bash_23@1150");
+    }
+
+    #[test]
+    fn legacy_bare_fallback_fails_closed_when_mixed() {
+        let mut s = State::new();
+        s.add_record(rec("b1", None, "OLD"), true);
+        assert!(s.has_legacy_bare_record("b1"));
+        s.add_record(rec("b3", None, "OLD"), true);
+        s.add_record(rec("b3", Some(2150), "NEW"), true);
+        assert!(!s.has_legacy_bare_record("b3"));
+        s.add_record(rec("b2", Some(1), "NEW"), true);
+        assert!(!s.has_legacy_bare_record("b2"));
+    }
+
+    #[test]
+    fn short_refs_and_dedup_aliases() {
+        let mut s = State::new();
+        s.add_record(rec("bash_23", Some(1150), "SAME"), true);
+        s.register_summary_refs(&[sref("t1", "bash_23", Some(1150))]);
+        s.register_dedup_alias(&OccurrenceKey::parse("bash_99@4150"), &OccurrenceKey::parse("bash_23@1150"));
+        assert!(s.is_summarized("bash_99", Some(4150)));
+        assert_eq!(s.short_ref("bash_99", Some(4150)), Some("t1"));
+        assert_eq!(s.resolve("t1").unwrap().to_string(), "bash_23@1150");
+        assert_eq!(s.resolve("bash_99@4150").unwrap().to_string(), "bash_23@1150");
+        assert_eq!(s.next_short_ref(), 2);
+        let refs = s.allocate_short_refs(&[OccurrenceKey::parse("x@1")]);
+        assert_eq!(refs[0].short_id, "t2");
+    }
+
+    #[test]
+    fn alias_occurrence_of_same_bare_id_is_listed_with_its_own_timestamp() {
+        let mut s = State::new();
+        s.add_record(rec("bash_23", Some(1150), "SAME"), true);
+        s.register_dedup_alias(&OccurrenceKey::parse("bash_23@9150"), &OccurrenceKey::parse("bash_23@1150"));
+        let all = s.records_for_query("bash_23");
+        assert_eq!(all.iter().map(|r| r.result_timestamp).collect::<Vec<_>>(), [Some(1150), Some(9150)]);
+    }
+
+    #[test]
+    fn summary_bodies_are_occurrence_keyed_and_distinct() {
+        let mut s = State::new();
+        s.register_summary_body(vec![OccurrenceKey::parse("a@1")], "S1".into());
+        s.register_summary_body(vec![OccurrenceKey::parse("b@2"), OccurrenceKey::parse("c@3")], "S2".into());
+        s.register_summary_body(vec![OccurrenceKey::parse("c@3")], "S1".into());
+        assert_eq!(s.summaries_covering(["a@1", "c@3"]), ["S1", "S2"]);
+        assert!(s.summaries_covering(["a@9"]).is_empty());
+        assert!(s.summaries_covering(["a"]).is_empty());
+    }
+
+    #[test]
+    fn block_ids_continue_after_the_highest() {
+        let mut s = State::new();
+        let chain: ChainEntry = serde_json::from_value(json!({
+            "blockId": "b7", "startUserTimestamp": 1, "droppedToolCallIds": [],
+            "finalAssistantTimestamp": 2, "toolRefs": [], "compressedAt": 3
+        }))
+        .unwrap();
+        s.register_chain(chain);
+        assert_eq!(s.allocate_block_id(), "b8");
+    }
+}
