@@ -1,6 +1,136 @@
-//! Project tasks: `cargo xtask ci`.
+//! Project automation for `condense`, run as `cargo xtask <command>`.
+//!
+//! The `xtask` alias lives in `.cargo/config.toml`. This crate deliberately
+//! uses only the standard library so that it builds quickly and offline.
+//!
+//! Commands:
+//!
+//! * `ci`    – the full CI gate; see [`steps::CI_STEPS`] for the ordered list.
+//! * `bench` – `cargo bench --workspace`, forwarding any extra arguments.
+//! * `soak`  – placeholder; exits with status 1 until it is implemented.
 
-fn main() {
-    eprintln!("xtask: not built yet");
-    std::process::exit(1);
+mod runner;
+mod steps;
+
+use std::process::ExitCode;
+
+use runner::Ctx;
+
+/// Usage text printed by `--help` and on argument errors.
+const USAGE: &str = "\
+Usage: cargo xtask <COMMAND> [ARGS...]
+
+Commands:
+  ci       Run the CI gate, stopping at the first failing step:
+             fmt     cargo fmt --all --check
+             clippy  cargo clippy --workspace --all-targets -- -D warnings
+             test    cargo test --workspace (includes doc tests)
+             doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
+  bench    Run `cargo bench --workspace`; extra ARGS are passed to cargo bench
+  soak     Soak test (not built yet; always exits 1)
+  help     Print this message
+
+Options:
+  -h, --help   Print this message
+
+Environment:
+  CARGO              cargo binary to use for sub-commands (set by cargo itself)
+  CARGO_TERM_COLOR   defaults to `always` when not already set
+";
+
+/// A parsed command line.
+#[derive(Debug, PartialEq, Eq)]
+enum Command {
+    /// Print usage to stdout and succeed.
+    Help,
+    /// Run every CI step in order.
+    Ci,
+    /// Run the benchmarks, forwarding the given extra arguments.
+    Bench(Vec<String>),
+    /// Placeholder for the soak test.
+    Soak,
+}
+
+/// Parses the arguments that follow the program name.
+///
+/// Returns a human-readable error for unknown commands or unexpected
+/// arguments; the caller prints it together with [`USAGE`].
+fn parse_args(args: &[String]) -> Result<Command, String> {
+    let Some((first, rest)) = args.split_first() else {
+        return Err("missing command".to_owned());
+    };
+    let no_extra = |cmd: Command| {
+        if rest.iter().any(|a| a == "-h" || a == "--help") {
+            Ok(Command::Help)
+        } else if let Some(extra) = rest.first() {
+            Err(format!("unexpected argument `{extra}` for `{first}`"))
+        } else {
+            Ok(cmd)
+        }
+    };
+    match first.as_str() {
+        "-h" | "--help" | "help" => Ok(Command::Help),
+        "ci" => no_extra(Command::Ci),
+        "soak" => no_extra(Command::Soak),
+        "bench" => Ok(Command::Bench(rest.to_vec())),
+        other => Err(format!("unknown command `{other}`")),
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match parse_args(&args) {
+        Ok(command) => command,
+        Err(msg) => {
+            eprintln!("xtask: error: {msg}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+
+    match command {
+        Command::Help => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Command::Ci => runner::run_steps("ci", &Ctx::from_env(), steps::CI_STEPS),
+        Command::Bench(extra) => runner::run_steps(
+            "bench",
+            &Ctx::from_env().with_extra_args(extra),
+            steps::BENCH_STEPS,
+        ),
+        Command::Soak => {
+            eprintln!("xtask: `cargo xtask soak` is not built yet (placeholder); nothing was run.");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn parses_commands() {
+        assert_eq!(parse_args(&args(&["ci"])), Ok(Command::Ci));
+        assert_eq!(parse_args(&args(&["soak"])), Ok(Command::Soak));
+        assert_eq!(parse_args(&args(&["--help"])), Ok(Command::Help));
+        assert_eq!(parse_args(&args(&["-h"])), Ok(Command::Help));
+        assert_eq!(parse_args(&args(&["help"])), Ok(Command::Help));
+        assert_eq!(parse_args(&args(&["ci", "--help"])), Ok(Command::Help));
+        assert_eq!(
+            parse_args(&args(&["bench", "--", "--save-baseline", "x"])),
+            Ok(Command::Bench(args(&["--", "--save-baseline", "x"])))
+        );
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(parse_args(&[]).is_err());
+        assert!(parse_args(&args(&["nope"])).is_err());
+        assert!(parse_args(&args(&["ci", "extra"])).is_err());
+    }
 }

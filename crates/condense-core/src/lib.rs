@@ -15,3 +15,7 @@ pub mod protect;
 pub mod records;
 pub mod dedup;
 pub mod state;
+pub mod diagnostics;
+pub mod render;
+
+pub use render::{render, Render, RenderPlan, RenderSettings};

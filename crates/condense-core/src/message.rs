@@ -157,6 +157,16 @@ impl Message {
         })
     }
 
+    /// A message whose skeleton the caller built alongside the JSON (for
+    /// messages condense writes itself, such as stubs, to skip a re-parse).
+    pub(crate) fn from_parts(json: String, skeleton: Skeleton) -> Message {
+        Message {
+            size: js_len(&json),
+            json: Arc::from(json),
+            skeleton: Arc::new(skeleton),
+        }
+    }
+
     /// Builds a message from a JSON value (serialized compactly, keys in order).
     pub fn from_value(value: &Value) -> Result<Message, MessageError> {
         if !value.is_object() {

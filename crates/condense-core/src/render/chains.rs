@@ -1,0 +1,324 @@
+//! Phase 3: compressed chains collapse into one synthetic user message.
+//!
+//! A chain entry names its range by two boundary messages: the user message
+//! at `startUserTimestamp` and the text-only assistant at
+//! `finalAssistantTimestamp`. Resolution is positional and fails closed: both
+//! must match exactly one message of their role, start before end, or the
+//! entry drops nothing (an id-based fallback is what once deleted live turns).
+//!
+//! Within a resolved range only assistant messages, tool results and
+//! condense's own per-batch summaries are dropped; user messages (including an
+//! already inserted synthetic) and third-party custom messages survive, which
+//! is also what makes re-applying the phase a no-op. Per-batch summaries
+//! covering dropped results are suppressed wherever they are (agent-message
+//! batching appends them after the range). Protected outputs in the range are
+//! relocated verbatim into the synthetic body.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::diagnostics::{Collector, DiagnosticKind};
+use crate::message::{tool_result_text, Message, Role, Skeleton};
+use crate::occurrence::{bare_id, OccurrenceKey};
+use crate::records::ChainEntry;
+use crate::state::State;
+
+use super::thinking::without_thinking;
+use super::{Item, Working};
+
+/// Replaces `{bN}` placeholders with block N's chain text, one level deep.
+/// A block's reference to itself and unknown blocks stay literal.
+pub fn substitute_block_refs(text: &str, self_block: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find("{b") {
+        out.push_str(&rest[..pos]);
+        let after = &rest[pos + 2..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if digits > 0 && after.as_bytes().get(digits) == Some(&b'}') {
+            let block = format!("b{}", &after[..digits]);
+            let replacement = (block != self_block).then(|| lookup(&block)).flatten();
+            match replacement {
+                Some(r) => out.push_str(&r),
+                None => out.push_str(&rest[pos..pos + 3 + digits]),
+            }
+            rest = &after[digits + 1..];
+        } else {
+            out.push_str("{b");
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The text of a `<compressed-chain>` synthetic message.
+pub fn synthetic_text(block_id: &str, tool_refs: &[String], body: &str, protected: &[(String, String)]) -> String {
+    let mut text = format!(
+        "<compressed-chain id=\"{block_id}\" tools=\"{}\">\n{body}",
+        tool_refs.join(",")
+    );
+    for (tool, output) in protected {
+        text.push_str(&format!(
+            "\n\n<protected-output tool=\"{tool}\">\n{output}\n</protected-output>"
+        ));
+    }
+    text.push_str("\n</compressed-chain>");
+    text
+}
+
+fn synthetic_message(entry: &ChainEntry, text: &str) -> Message {
+    let mut json = String::from(r#"{"role":"user","content":[{"type":"text","text":"#);
+    json.push_str(&serde_json::to_string(text).expect("strings serialize"));
+    json.push_str(r#"}],"timestamp":"#);
+    json.push_str(&entry.compressed_at.to_string());
+    json.push('}');
+    let skeleton = Skeleton {
+        role: Some(Role::User),
+        timestamp: Some(entry.compressed_at),
+        compressed_chain_id: Some(entry.block_id.clone()),
+        is_synthetic_chain: true,
+        ..Skeleton::default()
+    };
+    Message::from_parts(json, skeleton)
+}
+
+/// A chain entry resolved to positions in the working list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResolvedRange {
+    /// Position of the start user message.
+    pub start: usize,
+    /// Position of the final assistant message.
+    pub end: usize,
+}
+
+/// Index of boundary messages by (role, timestamp): match count and first position.
+pub struct BoundaryIndex {
+    users: HashMap<i64, (u32, usize)>,
+    assistants: HashMap<i64, (u32, usize)>,
+}
+
+impl BoundaryIndex {
+    /// Indexes user and assistant messages by timestamp.
+    pub fn new<'m>(messages: impl Iterator<Item = &'m Message>) -> Self {
+        let mut users = HashMap::new();
+        let mut assistants = HashMap::new();
+        for (i, m) in messages.enumerate() {
+            let Some(ts) = m.timestamp() else { continue };
+            let map = match m.role() {
+                Some(Role::User) => &mut users,
+                Some(Role::Assistant) => &mut assistants,
+                _ => continue,
+            };
+            let e = map.entry(ts).or_insert((0u32, i));
+            e.0 += 1;
+        }
+        BoundaryIndex { users, assistants }
+    }
+
+    /// Resolves an entry: exactly one user at the start timestamp, exactly
+    /// one assistant at the final timestamp, start before end.
+    pub fn resolve(&self, entry: &ChainEntry) -> Option<ResolvedRange> {
+        let final_ts = entry.final_assistant_timestamp?;
+        let &(n_start, start) = self.users.get(&entry.start_user_timestamp)?;
+        let &(n_end, end) = self.assistants.get(&final_ts)?;
+        (n_start == 1 && n_end == 1 && start < end).then_some(ResolvedRange { start, end })
+    }
+}
+
+struct Accepted<'s> {
+    entry: &'s ChainEntry,
+    range: ResolvedRange,
+}
+
+pub(crate) fn apply(work: &mut Working<'_>, state: &State, strip_final_thinking: bool, diags: &mut Collector) {
+    let existing: HashSet<String> = work
+        .iter()
+        .filter(|m| m.is(&Role::User))
+        .filter_map(|m| m.skeleton().compressed_chain_id.clone())
+        .collect();
+    let boundaries = BoundaryIndex::new(work.iter());
+
+    let mut resolved: Vec<Accepted<'_>> = Vec::new();
+    for entry in state.chains() {
+        match boundaries.resolve(entry) {
+            Some(range) => resolved.push(Accepted { entry, range }),
+            None => diags.report(
+                DiagnosticKind::UnresolvedRange,
+                entry.block_id.clone(),
+                format!(
+                    "blockId={} start={} final={}",
+                    entry.block_id,
+                    entry.start_user_timestamp,
+                    entry
+                        .final_assistant_timestamp
+                        .map_or_else(|| "null".to_owned(), |t| t.to_string())
+                ),
+            ),
+        }
+    }
+
+    let mut accepted: Vec<&Accepted<'_>> = Vec::new();
+    let mut claimed: HashSet<usize> = HashSet::new();
+    for c in &resolved {
+        let nests_in = resolved.iter().find(|o| {
+            !std::ptr::eq(*o, c) && c.range.start > o.range.start && c.range.start < o.range.end
+        });
+        if nests_in.is_some() || claimed.contains(&c.range.start) {
+            let detail = match nests_in {
+                Some(o) => format!(
+                    "blockId={} skipped: range nests inside blockId={}",
+                    c.entry.block_id, o.entry.block_id
+                ),
+                None => format!(
+                    "blockId={} skipped: range duplicates startIndex={} already claimed",
+                    c.entry.block_id, c.range.start
+                ),
+            };
+            diags.report(DiagnosticKind::UnresolvedRange, format!("overlap:{}", c.entry.block_id), detail);
+            continue;
+        }
+        claimed.insert(c.range.start);
+        accepted.push(c);
+    }
+    if accepted.is_empty() {
+        return;
+    }
+
+    let n = work.len();
+    let mut in_range = vec![false; n];
+    let mut strip_at: HashSet<usize> = HashSet::new();
+    let mut insert_after: HashMap<usize, (String, Message)> = HashMap::new();
+    let mut dropped_bare: HashSet<String> = HashSet::new();
+    let mut dropped_occ: HashSet<OccurrenceKey> = HashSet::new();
+
+    for a in &accepted {
+        let (entry, r) = (a.entry, a.range);
+        let protected_ids: HashSet<&str> = entry
+            .protected_tool_call_ids
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        let mut protected_outputs: Vec<(String, String)> = Vec::new();
+        let mut actual: HashSet<String> = HashSet::new();
+        for (i, flag) in in_range.iter_mut().enumerate().take(r.end).skip(r.start + 1) {
+            *flag = true;
+            let m = work.get(i);
+            let sk = m.skeleton();
+            match m.role() {
+                Some(Role::ToolResult) => {
+                    let id = sk.tool_call_id.clone().unwrap_or_default();
+                    dropped_occ.insert(OccurrenceKey::new(id.clone(), sk.timestamp));
+                    if protected_ids.contains(id.as_str()) {
+                        protected_outputs.push((
+                            sk.tool_name.clone().unwrap_or_default(),
+                            tool_result_text(&m.to_value()),
+                        ));
+                    }
+                    actual.insert(id.clone());
+                    dropped_bare.insert(id);
+                }
+                Some(Role::Assistant) => {
+                    for c in &sk.tool_calls {
+                        actual.insert(c.id.clone());
+                        dropped_bare.insert(c.id.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        let recorded: HashSet<&str> = entry.dropped_tool_call_ids.iter().map(|s| bare_id(s)).collect();
+        if recorded.len() != actual.len() || recorded.iter().any(|id| !actual.contains(*id)) {
+            diags.report(
+                DiagnosticKind::RangeIdMismatch,
+                entry.block_id.clone(),
+                format!(
+                    "blockId={} recorded={} actual={}",
+                    entry.block_id,
+                    recorded.len(),
+                    actual.len()
+                ),
+            );
+        }
+        if strip_final_thinking {
+            strip_at.insert(r.end);
+        }
+        let body = substitute_block_refs(&state.chain_body(entry), &entry.block_id, |b| {
+            state
+                .chain_by_block(b)
+                .map(|e| state.chain_body(e))
+                .filter(|t| !t.is_empty())
+        });
+        let text = synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs);
+        insert_after.insert(r.start, (entry.block_id.clone(), synthetic_message(entry, &text)));
+    }
+
+    let overlaps_dropped = |m: &Message| {
+        m.skeleton().summary_refs.iter().any(|r| match r.result_timestamp {
+            Some(ts) => dropped_occ.contains(&OccurrenceKey::new(r.tool_call_id.clone(), Some(ts))),
+            None => dropped_bare.contains(bare_id(&r.tool_call_id)),
+        })
+    };
+
+    // Decide per position before rebuilding (the closure below owns the items).
+    let mut keep = vec![true; n];
+    let mut stripped: HashMap<usize, Message> = HashMap::new();
+    for (i, k) in keep.iter_mut().enumerate() {
+        let m = work.get(i);
+        let is_summary = m.is_summary_message();
+        let droppable = m.is(&Role::Assistant) || m.is(&Role::ToolResult) || is_summary;
+        if (in_range[i] && droppable) || (is_summary && overlaps_dropped(m)) {
+            *k = false;
+            continue;
+        }
+        if strip_at.contains(&i) && m.is(&Role::Assistant) && m.skeleton().thinking_blocks > 0 {
+            if let Some(s) = without_thinking(m) {
+                stripped.insert(i, s);
+            }
+        }
+    }
+    work.rebuild(|items| {
+        let mut out = Vec::with_capacity(items.len() + insert_after.len());
+        for (i, item) in items.into_iter().enumerate() {
+            if keep[i] {
+                match stripped.remove(&i) {
+                    Some(s) => out.push(Item::New(s)),
+                    None => out.push(item),
+                }
+            }
+            if let Some((block, synthetic)) = insert_after.remove(&i) {
+                if !existing.contains(&block) {
+                    out.push(Item::New(synthetic));
+                }
+            }
+        }
+        out
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_refs_substitute_one_level() {
+        let lookup = |b: &str| match b {
+            "b1" => Some("ONE {b2}".to_owned()),
+            "b2" => Some("TWO".to_owned()),
+            _ => None,
+        };
+        assert_eq!(substitute_block_refs("x {b1} y", "b9", lookup), "x ONE {b2} y");
+        assert_eq!(substitute_block_refs("{b9} {b3} {b} {bx}", "b9", lookup), "{b9} {b3} {b} {bx}");
+        assert_eq!(substitute_block_refs("{b2}{b2}", "b1", lookup), "TWOTWO");
+        assert_eq!(substitute_block_refs("{{b2}}", "b1", lookup), "{TWO}");
+    }
+
+    #[test]
+    fn synthetic_format() {
+        let t = synthetic_text("b1", &["t1".into(), "t2".into()], "body", &[("todo".into(), "x".into())]);
+        assert_eq!(
+            t,
+            "<compressed-chain id=\"b1\" tools=\"t1,t2\">\nbody\n\n<protected-output tool=\"todo\">\nx\n</protected-output>\n</compressed-chain>"
+        );
+    }
+}

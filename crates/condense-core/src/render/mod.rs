@@ -1,0 +1,243 @@
+//! The render pipeline: what the model sees, as an edit plan over the branch.
+//!
+//! [`render`] runs five phases over the branch's messages, in this order:
+//! 1. [`stub`]: summarized and spilled tool results become short stubs
+//!    (render-time protection re-check, recovery grace window);
+//! 2. [`purge`]: argument bodies of failed calls are purged after a cooldown;
+//! 3. [`chains`]: compressed chains collapse into one `<compressed-chain>`
+//!    user message after their start user message;
+//! 4. [`sweep`]: tool results without an open tool call are removed;
+//! 5. [`thinking`]: opt-in strip of thinking blocks outside the last K
+//!    assistant turns.
+//!
+//! No phase mutates its input. A render that changes nothing returns
+//! [`Render::plan`] `None` without copying a message or serializing anything.
+
+pub mod chains;
+pub mod grace;
+pub mod purge;
+pub mod stub;
+pub mod sweep;
+pub mod thinking;
+
+use std::ops::Range;
+
+use crate::config::Config;
+use crate::diagnostics::Diagnostic;
+use crate::message::Message;
+use crate::protect::Protection;
+use crate::state::State;
+
+/// One step of an edit plan. The output is the concatenation of the steps;
+/// input messages not covered by a `Keep` are dropped.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PlanStep {
+    /// Input messages in this index range, unchanged.
+    Keep(Range<usize>),
+    /// A message condense wrote (a stub, a purged or stripped copy, a
+    /// `<compressed-chain>` synthetic).
+    New(Message),
+}
+
+/// The edits that turn the branch into what the model sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RenderPlan {
+    /// The output, as runs of kept input and new messages.
+    pub steps: Vec<PlanStep>,
+    /// `JSON.stringify(input).length`, from cached per-message sizes.
+    pub before_chars: usize,
+    /// `JSON.stringify(output).length`, likewise.
+    pub after_chars: usize,
+}
+
+impl RenderPlan {
+    /// Applies the plan to the messages it was computed for.
+    pub fn apply(&self, messages: &[Message]) -> Vec<Message> {
+        let mut out = Vec::with_capacity(messages.len());
+        for step in &self.steps {
+            match step {
+                PlanStep::Keep(r) => out.extend_from_slice(&messages[r.clone()]),
+                PlanStep::New(m) => out.push(m.clone()),
+            }
+        }
+        out
+    }
+
+    /// Estimated tokens before (chars / 4, rounded).
+    pub fn before_tokens(&self) -> u64 {
+        chars_to_tokens(self.before_chars)
+    }
+
+    /// Estimated tokens after (chars / 4, rounded).
+    pub fn after_tokens(&self) -> u64 {
+        chars_to_tokens(self.after_chars)
+    }
+}
+
+/// `Math.round(chars / 4)`.
+pub fn chars_to_tokens(chars: usize) -> u64 {
+    ((chars as f64) / 4.0).round() as u64
+}
+
+/// The result of one render.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Render {
+    /// `None` when nothing changed: the model sees the branch as it is.
+    pub plan: Option<RenderPlan>,
+    /// Degradations noticed on the way, deduplicated by kind and key.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Render {
+    /// The rendered messages (a copy of the input when nothing changed).
+    pub fn messages(&self, input: &[Message]) -> Vec<Message> {
+        match &self.plan {
+            Some(p) => p.apply(input),
+            None => input.to_vec(),
+        }
+    }
+}
+
+/// `JSON.stringify(array).length` for messages of the given sizes.
+pub fn array_chars<I: IntoIterator<Item = usize>>(sizes: I) -> usize {
+    let mut n = 0usize;
+    let mut total = 2; // [ ]
+    for s in sizes {
+        total += s;
+        n += 1;
+    }
+    total + n.saturating_sub(1)
+}
+
+/// The working list of a render: input positions or new messages, built only
+/// once something changes.
+#[derive(Debug)]
+pub(crate) enum Item {
+    Orig(usize),
+    New(Message),
+}
+
+pub(crate) struct Working<'a> {
+    base: &'a [Message],
+    items: Option<Vec<Item>>,
+}
+
+impl<'a> Working<'a> {
+    fn new(base: &'a [Message]) -> Self {
+        Working { base, items: None }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.items.as_ref().map_or(self.base.len(), Vec::len)
+    }
+
+    pub(crate) fn get(&self, i: usize) -> &Message {
+        match &self.items {
+            None => &self.base[i],
+            Some(items) => match &items[i] {
+                Item::Orig(j) => &self.base[*j],
+                Item::New(m) => m,
+            },
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Message> + Clone + '_ {
+        (0..self.len()).map(move |i| self.get(i))
+    }
+
+    fn items_mut(&mut self) -> &mut Vec<Item> {
+        let base = self.base;
+        self.items
+            .get_or_insert_with(|| (0..base.len()).map(Item::Orig).collect())
+    }
+
+    pub(crate) fn replace(&mut self, i: usize, m: Message) {
+        self.items_mut()[i] = Item::New(m);
+    }
+
+    /// Replaces the whole list; `f` gets the current items.
+    pub(crate) fn rebuild(&mut self, f: impl FnOnce(Vec<Item>) -> Vec<Item>) {
+        let items = std::mem::take(self.items_mut());
+        self.items = Some(f(items));
+    }
+
+    pub(crate) fn changed(&self) -> bool {
+        self.items.is_some()
+    }
+
+    fn into_plan(self) -> Option<RenderPlan> {
+        let items = self.items?;
+        let before = array_chars(self.base.iter().map(Message::size));
+        let mut after_sizes = 0usize;
+        let mut steps: Vec<PlanStep> = Vec::new();
+        for item in &items {
+            match item {
+                Item::Orig(j) => {
+                    after_sizes += self.base[*j].size();
+                    if let Some(PlanStep::Keep(r)) = steps.last_mut() {
+                        if r.end == *j {
+                            r.end += 1;
+                            continue;
+                        }
+                    }
+                    steps.push(PlanStep::Keep(*j..*j + 1));
+                }
+                Item::New(m) => {
+                    after_sizes += m.size();
+                    steps.push(PlanStep::New(m.clone()));
+                }
+            }
+        }
+        let after = 2 + after_sizes + items.len().saturating_sub(1);
+        // A plan that reproduces the input exactly is no change at all.
+        if steps.len() == 1 && steps[0] == PlanStep::Keep(0..self.base.len()) {
+            return None;
+        }
+        if items.is_empty() && self.base.is_empty() {
+            return None;
+        }
+        Some(RenderPlan {
+            steps,
+            before_chars: before,
+            after_chars: after,
+        })
+    }
+}
+
+/// What a render needs besides the messages and the state.
+#[derive(Debug, Clone)]
+pub struct RenderSettings<'a> {
+    /// The normalized config.
+    pub config: &'a Config,
+    /// The protection predicate compiled from it.
+    pub protection: &'a Protection,
+}
+
+/// Computes what the model should see for `messages` given `state`.
+pub fn render(messages: &[Message], state: &State, settings: &RenderSettings<'_>) -> Render {
+    let config = settings.config;
+    let mut work = Working::new(messages);
+    let mut diags = crate::diagnostics::Collector::default();
+
+    stub::apply(&mut work, state, settings.protection, config.recovery_grace_turns);
+    if config.purge_errors.enabled {
+        purge::apply(&mut work, &config.purge_errors);
+    }
+    if config.chain_compression.enabled && state.chains().len() > 0 {
+        chains::apply(
+            &mut work,
+            state,
+            config.chain_compression.strip_final_assistant_thinking,
+            &mut diags,
+        );
+    }
+    sweep::apply(&mut work, &mut diags);
+    if config.thinking_strip.enabled {
+        thinking::apply(&mut work, config.thinking_strip.keep_last_turns.max(1) as usize);
+    }
+    debug_assert!(work.changed() || work.items.is_none());
+    Render {
+        plan: work.into_plan(),
+        diagnostics: diags.finish(),
+    }
+}

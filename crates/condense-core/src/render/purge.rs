@@ -1,0 +1,91 @@
+//! Phase 2: argument bodies of failed tool calls are purged after a cooldown.
+//!
+//! A failed `write` with a 30 KB body keeps that body in every request. Once
+//! the error is `cooldownTurns` assistant turns old and the arguments
+//! serialize to at least `minArgChars`, the arguments become
+//! `{"_purged": "<purged-errored-args size=\"N\"/>"}`. The error result itself
+//! stays visible. pi-condense read only `arguments`; condense also purges a
+//! block that carries its arguments as `input` (a defect fixed here).
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use crate::config::PurgeErrorsConfig;
+use crate::js::js_len;
+use crate::message::{Message, Role};
+
+use super::Working;
+
+/// The placeholder that replaces purged arguments.
+pub fn purged_arguments(size: usize) -> Value {
+    let mut m = Map::new();
+    m.insert(
+        "_purged".into(),
+        Value::String(format!("<purged-errored-args size=\"{size}\"/>")),
+    );
+    Value::Object(m)
+}
+
+pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
+    let mut errored_at: HashMap<&str, usize> = HashMap::new();
+    let mut turn = 0usize;
+    for m in work.iter() {
+        if m.is(&Role::Assistant) {
+            turn += 1;
+        } else if m.is(&Role::ToolResult) && m.skeleton().is_error {
+            if let Some(id) = m.skeleton().tool_call_id.as_deref() {
+                errored_at.insert(id, turn);
+            }
+        }
+    }
+    if errored_at.is_empty() {
+        return;
+    }
+    let current = turn;
+    let ripe = |id: &str| {
+        errored_at
+            .get(id)
+            .is_some_and(|t| current - t >= cfg.cooldown_turns as usize)
+    };
+    let mut replacements: Vec<(usize, Message)> = Vec::new();
+    for (i, m) in work.iter().enumerate() {
+        if !m.is(&Role::Assistant) || !m.skeleton().tool_calls.iter().any(|c| ripe(&c.id)) {
+            continue;
+        }
+        let mut value = m.to_value();
+        let mut changed = false;
+        if let Some(Value::Array(blocks)) = value.get_mut("content") {
+            for block in blocks.iter_mut() {
+                let Some(obj) = block.as_object_mut() else { continue };
+                if obj.get("type").and_then(Value::as_str) != Some("toolCall") {
+                    continue;
+                }
+                let Some(id) = obj.get("id").and_then(Value::as_str) else { continue };
+                if !ripe(id) {
+                    continue;
+                }
+                let field = if obj.contains_key("arguments") {
+                    "arguments"
+                } else if obj.contains_key("input") {
+                    "input"
+                } else {
+                    continue;
+                };
+                let size = js_len(&serde_json::to_string(&obj[field]).unwrap_or_default());
+                if size as u64 >= cfg.min_arg_chars {
+                    obj.insert(field.to_owned(), purged_arguments(size));
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            if let Ok(new) = Message::from_value(&value) {
+                replacements.push((i, new));
+            }
+        }
+    }
+    for (i, m) in replacements {
+        work.replace(i, m);
+    }
+}

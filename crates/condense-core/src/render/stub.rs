@@ -1,0 +1,107 @@
+//! Phase 1: summarized and spilled tool results become stubs.
+//!
+//! The tool result message stays (dropping it would orphan its tool call and
+//! make pi-ai inject a fake "No result provided" error); only its content is
+//! replaced by a deterministic pointer to `context_tree_query`, so the prompt
+//! cache keeps hitting on the stubbed range.
+
+use crate::message::{Message, Role, Skeleton};
+use crate::protect::Protection;
+use crate::records::ToolCallRecord;
+use crate::state::State;
+
+use super::grace::for_each_in_grace;
+use super::Working;
+
+/// The stub text of a summarized result.
+pub fn summarized_stub_text(short_ref: &str) -> String {
+    format!("[Summarized in pruner summary, ref `{short_ref}`. Use context_tree_query to retrieve full output.]")
+}
+
+/// The stub text of a spilled result.
+pub fn spilled_stub_text(record: &ToolCallRecord, short_ref: &str) -> String {
+    let bytes = record
+        .spill_bytes
+        .map_or_else(|| "?".to_owned(), |b| b.to_string());
+    format!(
+        "[Oversized output spilled to file — {bytes} bytes.]\nTool: {}\nPreview (head):\n{}\nFull output — read this file (offset/limit supported): {}\nOr use context_tree_query with ref `{short_ref}`.",
+        record.tool_name,
+        record.result_preview.as_deref().unwrap_or(""),
+        record.spill_path.as_deref().unwrap_or(""),
+    )
+}
+
+fn push_json_str(out: &mut String, s: &str) {
+    // serde_json's escaping matches JSON.stringify for every string.
+    out.push_str(&serde_json::to_string(s).expect("strings always serialize"));
+}
+
+/// Builds the stub message for a tool result.
+pub(crate) fn stub_message(original: &Message, text: &str) -> Message {
+    let sk = original.skeleton();
+    let id = sk.tool_call_id.as_deref().unwrap_or_default();
+    let mut json = String::with_capacity(text.len() + id.len() + 160);
+    json.push_str(r#"{"role":"toolResult","toolCallId":"#);
+    push_json_str(&mut json, id);
+    if let Some(name) = &sk.tool_name {
+        json.push_str(r#","toolName":"#);
+        push_json_str(&mut json, name);
+    }
+    json.push_str(r#","content":[{"type":"text","text":"#);
+    push_json_str(&mut json, text);
+    json.push_str(r#"}],"isError":false"#);
+    if let Some(ts) = sk.timestamp {
+        json.push_str(r#","timestamp":"#);
+        json.push_str(&ts.to_string());
+    }
+    json.push('}');
+    let skeleton = Skeleton {
+        role: Some(Role::ToolResult),
+        timestamp: sk.timestamp,
+        tool_call_id: sk.tool_call_id.clone(),
+        tool_name: sk.tool_name.clone(),
+        ..Skeleton::default()
+    };
+    Message::from_parts(json, skeleton)
+}
+
+pub(crate) fn apply(work: &mut Working<'_>, state: &State, protection: &Protection, grace_turns: u32) {
+    let mut in_grace = vec![false; 0];
+    for_each_in_grace(work.iter(), grace_turns, |i, _| {
+        if in_grace.is_empty() {
+            in_grace = vec![false; work.len()];
+        }
+        in_grace[i] = true;
+    });
+    let mut replacements: Vec<(usize, Message)> = Vec::new();
+    for (i, m) in work.iter().enumerate() {
+        if !m.is(&Role::ToolResult) {
+            continue;
+        }
+        let sk = m.skeleton();
+        let Some(id) = sk.tool_call_id.as_deref() else {
+            continue;
+        };
+        let Some(lookup_ts) = state.lookup_key_for_result(id, sk.timestamp) else {
+            continue;
+        };
+        let record = state.record_for(id, lookup_ts);
+        if let Some(r) = record {
+            if protection.is_protected(&r.tool_name, &r.args) {
+                continue;
+            }
+        }
+        if in_grace.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        let short_ref = state.short_ref(id, lookup_ts).unwrap_or(id);
+        let text = match record {
+            Some(r) if r.spill_path.is_some() => spilled_stub_text(r, short_ref),
+            _ => summarized_stub_text(short_ref),
+        };
+        replacements.push((i, stub_message(m, &text)));
+    }
+    for (i, m) in replacements {
+        work.replace(i, m);
+    }
+}

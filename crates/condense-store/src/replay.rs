@@ -1,0 +1,229 @@
+//! Replay: fold a branch's condense entries into core [`State`].
+//!
+//! This is what pi-condense's `session_start` does, in the same order:
+//! 1. `context-prune-index`: each record is indexed; records that are not
+//!    backfilled seed the dedup hash map (first seen wins); a backfilled
+//!    entry's `refs` register short refs;
+//! 2. `context-prune-summary` messages: their refs register short refs (the
+//!    next `t<N>` continues after the highest seen) and their text becomes a
+//!    summary body keyed by the refs' occurrences;
+//! 3. `context-prune-chain`: chains by start timestamp, last wins; block ids
+//!    continue after the highest;
+//! 4. `context-prune-dedup-alias`: applied after the walk, so an alias reuses
+//!    its original's short ref whatever the append order;
+//! 5. `context-prune-frontier` and `context-prune-stats`: last wins (a
+//!    frontier without `lastAttemptedToolCallId` is ignored).
+//!
+//! Malformed payloads are skipped and reported, never fatal.
+
+use condense_core::occurrence::OccurrenceKey;
+use condense_core::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
+use condense_core::state::State;
+use serde::Deserialize;
+use serde_json::Value;
+
+/// The custom types condense reads back.
+pub mod custom_types {
+    /// Tool-call records.
+    pub const INDEX: &str = "context-prune-index";
+    /// Per-batch summary (a `custom_message`).
+    pub const SUMMARY: &str = "context-prune-summary";
+    /// Last attempted prune boundary.
+    pub const FRONTIER: &str = "context-prune-frontier";
+    /// Content-hash duplicate.
+    pub const DEDUP_ALIAS: &str = "context-prune-dedup-alias";
+    /// Compressed chain.
+    pub const CHAIN: &str = "context-prune-chain";
+    /// Cumulative summarizer usage.
+    pub const STATS: &str = "context-prune-stats";
+}
+
+/// One branch entry, as replay needs to see it.
+#[derive(Debug, Clone, Copy)]
+pub enum ReplayEntry<'a> {
+    /// A `custom` entry.
+    Custom {
+        /// Its `customType`.
+        custom_type: &'a str,
+        /// Its `data` (`Value::Null` when absent).
+        data: &'a Value,
+    },
+    /// A `custom_message` entry.
+    CustomMessage {
+        /// Its `customType`.
+        custom_type: &'a str,
+        /// Its `content` (a string or text blocks).
+        content: &'a Value,
+        /// Its `details` (`Value::Null` when absent).
+        details: &'a Value,
+    },
+}
+
+/// A payload replay could not use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayProblem {
+    /// Position of the entry among those replayed.
+    pub position: usize,
+    /// The entry's custom type.
+    pub custom_type: String,
+    /// What was wrong.
+    pub message: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexData {
+    #[serde(default)]
+    tool_calls: Vec<Value>,
+    #[serde(default)]
+    backfilled: Option<bool>,
+    #[serde(default)]
+    refs: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DedupData {
+    #[serde(default)]
+    new_tool_call_id: Option<String>,
+    #[serde(default)]
+    original_tool_call_id: Option<String>,
+    #[serde(default)]
+    new_result_timestamp: Option<i64>,
+    #[serde(default)]
+    original_result_timestamp: Option<i64>,
+}
+
+/// Summary refs from a summary message's details: `toolCallRefs`, or the
+/// legacy `toolCallIds` (each id its own short id).
+pub fn summary_refs_of(details: &Value) -> Vec<SummaryRef> {
+    if let Some(refs) = details.get("toolCallRefs").and_then(Value::as_array) {
+        return refs
+            .iter()
+            .filter_map(|r| serde_json::from_value::<SummaryRef>(r.clone()).ok())
+            .collect();
+    }
+    details
+        .get("toolCallIds")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(|id| SummaryRef {
+                    short_id: id.to_owned(),
+                    tool_call_id: id.to_owned(),
+                    result_timestamp: None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A summary message's text: the string content, or its text blocks joined by `\n`.
+pub fn summary_text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// Folds entries into a fresh state. Returns the state and what was skipped.
+pub fn replay<'a, I>(entries: I) -> (State, Vec<ReplayProblem>)
+where
+    I: IntoIterator<Item = ReplayEntry<'a>>,
+{
+    let mut state = State::new();
+    let mut problems = Vec::new();
+    let mut aliases: Vec<(OccurrenceKey, OccurrenceKey)> = Vec::new();
+    let mut problem = |position: usize, custom_type: &str, message: String| {
+        problems.push(ReplayProblem {
+            position,
+            custom_type: custom_type.to_owned(),
+            message,
+        })
+    };
+
+    for (pos, entry) in entries.into_iter().enumerate() {
+        match entry {
+            ReplayEntry::Custom { custom_type, data } => match custom_type {
+                custom_types::INDEX => match IndexData::deserialize(data) {
+                    Ok(d) => {
+                        let backfilled = d.backfilled == Some(true);
+                        for tc in d.tool_calls {
+                            match serde_json::from_value::<ToolCallRecord>(tc) {
+                                Ok(r) => {
+                                    state.add_record(r, !backfilled);
+                                }
+                                Err(e) => problem(pos, custom_type, format!("bad tool call record: {e}")),
+                            }
+                        }
+                        if backfilled {
+                            let refs: Vec<SummaryRef> = d
+                                .refs
+                                .unwrap_or_default()
+                                .into_iter()
+                                .filter_map(|r| serde_json::from_value(r).ok())
+                                .collect();
+                            state.register_summary_refs(&refs);
+                        }
+                    }
+                    Err(e) => problem(pos, custom_type, format!("bad index payload: {e}")),
+                },
+                custom_types::CHAIN => match ChainEntry::deserialize(data) {
+                    Ok(c) if !c.block_id.is_empty() => state.register_chain(c),
+                    Ok(_) => problem(pos, custom_type, "chain entry without blockId".into()),
+                    Err(e) => problem(pos, custom_type, format!("bad chain payload: {e}")),
+                },
+                custom_types::DEDUP_ALIAS => match DedupData::deserialize(data) {
+                    Ok(DedupData {
+                        new_tool_call_id: Some(new),
+                        original_tool_call_id: Some(orig),
+                        new_result_timestamp,
+                        original_result_timestamp,
+                    }) if !new.is_empty() && !orig.is_empty() => aliases.push((
+                        OccurrenceKey::new(new, new_result_timestamp),
+                        OccurrenceKey::new(orig, original_result_timestamp),
+                    )),
+                    Ok(_) => problem(pos, custom_type, "dedup alias without ids".into()),
+                    Err(e) => problem(pos, custom_type, format!("bad dedup alias payload: {e}")),
+                },
+                custom_types::FRONTIER => {
+                    if data.get("lastAttemptedToolCallId").and_then(Value::as_str).is_some() {
+                        match Frontier::deserialize(data) {
+                            Ok(f) => state.frontier = Some(f),
+                            Err(e) => problem(pos, custom_type, format!("bad frontier payload: {e}")),
+                        }
+                    }
+                }
+                custom_types::STATS => match SummarizerStats::deserialize(data) {
+                    Ok(s) => state.stats = s,
+                    Err(e) => problem(pos, custom_type, format!("bad stats payload: {e}")),
+                },
+                _ => {}
+            },
+            ReplayEntry::CustomMessage {
+                custom_type,
+                content,
+                details,
+            } => {
+                if custom_type != custom_types::SUMMARY {
+                    continue;
+                }
+                let refs = summary_refs_of(details);
+                state.register_summary_refs(&refs);
+                let text = summary_text_of(content);
+                state.register_summary_body(refs.iter().map(SummaryRef::key).collect(), text);
+            }
+        }
+    }
+    for (new, orig) in aliases {
+        state.register_dedup_alias(&new, &orig);
+    }
+    (state, problems)
+}
