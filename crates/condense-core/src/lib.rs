@@ -19,3 +19,4 @@ pub mod diagnostics;
 pub mod render;
 
 pub use render::{render, Render, RenderPlan, RenderSettings};
+pub mod query;

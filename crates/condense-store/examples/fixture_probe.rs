@@ -48,6 +48,10 @@ fn main() {
     let protection = Protection::new(&config);
     let r = render(&msgs, &state, &RenderSettings { config: &config, protection: &protection });
     eprintln!("diags: {:?}", r.diagnostics);
+    if let Some(q) = std::env::args().nth(2) {
+        print!("{}", condense_core::query::query(&state, &[q], |_| None).text);
+        return;
+    }
     let out: Vec<Value> = r.messages(&msgs).iter().map(|m| m.to_value()).collect();
     println!("{}", serde_json::to_string(&out).unwrap());
 }
