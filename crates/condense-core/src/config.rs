@@ -108,7 +108,7 @@ pub struct PurgeErrorsConfig {
     /// `>= 1` (default `2`).
     pub cooldown_turns: u32,
     /// `purgeErrors.minArgChars`: smallest argument size worth purging, in
-    /// UTF-16 units; integer `>= 0` (default `500`).
+    /// characters; integer `>= 0` (default `500`).
     pub min_arg_chars: u64,
 }
 
@@ -264,7 +264,7 @@ impl Config {
     /// A missing key, or a root that is not an object, gives the defaults
     /// with no warning (pi-condense's behaviour for a missing or unreadable
     /// file). A present key is loaded by [`Config::from_settings_value`].
-    pub fn from_settings_root(settings: &Value) -> (Config, Vec<ConfigWarning>) {
+    pub fn from_settings_file_value(settings: &Value) -> (Config, Vec<ConfigWarning>) {
         match settings.get(SETTINGS_KEY) {
             Some(block) => Config::from_settings_value(block),
             None => (Config::default(), Vec::new()),
@@ -305,7 +305,7 @@ impl Config {
     /// [`SETTINGS_KEY`] block replaced by
     /// [`to_settings_value`](Config::to_settings_value) of the block it holds.
     /// Every other key of `settings` is kept.
-    pub fn to_settings_root(&self, settings: &Value) -> Value {
+    pub fn to_settings_file_value(&self, settings: &Value) -> Value {
         let original = settings.get(SETTINGS_KEY).unwrap_or(&Value::Null);
         replace_context_prune(settings, self.to_settings_value(original))
     }
@@ -722,13 +722,13 @@ impl Normalizer {
     ) -> Vec<String> {
         match Self::lookup(obj, key) {
             None => default.to_vec(),
-            Some(Value::Array(items)) => {
+            Some(list @ Value::Array(items)) => {
                 let kept: Vec<String> = items
                     .iter()
                     .filter_map(|v| v.as_str().map(str::to_owned))
                     .collect();
                 if kept.len() != items.len() {
-                    self.warn(key, &Value::Array(items.clone()), kept.clone().into());
+                    self.warn(key, list, kept.clone().into());
                 }
                 kept
             }
@@ -745,8 +745,7 @@ impl Normalizer {
         match Self::lookup(obj, key) {
             None | Some(Value::Null) => None,
             Some(v) => match v.as_f64() {
-                Some(f) if f > 0.0 && f <= 1.0 => Some(f),
-                Some(f) if f == 0.0 => None,
+                Some(f) if (0.0..=1.0).contains(&f) => (f > 0.0).then_some(f),
                 _ => {
                     self.warn(key, v, Value::Null);
                     None
@@ -775,7 +774,7 @@ impl Normalizer {
                     let f = n.as_f64().unwrap_or(-1.0);
                     if f < 0.0 {
                         None
-                    } else if f.floor() >= 18_446_744_073_709_551_615.0 {
+                    } else if f.floor() >= u64::MAX as f64 {
                         Some(u64::MAX)
                     } else {
                         Some(f.floor() as u64)

@@ -1,6 +1,6 @@
 //! condense-core: the engine's logic, with no I/O, no clock and no threads.
 //!
-//! Given a branch's messages and the pruning [`State`](state::State), [`render`]
+//! Given a branch's messages and the pruning [`State`](state::State), [`render()`]
 //! computes exactly what the model should see, as an edit plan over the input.
 //! Time and ids come in as values, so the same inputs always give
 //! byte-identical outputs; that is what keeps the provider's prompt cache warm.

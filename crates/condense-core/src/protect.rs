@@ -179,6 +179,12 @@ fn to_globset_syntax(pattern: &str) -> String {
         }
         i += 1;
     }
+    // A pattern made only of `**/` is one recursive prefix to globset, which
+    // it treats as "match everything"; the contract wants "empty, or ending
+    // in `/`".
+    if !out.is_empty() && out.as_bytes().chunks(3).all(|c| c == b"**/") {
+        return "{,*/**/}".to_owned();
+    }
     out
 }
 
@@ -196,6 +202,8 @@ mod tests {
         assert_eq!(to_globset_syntax("***/x"), "**/x");
         assert_eq!(to_globset_syntax("a**/**/b"), "a{,*/**/}{,*/**/}b");
         assert_eq!(to_globset_syntax("a/**/**/b"), "a/**/**/b");
+        assert_eq!(to_globset_syntax("**/"), "{,*/**/}");
+        assert_eq!(to_globset_syntax("**/**/"), "{,*/**/}");
         assert_eq!(to_globset_syntax("[a]{b,c}\\"), "\\[a\\]\\{b\\,c\\}\\\\");
     }
 }
