@@ -95,6 +95,9 @@ pub struct Skeleton {
     pub role: Option<Role>,
     /// The message's numeric timestamp (ms), if it has an integral one.
     pub timestamp: Option<i64>,
+    /// The raw JSON of a `timestamp` that is present but not an integer
+    /// (kept so messages condense rebuilds carry it unchanged).
+    pub timestamp_other: Option<Box<str>>,
     /// `toolCallId` of a tool result.
     pub tool_call_id: Option<String>,
     /// `toolName` of a tool result.
@@ -304,6 +307,9 @@ fn parse_skeleton(json: &str) -> Result<Skeleton, MessageError> {
         timestamp: raw_int(de.timestamp),
         ..Skeleton::default()
     };
+    if sk.timestamp.is_none() {
+        sk.timestamp_other = de.timestamp.map(|r| r.get().into());
+    }
     let role = sk.role.clone();
     match role {
         Some(Role::ToolResult) => {

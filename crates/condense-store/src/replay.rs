@@ -160,7 +160,9 @@ where
                                 Ok(r) => {
                                     state.add_record(r, !backfilled);
                                 }
-                                Err(e) => problem(pos, custom_type, format!("bad tool call record: {e}")),
+                                Err(e) => {
+                                    problem(pos, custom_type, format!("bad tool call record: {e}"))
+                                }
                             }
                         }
                         if backfilled {
@@ -193,12 +195,13 @@ where
                     Ok(_) => problem(pos, custom_type, "dedup alias without ids".into()),
                     Err(e) => problem(pos, custom_type, format!("bad dedup alias payload: {e}")),
                 },
-                custom_types::FRONTIER => {
-                    if data.get("lastAttemptedToolCallId").and_then(Value::as_str).is_some() {
-                        match Frontier::deserialize(data) {
-                            Ok(f) => state.frontier = Some(f),
-                            Err(e) => problem(pos, custom_type, format!("bad frontier payload: {e}")),
-                        }
+                // A frontier without `lastAttemptedToolCallId` is ignored.
+                custom_types::FRONTIER
+                    if data.get("lastAttemptedToolCallId").and_then(Value::as_str).is_some() =>
+                {
+                    match Frontier::deserialize(data) {
+                        Ok(f) => state.frontier = Some(f),
+                        Err(e) => problem(pos, custom_type, format!("bad frontier payload: {e}")),
                     }
                 }
                 custom_types::STATS => match SummarizerStats::deserialize(data) {
@@ -225,5 +228,66 @@ where
     for (new, orig) in aliases {
         state.register_dedup_alias(&new, &orig);
     }
+    (state, problems)
+}
+
+/// Replays the condense entries of a session branch (root first).
+pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayProblem>) {
+    use crate::session::EntryType;
+    const READ: [&str; 6] = [
+        custom_types::INDEX,
+        custom_types::SUMMARY,
+        custom_types::FRONTIER,
+        custom_types::DEDUP_ALIAS,
+        custom_types::CHAIN,
+        custom_types::STATS,
+    ];
+    // Parse the payloads first; the replay entries borrow them.
+    let mut owned: Vec<(bool, &str, Value, Value)> = Vec::new();
+    let mut bad = Vec::new();
+    for e in branch {
+        let Some(ct) = e.custom_type.as_deref().filter(|ct| READ.contains(ct)) else {
+            continue;
+        };
+        let payload = match e.payload::<Value>() {
+            None => Value::Null,
+            Some(Ok(v)) => v,
+            Some(Err(err)) => {
+                bad.push(ReplayProblem {
+                    position: e.line,
+                    custom_type: ct.to_owned(),
+                    message: format!("unreadable payload: {err}"),
+                });
+                continue;
+            }
+        };
+        match e.kind {
+            EntryType::Custom => owned.push((false, ct, payload, Value::Null)),
+            EntryType::CustomMessage => {
+                let content = e
+                    .raw_field("content")
+                    .and_then(|raw| serde_json::from_str(raw).ok())
+                    .unwrap_or(Value::Null);
+                owned.push((true, ct, content, payload));
+            }
+            _ => {}
+        }
+    }
+    let entries = owned.iter().map(|(is_msg, ct, a, b)| {
+        if *is_msg {
+            ReplayEntry::CustomMessage {
+                custom_type: ct,
+                content: a,
+                details: b,
+            }
+        } else {
+            ReplayEntry::Custom {
+                custom_type: ct,
+                data: a,
+            }
+        }
+    });
+    let (state, mut problems) = replay(entries);
+    problems.extend(bad);
     (state, problems)
 }

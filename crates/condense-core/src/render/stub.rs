@@ -53,11 +53,15 @@ pub(crate) fn stub_message(original: &Message, text: &str) -> Message {
     if let Some(ts) = sk.timestamp {
         json.push_str(r#","timestamp":"#);
         json.push_str(&ts.to_string());
+    } else if let Some(raw) = &sk.timestamp_other {
+        json.push_str(r#","timestamp":"#);
+        json.push_str(raw);
     }
     json.push('}');
     let skeleton = Skeleton {
         role: Some(Role::ToolResult),
         timestamp: sk.timestamp,
+        timestamp_other: sk.timestamp_other.clone(),
         tool_call_id: sk.tool_call_id.clone(),
         tool_name: sk.tool_name.clone(),
         ..Skeleton::default()
