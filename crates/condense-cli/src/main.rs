@@ -1,6 +1,149 @@
-//! The `condense` command over pi session files.
+//! The `condense` command: see and query what a pi session's context holds,
+//! with no pi running.
+//!
+//! Exit codes: 0 ok, 1 usage error, 2 data problem (missing or unreadable
+//! session, unknown ref, malformed settings).
 
-fn main() {
-    eprintln!("condense: not built yet");
-    std::process::exit(1);
+mod load;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+/// What failed, and which exit code it maps to.
+#[derive(Debug)]
+pub enum CliError {
+    /// Bad arguments (exit 1).
+    Usage(String),
+    /// Bad input data (exit 2).
+    Data(String),
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CliError::Usage(m) | CliError::Data(m) => f.write_str(m),
+        }
+    }
+}
+
+#[derive(Parser)]
+#[command(
+    name = "condense",
+    version,
+    about = "See and query what a pi session's context holds"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// How a session is named.
+#[derive(Args, Clone)]
+pub struct SessionArg {
+    /// A session file path or a session id (looked up under
+    /// $PI_CODING_AGENT_DIR/sessions, default ~/.pi/agent/sessions).
+    #[arg(required_unless_present = "latest")]
+    pub session: Option<String>,
+    /// Use the most recently modified session.
+    #[arg(long, conflicts_with = "session")]
+    pub latest: bool,
+    /// Read settings (contextPrune) from this settings.json instead of the
+    /// agent directory's.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print exactly the message array the model is sent for the session's branch.
+    Render {
+        #[command(flatten)]
+        session: SessionArg,
+        /// A readable view instead of JSON.
+        #[arg(long, conflicts_with = "diff")]
+        pretty: bool,
+        /// Per-message sizes before and after.
+        #[arg(long)]
+        diff: bool,
+        /// JSON output (the default).
+        #[arg(long, conflicts_with_all = ["pretty", "diff"])]
+        json: bool,
+    },
+    /// Print what `context_tree_query` returns for the refs, byte for byte.
+    ///
+    /// `condense query SESSION REF...`, or `condense query --latest REF...`.
+    Query {
+        /// The session (unless --latest), then short refs (t3), occurrence
+        /// keys (id@ts) or tool-call ids.
+        #[arg(required = true, value_name = "SESSION|REF")]
+        args: Vec<String>,
+        /// Use the most recently modified session.
+        #[arg(long)]
+        latest: bool,
+        /// Read settings (contextPrune) from this settings.json.
+        #[arg(long, value_name = "FILE")]
+        settings: Option<PathBuf>,
+    },
+}
+
+fn run(cli: Cli) -> Result<(), CliError> {
+    match cli.command {
+        Command::Render {
+            session,
+            pretty,
+            diff,
+            json: _,
+        } => {
+            let loaded = load::load(&session)?;
+            let mode = if pretty {
+                output::RenderMode::Pretty
+            } else if diff {
+                output::RenderMode::Diff
+            } else {
+                output::RenderMode::Json
+            };
+            output::render(&loaded, mode)
+        }
+        Command::Query {
+            mut args,
+            latest,
+            settings,
+        } => {
+            let session = SessionArg {
+                session: if latest { None } else { Some(args.remove(0)) },
+                latest,
+                settings,
+            };
+            if args.is_empty() {
+                return Err(CliError::Usage("query: name at least one ref".into()));
+            }
+            let refs = args;
+            let loaded = load::load(&session)?;
+            output::query(&loaded, &refs)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 1 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("condense: {e}");
+            ExitCode::from(match e {
+                CliError::Usage(_) => 1,
+                CliError::Data(_) => 2,
+            })
+        }
+    }
 }

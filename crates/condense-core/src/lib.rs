@@ -8,15 +8,15 @@
 //! See `docs/ARCHITECTURE.md` for the map of modules.
 
 pub mod config;
+pub mod dedup;
+pub mod diagnostics;
 pub mod js;
 pub mod message;
 pub mod occurrence;
 pub mod protect;
 pub mod records;
-pub mod dedup;
-pub mod state;
-pub mod diagnostics;
 pub mod render;
+pub mod state;
 
 pub use render::{render, Render, RenderPlan, RenderSettings};
 pub mod query;

@@ -428,7 +428,13 @@ mod tests {
         assert_eq!(sk.timestamp, Some(12));
         assert_eq!(sk.thinking_blocks, 1);
         assert!(sk.has_tool_call_block);
-        assert_eq!(sk.tool_calls, vec![ToolCallBlock { id: "c1".into(), name: "read".into() }]);
+        assert_eq!(
+            sk.tool_calls,
+            vec![ToolCallBlock {
+                id: "c1".into(),
+                name: "read".into()
+            }]
+        );
     }
 
     #[test]
@@ -469,7 +475,13 @@ mod tests {
 
     #[test]
     fn rejects_non_objects() {
-        assert!(matches!(Message::from_json("[1]"), Err(MessageError::NotAnObject)));
-        assert!(matches!(Message::from_json("{"), Err(MessageError::Json(_))));
+        assert!(matches!(
+            Message::from_json("[1]"),
+            Err(MessageError::NotAnObject)
+        ));
+        assert!(matches!(
+            Message::from_json("{"),
+            Err(MessageError::Json(_))
+        ));
     }
 }

@@ -31,7 +31,11 @@ pub struct QueryOutput {
 /// pi's `truncateHead`: whole head lines within `max_lines` and `max_bytes`
 /// (UTF-8). Returns the kept text, lines kept, total lines, and whether
 /// anything was cut.
-pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> (String, usize, usize, bool) {
+pub fn truncate_head(
+    text: &str,
+    max_lines: usize,
+    max_bytes: usize,
+) -> (String, usize, usize, bool) {
     let lines: Vec<&str> = text.split('\n').collect();
     let total = lines.len();
     if total <= max_lines && text.len() <= max_bytes {
@@ -55,7 +59,11 @@ pub fn truncate_head(text: &str, max_lines: usize, max_bytes: usize) -> (String,
 
 /// Runs the query for `ids`. `read_spill` returns a spilled record's full
 /// text, or `None` when it cannot be read.
-pub fn query(state: &State, ids: &[String], read_spill: impl Fn(&ToolCallRecord) -> Option<String>) -> QueryOutput {
+pub fn query(
+    state: &State,
+    ids: &[String],
+    read_spill: impl Fn(&ToolCallRecord) -> Option<String>,
+) -> QueryOutput {
     let mut blocks = Vec::new();
     let mut results = Vec::new();
     for id in ids {
@@ -95,7 +103,9 @@ pub fn query(state: &State, ids: &[String], read_spill: impl Fn(&ToolCallRecord)
             let (kept, shown, total, cut) = truncate_head(&body, MAX_LINES, MAX_BYTES);
             block.push_str(&kept);
             if cut {
-                block.push_str(&format!("\n[Output truncated: {shown}/{total} lines shown]"));
+                block.push_str(&format!(
+                    "\n[Output truncated: {shown}/{total} lines shown]"
+                ));
             }
             blocks.push(block);
             results.push((label, record));
@@ -154,21 +164,30 @@ mod tests {
         let mut s = State::new();
         s.add_record(rec("a", Some(1), "SAME"), true);
         s.register_dedup_alias(&OccurrenceKey::parse("b@2"), &OccurrenceKey::parse("a@1"));
-        assert!(run(&s, &["nope"]).contains("(not found in index — may not have been summarized yet)"));
+        assert!(
+            run(&s, &["nope"]).contains("(not found in index — may not have been summarized yet)")
+        );
         assert!(run(&s, &["b@2"]).ends_with("SAME"));
     }
 
     #[test]
     fn truncation_keeps_whole_head_lines() {
-        let text: String = (0..2500).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        let text: String = (0..2500)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n");
         let (kept, shown, total, cut) = truncate_head(&text, MAX_LINES, MAX_BYTES);
         assert!(cut);
         assert_eq!(total, 2500);
         assert_eq!(shown, 2000);
         assert!(kept.ends_with("line 1999"));
         let long = "x".repeat(60 * 1024);
-        assert_eq!(truncate_head(&long, MAX_LINES, MAX_BYTES), (String::new(), 0, 1, true));
-        let (_, shown, _, _) = truncate_head(&format!("a\n{}", "y".repeat(52_000)), MAX_LINES, MAX_BYTES);
+        assert_eq!(
+            truncate_head(&long, MAX_LINES, MAX_BYTES),
+            (String::new(), 0, 1, true)
+        );
+        let (_, shown, _, _) =
+            truncate_head(&format!("a\n{}", "y".repeat(52_000)), MAX_LINES, MAX_BYTES);
         assert_eq!(shown, 1);
     }
 
@@ -181,6 +200,8 @@ mod tests {
         s.add_record(r, true);
         assert!(run(&s, &["big"]).ends_with("HEAD"));
         let ids = vec!["big".to_string()];
-        assert!(query(&s, &ids, |_| Some("FULL".into())).text.ends_with("FULL"));
+        assert!(query(&s, &ids, |_| Some("FULL".into()))
+            .text
+            .ends_with("FULL"));
     }
 }

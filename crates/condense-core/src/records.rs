@@ -103,15 +103,15 @@ pub struct ChainEntry {
     /// The fused range summary or deterministic body.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range_summary_text: Option<String>,
-    /// Occurrence keys of the dropped results.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dropped_occurrence_keys: Option<Vec<String>>,
-    /// Bare ids of protected results to relocate verbatim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protected_tool_call_ids: Option<Vec<String>>,
     /// `"deterministic"` when the body was built without an LLM.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body_source: Option<String>,
+    /// Bare ids of protected results to relocate verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protected_tool_call_ids: Option<Vec<String>>,
+    /// Occurrence keys of the dropped results.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dropped_occurrence_keys: Option<Vec<String>>,
     /// Fields condense does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

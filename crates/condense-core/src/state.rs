@@ -94,11 +94,12 @@ impl State {
     pub fn add_record(&mut self, record: ToolCallRecord, seed_dedup: bool) -> OccurrenceKey {
         let key = record.key();
         if seed_dedup {
-            let hash = record
-                .content_hash
-                .clone()
-                .unwrap_or_else(|| crate::dedup::content_hash(&record.tool_name, &record.result_text));
-            self.content_hashes.entry(hash).or_insert_with(|| key.clone());
+            let hash = record.content_hash.clone().unwrap_or_else(|| {
+                crate::dedup::content_hash(&record.tool_name, &record.result_text)
+            });
+            self.content_hashes
+                .entry(hash)
+                .or_insert_with(|| key.clone());
         }
         let idx = self.records.len();
         self.records.push(record);
@@ -353,7 +354,11 @@ impl State {
 
     /// Registers a compressed chain (keyed by its start timestamp; last wins).
     pub fn register_chain(&mut self, entry: ChainEntry) {
-        if let Some(n) = entry.block_id.strip_prefix('b').and_then(|d| d.parse::<u64>().ok()) {
+        if let Some(n) = entry
+            .block_id
+            .strip_prefix('b')
+            .and_then(|d| d.parse::<u64>().ok())
+        {
             self.next_block = self.next_block.max(n + 1);
         }
         self.chains.insert(entry.start_user_timestamp, entry);
@@ -390,7 +395,11 @@ impl State {
         }
         let keys: Vec<&str> = match &entry.dropped_occurrence_keys {
             Some(k) => k.iter().map(String::as_str).collect(),
-            None => entry.dropped_tool_call_ids.iter().map(String::as_str).collect(),
+            None => entry
+                .dropped_tool_call_ids
+                .iter()
+                .map(String::as_str)
+                .collect(),
         };
         self.summaries_covering(keys).join("\n\n")
     }
@@ -428,7 +437,12 @@ mod tests {
         assert!(!s.is_summarized("bash_23", None));
         assert_eq!(s.resolve("bash_23"), None, "ambiguous bare id");
         let all = s.records_for_query("bash_23");
-        assert_eq!(all.iter().map(|r| r.result_text.as_str()).collect::<Vec<_>>(), ["FIRST", "SECOND"]);
+        assert_eq!(
+            all.iter()
+                .map(|r| r.result_text.as_str())
+                .collect::<Vec<_>>(),
+            ["FIRST", "SECOND"]
+        );
     }
 
     #[test]
@@ -456,11 +470,17 @@ mod tests {
         let mut s = State::new();
         s.add_record(rec("bash_23", Some(1150), "SAME"), true);
         s.register_summary_refs(&[sref("t1", "bash_23", Some(1150))]);
-        s.register_dedup_alias(&OccurrenceKey::parse("bash_99@4150"), &OccurrenceKey::parse("bash_23@1150"));
+        s.register_dedup_alias(
+            &OccurrenceKey::parse("bash_99@4150"),
+            &OccurrenceKey::parse("bash_23@1150"),
+        );
         assert!(s.is_summarized("bash_99", Some(4150)));
         assert_eq!(s.short_ref("bash_99", Some(4150)), Some("t1"));
         assert_eq!(s.resolve("t1").unwrap().to_string(), "bash_23@1150");
-        assert_eq!(s.resolve("bash_99@4150").unwrap().to_string(), "bash_23@1150");
+        assert_eq!(
+            s.resolve("bash_99@4150").unwrap().to_string(),
+            "bash_23@1150"
+        );
         assert_eq!(s.next_short_ref(), 2);
         let refs = s.allocate_short_refs(&[OccurrenceKey::parse("x@1")]);
         assert_eq!(refs[0].short_id, "t2");
@@ -470,16 +490,25 @@ mod tests {
     fn alias_occurrence_of_same_bare_id_is_listed_with_its_own_timestamp() {
         let mut s = State::new();
         s.add_record(rec("bash_23", Some(1150), "SAME"), true);
-        s.register_dedup_alias(&OccurrenceKey::parse("bash_23@9150"), &OccurrenceKey::parse("bash_23@1150"));
+        s.register_dedup_alias(
+            &OccurrenceKey::parse("bash_23@9150"),
+            &OccurrenceKey::parse("bash_23@1150"),
+        );
         let all = s.records_for_query("bash_23");
-        assert_eq!(all.iter().map(|r| r.result_timestamp).collect::<Vec<_>>(), [Some(1150), Some(9150)]);
+        assert_eq!(
+            all.iter().map(|r| r.result_timestamp).collect::<Vec<_>>(),
+            [Some(1150), Some(9150)]
+        );
     }
 
     #[test]
     fn summary_bodies_are_occurrence_keyed_and_distinct() {
         let mut s = State::new();
         s.register_summary_body(vec![OccurrenceKey::parse("a@1")], "S1".into());
-        s.register_summary_body(vec![OccurrenceKey::parse("b@2"), OccurrenceKey::parse("c@3")], "S2".into());
+        s.register_summary_body(
+            vec![OccurrenceKey::parse("b@2"), OccurrenceKey::parse("c@3")],
+            "S2".into(),
+        );
         s.register_summary_body(vec![OccurrenceKey::parse("c@3")], "S1".into());
         assert_eq!(s.summaries_covering(["a@1", "c@3"]), ["S1", "S2"]);
         assert!(s.summaries_covering(["a@9"]).is_empty());

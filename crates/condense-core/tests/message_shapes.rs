@@ -66,7 +66,11 @@ fn every_shape_round_trips_byte_for_byte() {
         let m = Message::from_json(text).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(m.json(), *text, "{name}: text kept as given");
         let value = m.to_value();
-        assert_eq!(&serde_json::to_string(&value).unwrap(), text, "{name}: value re-serializes identically");
+        assert_eq!(
+            &serde_json::to_string(&value).unwrap(),
+            text,
+            "{name}: value re-serializes identically"
+        );
         let rebuilt = Message::from_value(&value).unwrap();
         assert_eq!(rebuilt.json(), *text, "{name}: from_value keeps key order");
     }
@@ -90,7 +94,10 @@ fn skeletons_of_the_shapes() {
     assert_eq!(a.skeleton().thinking_blocks, 2);
     assert_eq!(
         a.skeleton().tool_calls,
-        vec![ToolCallBlock { id: "toolu_01".into(), name: "read".into() }]
+        vec![ToolCallBlock {
+            id: "toolu_01".into(),
+            name: "read".into()
+        }]
     );
     assert!(!a.is_text_only_assistant());
 
@@ -98,9 +105,24 @@ fn skeletons_of_the_shapes() {
     assert!(r.skeleton().is_error);
     assert_eq!(r.skeleton().tool_call_id.as_deref(), Some("c9"));
 
-    assert_eq!(get("1.6 system message").role(), Some(&Role::Other("system".into())));
-    assert_eq!(get("0.73 bash execution").role(), Some(&Role::BashExecution));
-    assert_eq!(get("0.73 compaction summary").role(), Some(&Role::CompactionSummary));
-    assert_eq!(get("0.73 branch summary").role(), Some(&Role::BranchSummary));
-    assert_eq!(get("0.73 user string content").timestamp(), Some(1795969940765));
+    assert_eq!(
+        get("1.6 system message").role(),
+        Some(&Role::Other("system".into()))
+    );
+    assert_eq!(
+        get("0.73 bash execution").role(),
+        Some(&Role::BashExecution)
+    );
+    assert_eq!(
+        get("0.73 compaction summary").role(),
+        Some(&Role::CompactionSummary)
+    );
+    assert_eq!(
+        get("0.73 branch summary").role(),
+        Some(&Role::BranchSummary)
+    );
+    assert_eq!(
+        get("0.73 user string content").timestamp(),
+        Some(1795969940765)
+    );
 }

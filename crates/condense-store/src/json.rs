@@ -32,7 +32,11 @@ pub fn js_number(value: f64) -> String {
         return "NaN".into();
     }
     if value.is_infinite() {
-        return if value > 0.0 { "Infinity".into() } else { "-Infinity".into() };
+        return if value > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
     }
     if value == 0.0 {
         // Both zeros print as "0".
@@ -53,14 +57,14 @@ pub fn js_number(value: f64) -> String {
     let n = exp + 1;
     if k <= n && n <= 21 {
         out.push_str(&digits);
-        out.extend(std::iter::repeat('0').take((n - k) as usize));
+        out.push_str(&"0".repeat((n - k) as usize));
     } else if 0 < n && n <= 21 {
         out.push_str(&digits[..n as usize]);
         out.push('.');
         out.push_str(&digits[n as usize..]);
     } else if -6 < n && n <= 0 {
         out.push_str("0.");
-        out.extend(std::iter::repeat('0').take((-n) as usize));
+        out.push_str(&"0".repeat((-n) as usize));
         out.push_str(&digits);
     } else {
         out.push_str(&digits[..1]);
@@ -133,7 +137,10 @@ mod tests {
     #[test]
     fn serializes_like_json_stringify() {
         let v = json!({"b": 0.0, "a": [1.5, -2, 1e21], "s": "x\u{1}\"\n", "n": null});
-        assert_eq!(to_string(&v).unwrap(), r#"{"b":0,"a":[1.5,-2,1e+21],"s":"x\u0001\"\n","n":null}"#);
+        assert_eq!(
+            to_string(&v).unwrap(),
+            r#"{"b":0,"a":[1.5,-2,1e+21],"s":"x\u0001\"\n","n":null}"#
+        );
         assert_eq!(to_string(&f64::NAN).unwrap(), "null");
         assert_eq!(to_string(&2.0f32).unwrap(), "2");
     }

@@ -62,7 +62,8 @@ pub enum ReplayEntry<'a> {
 /// A payload replay could not use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReplayProblem {
-    /// Position of the entry among those replayed.
+    /// Position of the entry among those replayed ([`replay`]), or its line
+    /// in the session file ([`replay_branch`]).
     pub position: usize,
     /// The entry's custom type.
     pub custom_type: String,
@@ -197,7 +198,10 @@ where
                 },
                 // A frontier without `lastAttemptedToolCallId` is ignored.
                 custom_types::FRONTIER
-                    if data.get("lastAttemptedToolCallId").and_then(Value::as_str).is_some() =>
+                    if data
+                        .get("lastAttemptedToolCallId")
+                        .and_then(Value::as_str)
+                        .is_some() =>
                 {
                     match Frontier::deserialize(data) {
                         Ok(f) => state.frontier = Some(f),
@@ -244,6 +248,7 @@ pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayPro
     ];
     // Parse the payloads first; the replay entries borrow them.
     let mut owned: Vec<(bool, &str, Value, Value)> = Vec::new();
+    let mut lines: Vec<usize> = Vec::new();
     let mut bad = Vec::new();
     for e in branch {
         let Some(ct) = e.custom_type.as_deref().filter(|ct| READ.contains(ct)) else {
@@ -262,13 +267,17 @@ pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayPro
             }
         };
         match e.kind {
-            EntryType::Custom => owned.push((false, ct, payload, Value::Null)),
+            EntryType::Custom => {
+                owned.push((false, ct, payload, Value::Null));
+                lines.push(e.line);
+            }
             EntryType::CustomMessage => {
                 let content = e
                     .raw_field("content")
                     .and_then(|raw| serde_json::from_str(raw).ok())
                     .unwrap_or(Value::Null);
                 owned.push((true, ct, content, payload));
+                lines.push(e.line);
             }
             _ => {}
         }
@@ -288,6 +297,10 @@ pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayPro
         }
     });
     let (state, mut problems) = replay(entries);
+    // Report file line numbers rather than positions among replayed entries.
+    for p in &mut problems {
+        p.position = lines.get(p.position).copied().unwrap_or(p.position);
+    }
     problems.extend(bad);
     (state, problems)
 }

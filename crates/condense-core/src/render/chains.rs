@@ -27,7 +27,11 @@ use super::{Item, Working};
 
 /// Replaces `{bN}` placeholders with block N's chain text, one level deep.
 /// A block's reference to itself and unknown blocks stay literal.
-pub fn substitute_block_refs(text: &str, self_block: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
+pub fn substitute_block_refs(
+    text: &str,
+    self_block: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(pos) = rest.find("{b") {
@@ -52,7 +56,12 @@ pub fn substitute_block_refs(text: &str, self_block: &str, lookup: impl Fn(&str)
 }
 
 /// The text of a `<compressed-chain>` synthetic message.
-pub fn synthetic_text(block_id: &str, tool_refs: &[String], body: &str, protected: &[(String, String)]) -> String {
+pub fn synthetic_text(
+    block_id: &str,
+    tool_refs: &[String],
+    body: &str,
+    protected: &[(String, String)],
+) -> String {
     let mut text = format!(
         "<compressed-chain id=\"{block_id}\" tools=\"{}\">\n{body}",
         tool_refs.join(",")
@@ -130,7 +139,12 @@ struct Accepted<'s> {
     range: ResolvedRange,
 }
 
-pub(crate) fn apply(work: &mut Working<'_>, state: &State, strip_final_thinking: bool, diags: &mut Collector) {
+pub(crate) fn apply(
+    work: &mut Working<'_>,
+    state: &State,
+    strip_final_thinking: bool,
+    diags: &mut Collector,
+) {
     let existing: HashSet<String> = work
         .iter()
         .filter(|m| m.is(&Role::User))
@@ -174,7 +188,11 @@ pub(crate) fn apply(work: &mut Working<'_>, state: &State, strip_final_thinking:
                     c.entry.block_id, c.range.start
                 ),
             };
-            diags.report(DiagnosticKind::UnresolvedRange, format!("overlap:{}", c.entry.block_id), detail);
+            diags.report(
+                DiagnosticKind::UnresolvedRange,
+                format!("overlap:{}", c.entry.block_id),
+                detail,
+            );
             continue;
         }
         claimed.insert(c.range.start);
@@ -201,7 +219,12 @@ pub(crate) fn apply(work: &mut Working<'_>, state: &State, strip_final_thinking:
             .collect();
         let mut protected_outputs: Vec<(String, String)> = Vec::new();
         let mut actual: HashSet<String> = HashSet::new();
-        for (i, flag) in in_range.iter_mut().enumerate().take(r.end).skip(r.start + 1) {
+        for (i, flag) in in_range
+            .iter_mut()
+            .enumerate()
+            .take(r.end)
+            .skip(r.start + 1)
+        {
             *flag = true;
             let m = work.get(i);
             let sk = m.skeleton();
@@ -227,7 +250,11 @@ pub(crate) fn apply(work: &mut Working<'_>, state: &State, strip_final_thinking:
                 _ => {}
             }
         }
-        let recorded: HashSet<&str> = entry.dropped_tool_call_ids.iter().map(|s| bare_id(s)).collect();
+        let recorded: HashSet<&str> = entry
+            .dropped_tool_call_ids
+            .iter()
+            .map(|s| bare_id(s))
+            .collect();
         if recorded.len() != actual.len() || recorded.iter().any(|id| !actual.contains(*id)) {
             diags.report(
                 DiagnosticKind::RangeIdMismatch,
@@ -250,14 +277,22 @@ pub(crate) fn apply(work: &mut Working<'_>, state: &State, strip_final_thinking:
                 .filter(|t| !t.is_empty())
         });
         let text = synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs);
-        insert_after.insert(r.start, (entry.block_id.clone(), synthetic_message(entry, &text)));
+        insert_after.insert(
+            r.start,
+            (entry.block_id.clone(), synthetic_message(entry, &text)),
+        );
     }
 
     let overlaps_dropped = |m: &Message| {
-        m.skeleton().summary_refs.iter().any(|r| match r.result_timestamp {
-            Some(ts) => dropped_occ.contains(&OccurrenceKey::new(r.tool_call_id.clone(), Some(ts))),
-            None => dropped_bare.contains(bare_id(&r.tool_call_id)),
-        })
+        m.skeleton()
+            .summary_refs
+            .iter()
+            .any(|r| match r.result_timestamp {
+                Some(ts) => {
+                    dropped_occ.contains(&OccurrenceKey::new(r.tool_call_id.clone(), Some(ts)))
+                }
+                None => dropped_bare.contains(bare_id(&r.tool_call_id)),
+            })
     };
 
     // Decide per position before rebuilding (the closure below owns the items).
@@ -307,15 +342,26 @@ mod tests {
             "b2" => Some("TWO".to_owned()),
             _ => None,
         };
-        assert_eq!(substitute_block_refs("x {b1} y", "b9", lookup), "x ONE {b2} y");
-        assert_eq!(substitute_block_refs("{b9} {b3} {b} {bx}", "b9", lookup), "{b9} {b3} {b} {bx}");
+        assert_eq!(
+            substitute_block_refs("x {b1} y", "b9", lookup),
+            "x ONE {b2} y"
+        );
+        assert_eq!(
+            substitute_block_refs("{b9} {b3} {b} {bx}", "b9", lookup),
+            "{b9} {b3} {b} {bx}"
+        );
         assert_eq!(substitute_block_refs("{b2}{b2}", "b1", lookup), "TWOTWO");
         assert_eq!(substitute_block_refs("{{b2}}", "b1", lookup), "{TWO}");
     }
 
     #[test]
     fn synthetic_format() {
-        let t = synthetic_text("b1", &["t1".into(), "t2".into()], "body", &[("todo".into(), "x".into())]);
+        let t = synthetic_text(
+            "b1",
+            &["t1".into(), "t2".into()],
+            "body",
+            &[("todo".into(), "x".into())],
+        );
         assert_eq!(
             t,
             "<compressed-chain id=\"b1\" tools=\"t1,t2\">\nbody\n\n<protected-output tool=\"todo\">\nx\n</protected-output>\n</compressed-chain>"

@@ -16,8 +16,11 @@ use crate::occurrence::OccurrenceKey;
 pub const QUERY_TOOL_NAME: &str = "context_tree_query";
 
 /// Calls `f(position, message)` for each recovery result in grace.
-pub(crate) fn for_each_in_grace<'m, I>(messages: I, grace_turns: u32, mut f: impl FnMut(usize, &'m Message))
-where
+pub(crate) fn for_each_in_grace<'m, I>(
+    messages: I,
+    grace_turns: u32,
+    mut f: impl FnMut(usize, &'m Message),
+) where
     I: Iterator<Item = &'m Message> + Clone,
 {
     if grace_turns == 0 {

@@ -219,7 +219,12 @@ pub fn render(messages: &[Message], state: &State, settings: &RenderSettings<'_>
     let mut work = Working::new(messages);
     let mut diags = crate::diagnostics::Collector::default();
 
-    stub::apply(&mut work, state, settings.protection, config.recovery_grace_turns);
+    stub::apply(
+        &mut work,
+        state,
+        settings.protection,
+        config.recovery_grace_turns,
+    );
     if config.purge_errors.enabled {
         purge::apply(&mut work, &config.purge_errors);
     }
@@ -233,7 +238,10 @@ pub fn render(messages: &[Message], state: &State, settings: &RenderSettings<'_>
     }
     sweep::apply(&mut work, &mut diags);
     if config.thinking_strip.enabled {
-        thinking::apply(&mut work, config.thinking_strip.keep_last_turns.max(1) as usize);
+        thinking::apply(
+            &mut work,
+            config.thinking_strip.keep_last_turns.max(1) as usize,
+        );
     }
     debug_assert!(work.changed() || work.items.is_none());
     Render {

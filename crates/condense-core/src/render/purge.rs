@@ -57,11 +57,15 @@ pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
         let mut changed = false;
         if let Some(Value::Array(blocks)) = value.get_mut("content") {
             for block in blocks.iter_mut() {
-                let Some(obj) = block.as_object_mut() else { continue };
+                let Some(obj) = block.as_object_mut() else {
+                    continue;
+                };
                 if obj.get("type").and_then(Value::as_str) != Some("toolCall") {
                     continue;
                 }
-                let Some(id) = obj.get("id").and_then(Value::as_str) else { continue };
+                let Some(id) = obj.get("id").and_then(Value::as_str) else {
+                    continue;
+                };
                 if !ripe(id) {
                     continue;
                 }

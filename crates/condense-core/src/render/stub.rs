@@ -69,7 +69,12 @@ pub(crate) fn stub_message(original: &Message, text: &str) -> Message {
     Message::from_parts(json, skeleton)
 }
 
-pub(crate) fn apply(work: &mut Working<'_>, state: &State, protection: &Protection, grace_turns: u32) {
+pub(crate) fn apply(
+    work: &mut Working<'_>,
+    state: &State,
+    protection: &Protection,
+    grace_turns: u32,
+) {
     let mut in_grace = vec![false; 0];
     for_each_in_grace(work.iter(), grace_turns, |i, _| {
         if in_grace.is_empty() {

@@ -62,9 +62,17 @@ fn report(diags: &mut Collector, ids: &[String]) {
     let mut sorted: Vec<&str> = ids.iter().map(String::as_str).collect();
     sorted.sort_unstable();
     let digest = Sha1::digest(sorted.join(",").as_bytes());
-    let key: String = digest.iter().map(|b| format!("{b:02x}")).collect::<String>()[..16].to_owned();
+    let key: String = digest
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<String>()[..16]
+        .to_owned();
     let shown: Vec<&str> = ids.iter().take(5).map(String::as_str).collect();
-    let mut detail = format!("swept {} orphan toolResult(s): {}", ids.len(), shown.join(", "));
+    let mut detail = format!(
+        "swept {} orphan toolResult(s): {}",
+        ids.len(),
+        shown.join(", ")
+    );
     if ids.len() > 5 {
         detail.push_str(&format!(" ... +{} more", ids.len() - 5));
     }

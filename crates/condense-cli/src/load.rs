@@ -1,0 +1,152 @@
+//! Finding a session, its settings, and rebuilding what condense knows of it.
+
+use std::path::{Path, PathBuf};
+
+use condense_core::config::Config;
+use condense_core::message::Message;
+use condense_core::protect::Protection;
+use condense_core::state::State;
+
+use crate::{CliError, SessionArg};
+
+/// A session read from disk with its condense state rebuilt.
+pub struct Loaded {
+    /// The session's spill blob directory.
+    pub blob_dir: PathBuf,
+    /// The branch's messages as pi hands them to `context`.
+    pub messages: Vec<Message>,
+    /// The pruning state folded from the branch's entries.
+    pub state: State,
+    /// The normalized config.
+    pub config: Config,
+    /// Its protection predicate.
+    pub protection: Protection,
+}
+
+/// `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+pub fn agent_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("PI_CODING_AGENT_DIR") {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    home.join(".pi").join("agent")
+}
+
+fn session_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// Resolves a session argument to a file.
+pub fn resolve(arg: &SessionArg) -> Result<PathBuf, CliError> {
+    let sessions = agent_dir().join("sessions");
+    if arg.latest {
+        return session_files(&sessions)
+            .into_iter()
+            .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+            .max()
+            .map(|(_, p)| p)
+            .ok_or_else(|| CliError::Data(format!("no sessions under {}", sessions.display())));
+    }
+    let name = arg
+        .session
+        .as_deref()
+        .ok_or_else(|| CliError::Usage("name a session or pass --latest".into()))?;
+    let as_path = PathBuf::from(name);
+    if as_path.exists() {
+        return Ok(as_path);
+    }
+    let matches: Vec<PathBuf> = session_files(&sessions)
+        .into_iter()
+        .filter(|p| {
+            p.file_stem()
+                .and_then(|s| s.to_str())
+                .is_some_and(|s| s == name || s.ends_with(&format!("_{name}")))
+        })
+        .collect();
+    match matches.len() {
+        1 => Ok(matches.into_iter().next().expect("one match")),
+        0 => Err(CliError::Data(format!(
+            "{name}: no such session file or session id"
+        ))),
+        n => Err(CliError::Data(format!(
+            "{name}: {n} sessions match; pass a path"
+        ))),
+    }
+}
+
+/// Reads `contextPrune` from settings.json (missing file → defaults).
+pub fn load_config(arg: &SessionArg) -> Result<Config, CliError> {
+    let path = arg
+        .settings
+        .clone()
+        .unwrap_or_else(|| agent_dir().join("settings.json"));
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && arg.settings.is_none() => {
+            return Ok(Config::default())
+        }
+        Err(e) => return Err(CliError::Data(format!("{}: {e}", path.display()))),
+    };
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| CliError::Data(format!("{}: malformed settings: {e}", path.display())))?;
+    let (config, warnings) = Config::from_settings_file_value(&value);
+    for w in warnings {
+        eprintln!("condense: warning: {w}");
+    }
+    Ok(config)
+}
+
+/// Loads a session: file, branch, messages, state, config.
+pub fn load(arg: &SessionArg) -> Result<Loaded, CliError> {
+    let config = load_config(arg)?;
+    let path = resolve(arg)?;
+    let session = condense_store::session::Session::open(&path)
+        .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?;
+    for p in &session.problems {
+        eprintln!("condense: {}: {p}", path.display());
+    }
+    let branch = session.branch(None);
+    let messages = condense_store::context::branch_messages(&branch)
+        .into_iter()
+        .map(|m| m.message)
+        .collect();
+    let (state, problems) = condense_store::replay::replay_branch(&branch);
+    for p in problems {
+        eprintln!(
+            "condense: {}: skipped {} entry: {}",
+            path.display(),
+            p.custom_type,
+            p.message
+        );
+    }
+    let protection = Protection::new(&config);
+    let session_id = session
+        .header
+        .as_ref()
+        .map(|h| h.id.clone())
+        .unwrap_or_default();
+    Ok(Loaded {
+        blob_dir: condense_store::spill::blob_dir(&path, &session_id),
+        messages,
+        state,
+        config,
+        protection,
+    })
+}

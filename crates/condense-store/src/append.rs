@@ -1,0 +1,461 @@
+//! Appending entries to a pi session file the way pi's `SessionManager` does.
+//!
+//! Each new entry gets a fresh 8-hex-char id that no entry of the file uses,
+//! `parentId` = the current leaf (the last entry of the file, or the entry
+//! chosen with [`Appender::set_leaf`]), and an ISO timestamp with
+//! milliseconds and `Z`. It is serialized as one JSON line, with keys in the
+//! order pi writes them, and written with a single `write_all` of
+//! `line + "\n"` on a file opened for appending, then `fsync`ed. If the file
+//! does not end in a newline (a torn last line), the first append starts with
+//! one, so the new entry is always a whole line and a later read skips the
+//! torn fragment as a malformed line instead of gluing it to the new entry.
+//!
+//! # Locking rule
+//!
+//! An [`Appender`] holds an advisory exclusive lock (`flock`) on the session
+//! file from [`Appender::open`] until it is dropped, and reads the file
+//! *after* taking the lock. So two condense processes never interleave their
+//! appends, and the leaf an appender chains onto is the file's real leaf, not
+//! a stale one. Read, decide and append under the same appender.
+//!
+//! pi itself takes no lock: it keeps the leaf in memory and appends with
+//! `appendFileSync`. Appending to a file a running pi holds would fork its
+//! tree behind its back, so inside pi condense never writes the file (the
+//! host adapter asks pi to append), and the CLI must refuse sessions that a
+//! running pi has open.
+//!
+//! TODO: detecting a running pi (scanning `/proc/*/fd` for the session path)
+//! is the CLI's job, not this module's.
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::hash::{BuildHasher, Hasher};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use condense_core::message::Message;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use crate::session::{Session, CURRENT_SESSION_VERSION};
+use crate::time::format_iso;
+
+/// How [`Appender::open`] takes the file lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Block until the lock is free.
+    Wait,
+    /// Fail with [`AppendError::Locked`] if another process holds it.
+    Try,
+}
+
+/// Why an append could not be done.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    /// Reading, writing, locking or syncing the file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The session file.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// Another process holds the file's lock ([`LockMode::Try`]).
+    #[error("{0}: another condense process is writing this session")]
+    Locked(PathBuf),
+    /// The file has no session header: not a pi session, or a damaged one.
+    #[error("{0}: no session header; refusing to append")]
+    NoHeader(PathBuf),
+    /// The file uses an older format; pi rewrites such a file when it loads
+    /// it, and appending v3 entries to it would mix formats.
+    #[error("{path}: session format v{version} needs migrating to v3 first (open it in pi once)")]
+    NeedsMigration {
+        /// The session file.
+        path: PathBuf,
+        /// Its format version.
+        version: u32,
+    },
+    /// The file uses a format newer than this condense knows.
+    #[error("{path}: session format v{version} is newer than v3; refusing to append")]
+    NewerVersion {
+        /// The session file.
+        path: PathBuf,
+        /// Its format version.
+        version: u32,
+    },
+    /// [`Appender::set_leaf`] named an entry the file does not have.
+    #[error("no entry with id {0}")]
+    UnknownEntry(String),
+    /// The id source kept producing ids already in use.
+    #[error("could not find an unused entry id after {0} tries")]
+    IdsExhausted(usize),
+    /// The entry could not be serialized.
+    #[error("could not serialize the entry: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// The base fields of an entry being written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryBase<'a> {
+    /// The new entry's id.
+    pub id: &'a str,
+    /// Its parent (the leaf), `None` for a root.
+    pub parent_id: Option<&'a str>,
+    /// Its ISO timestamp.
+    pub timestamp: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CustomLine<'a, T: ?Sized> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    custom_type: &'a str,
+    data: &'a T,
+    id: &'a str,
+    parent_id: Option<&'a str>,
+    timestamp: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CustomMessageLine<'a, C: ?Sized, D: ?Sized> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    custom_type: &'a str,
+    content: &'a C,
+    display: bool,
+    details: &'a D,
+    id: &'a str,
+    parent_id: Option<&'a str>,
+    timestamp: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: &'a str,
+    parent_id: Option<&'a str>,
+    timestamp: &'a str,
+    message: &'a RawValue,
+}
+
+/// A `custom` entry line, as pi's `appendCustomEntry` writes it:
+/// `{"type":"custom","customType":…,"data":…,"id":…,"parentId":…,"timestamp":…}`.
+pub fn custom_entry_line<T: Serialize + ?Sized>(
+    custom_type: &str,
+    data: &T,
+    base: &EntryBase<'_>,
+) -> serde_json::Result<String> {
+    crate::json::to_string(&CustomLine {
+        kind: "custom",
+        custom_type,
+        data,
+        id: base.id,
+        parent_id: base.parent_id,
+        timestamp: base.timestamp,
+    })
+}
+
+/// A `custom_message` entry line, as pi's `appendCustomMessageEntry` writes
+/// it: `{"type":"custom_message","customType","content","display","details","id","parentId","timestamp"}`.
+pub fn custom_message_entry_line<C: Serialize + ?Sized, D: Serialize + ?Sized>(
+    custom_type: &str,
+    content: &C,
+    display: bool,
+    details: &D,
+    base: &EntryBase<'_>,
+) -> serde_json::Result<String> {
+    crate::json::to_string(&CustomMessageLine {
+        kind: "custom_message",
+        custom_type,
+        content,
+        display,
+        details,
+        id: base.id,
+        parent_id: base.parent_id,
+        timestamp: base.timestamp,
+    })
+}
+
+/// A `message` entry line, as pi's `appendMessage` writes it:
+/// `{"type":"message","id","parentId","timestamp","message"}`, with the
+/// message's JSON embedded as is.
+pub fn message_entry_line(message: &Message, base: &EntryBase<'_>) -> serde_json::Result<String> {
+    let raw: &RawValue = serde_json::from_str(message.json())?;
+    crate::json::to_string(&MessageLine {
+        kind: "message",
+        id: base.id,
+        parent_id: base.parent_id,
+        timestamp: base.timestamp,
+        message: raw,
+    })
+}
+
+/// A source of random `u64`s for entry ids.
+pub type IdSource = Box<dyn FnMut() -> u64 + Send>;
+
+/// The default id source: std's randomly keyed hasher over the clock, the
+/// process id and a counter (no `rand` dependency).
+pub fn default_id_source() -> IdSource {
+    let keys = RandomState::new();
+    let pid = std::process::id();
+    let mut counter: u64 = 0;
+    Box::new(move || {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let mut h = keys.build_hasher();
+        h.write_u32(pid);
+        h.write_u128(nanos);
+        h.write_u64(counter);
+        counter = counter.wrapping_add(1);
+        h.finish()
+    })
+}
+
+const ID_TRIES: usize = 100;
+
+/// Appends entries to one session file under an exclusive lock.
+///
+/// Dropping the appender closes the file and releases the lock.
+pub struct Appender {
+    path: PathBuf,
+    file: File,
+    session: Session,
+    leaf: Option<String>,
+    ids: HashSet<String>,
+    needs_newline: bool,
+    id_source: IdSource,
+}
+
+impl std::fmt::Debug for Appender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Appender")
+            .field("path", &self.path)
+            .field("leaf", &self.leaf)
+            .field("needs_newline", &self.needs_newline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Appender {
+    /// Opens an existing session file for appending: takes the exclusive
+    /// lock, then reads the file. Refuses files without a header and files
+    /// of another format version than 3.
+    pub fn open(path: impl AsRef<Path>, mode: LockMode) -> Result<Appender, AppendError> {
+        let path = path.as_ref().to_path_buf();
+        let io_err = |source| AppendError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&path)
+            .map_err(io_err)?;
+        match mode {
+            LockMode::Wait => fs4::FileExt::lock(&file).map_err(io_err)?,
+            LockMode::Try => match fs4::FileExt::try_lock(&file) {
+                Ok(()) => {}
+                Err(fs4::TryLockError::WouldBlock) => return Err(AppendError::Locked(path)),
+                Err(fs4::TryLockError::Error(e)) => return Err(io_err(e)),
+            },
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(io_err)?;
+        let session = Session::from_bytes(bytes);
+
+        let Some(header) = &session.header else {
+            return Err(AppendError::NoHeader(path));
+        };
+        if header.version < CURRENT_SESSION_VERSION {
+            return Err(AppendError::NeedsMigration {
+                path,
+                version: header.version,
+            });
+        }
+        if header.version > CURRENT_SESSION_VERSION {
+            return Err(AppendError::NewerVersion {
+                path,
+                version: header.version,
+            });
+        }
+
+        let ids = session.entries.iter().map(|e| e.id.clone()).collect();
+        let leaf = session.leaf().map(|e| e.id.clone());
+        let needs_newline = !session.ends_with_newline();
+        Ok(Appender {
+            path,
+            file,
+            session,
+            leaf,
+            ids,
+            needs_newline,
+            id_source: default_id_source(),
+        })
+    }
+
+    /// Replaces the id source (tests pass a deterministic one).
+    pub fn with_id_source(mut self, source: impl FnMut() -> u64 + Send + 'static) -> Appender {
+        self.id_source = Box::new(source);
+        self
+    }
+
+    /// The session as read under the lock (entries appended since are not
+    /// in it).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The session file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The id new entries chain onto.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.as_deref()
+    }
+
+    /// Moves the leaf (pi's `branch()`; `None` is pi's `resetLeaf()`): the
+    /// next entry becomes a child of `id`, starting a new branch.
+    pub fn set_leaf(&mut self, id: Option<&str>) -> Result<(), AppendError> {
+        match id {
+            Some(id) if !self.ids.contains(id) => Err(AppendError::UnknownEntry(id.to_owned())),
+            _ => {
+                self.leaf = id.map(str::to_owned);
+                Ok(())
+            }
+        }
+    }
+
+    /// A fresh id no entry of the file uses.
+    fn new_id(&mut self) -> Result<String, AppendError> {
+        for _ in 0..ID_TRIES {
+            let id = format!("{:08x}", (self.id_source)() >> 32);
+            if !self.ids.contains(&id) {
+                return Ok(id);
+            }
+        }
+        Err(AppendError::IdsExhausted(ID_TRIES))
+    }
+
+    /// Appends one entry whose line `build` makes from its base fields
+    /// (use the `*_entry_line` helpers, or write the line yourself: it must
+    /// be one line of JSON). `now_ms` is the clock in epoch ms. Returns the
+    /// new entry's id, which becomes the leaf.
+    pub fn append_with(
+        &mut self,
+        now_ms: i64,
+        build: impl FnOnce(&EntryBase<'_>) -> serde_json::Result<String>,
+    ) -> Result<String, AppendError> {
+        let id = self.new_id()?;
+        let timestamp = format_iso(now_ms);
+        let line = build(&EntryBase {
+            id: &id,
+            parent_id: self.leaf.as_deref(),
+            timestamp: &timestamp,
+        })?;
+        debug_assert!(!line.contains('\n'), "an entry must be a single line");
+
+        let mut bytes = Vec::with_capacity(line.len() + 2);
+        if self.needs_newline {
+            bytes.push(b'\n');
+        }
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let written = (&self.file)
+            .write_all(&bytes)
+            .and_then(|()| self.file.sync_data());
+        if let Err(source) = written {
+            // A partial write may have left a torn line: start the next
+            // append on a fresh line (a blank line is harmless).
+            self.needs_newline = true;
+            return Err(AppendError::Io {
+                path: self.path.clone(),
+                source,
+            });
+        }
+        self.needs_newline = false;
+        self.ids.insert(id.clone());
+        self.leaf = Some(id.clone());
+        Ok(id)
+    }
+
+    /// Appends a `custom` entry (pi's `appendCustomEntry`).
+    pub fn append_custom<T: Serialize + ?Sized>(
+        &mut self,
+        custom_type: &str,
+        data: &T,
+        now_ms: i64,
+    ) -> Result<String, AppendError> {
+        self.append_with(now_ms, |base| custom_entry_line(custom_type, data, base))
+    }
+
+    /// Appends a `custom_message` entry (pi's `appendCustomMessageEntry`).
+    pub fn append_custom_message<C: Serialize + ?Sized, D: Serialize + ?Sized>(
+        &mut self,
+        custom_type: &str,
+        content: &C,
+        display: bool,
+        details: &D,
+        now_ms: i64,
+    ) -> Result<String, AppendError> {
+        self.append_with(now_ms, |base| {
+            custom_message_entry_line(custom_type, content, display, details, base)
+        })
+    }
+
+    /// Appends a `message` entry (pi's `appendMessage`).
+    pub fn append_message(
+        &mut self,
+        message: &Message,
+        now_ms: i64,
+    ) -> Result<String, AppendError> {
+        self.append_with(now_ms, |base| message_entry_line(message, base))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_helpers_use_pi_key_order() {
+        let base = EntryBase {
+            id: "0123abcd",
+            parent_id: None,
+            timestamp: "2026-01-01T00:00:00.000Z",
+        };
+        assert_eq!(
+            custom_entry_line("k", &serde_json::json!({"a": 1.0}), &base).unwrap(),
+            r#"{"type":"custom","customType":"k","data":{"a":1},"id":"0123abcd","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z"}"#
+        );
+        let base = EntryBase {
+            parent_id: Some("ffff0000"),
+            ..base
+        };
+        assert_eq!(
+            custom_message_entry_line("k", "text", false, &serde_json::json!({}), &base).unwrap(),
+            r#"{"type":"custom_message","customType":"k","content":"text","display":false,"details":{},"id":"0123abcd","parentId":"ffff0000","timestamp":"2026-01-01T00:00:00.000Z"}"#
+        );
+        let m = Message::from_json(r#"{"role":"user","content":"x","timestamp":1}"#).unwrap();
+        assert_eq!(
+            message_entry_line(&m, &base).unwrap(),
+            r#"{"type":"message","id":"0123abcd","parentId":"ffff0000","timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"x","timestamp":1}}"#
+        );
+    }
+
+    #[test]
+    fn default_ids_differ() {
+        let mut source = default_id_source();
+        let a = source();
+        let b = source();
+        assert_ne!(a, b);
+    }
+}
