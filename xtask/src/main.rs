@@ -35,7 +35,7 @@ Options:
 
 Environment:
   CARGO              cargo binary to use for sub-commands (set by cargo itself)
-  CARGO_TERM_COLOR   defaults to `always` when not already set
+  CARGO_TERM_COLOR   passed through to cargo unchanged
 ";
 
 /// A parsed command line.

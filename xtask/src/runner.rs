@@ -77,13 +77,11 @@ impl Ctx {
     }
 
     /// A [`Command`] for an arbitrary program (e.g. `node`, `npm`), run from
-    /// the workspace root with `CARGO_TERM_COLOR` defaulted.
+    /// the workspace root. Colour is left to cargo's own detection so CI logs
+    /// stay greppable.
     pub fn command(&self, program: impl AsRef<OsStr>) -> Command {
         let mut cmd = Command::new(program);
         cmd.current_dir(&self.root);
-        if std::env::var_os("CARGO_TERM_COLOR").is_none() {
-            cmd.env("CARGO_TERM_COLOR", "always");
-        }
         cmd
     }
 
