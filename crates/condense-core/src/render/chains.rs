@@ -9,7 +9,10 @@
 //! Within a resolved range only assistant messages, tool results and
 //! condense's own per-batch summaries are dropped; user messages (including an
 //! already inserted synthetic) and third-party custom messages survive, which
-//! is also what makes re-applying the phase a no-op. Per-batch summaries
+//! is also what makes re-applying the phase a no-op. (pi-condense skipped the
+//! insertion whenever any user message anywhere began like the block's
+//! synthetic, so a pasted prompt could hide a chain; condense only trusts a
+//! synthetic sitting right after the start with the entry's timestamp.) Per-batch summaries
 //! covering dropped results are suppressed wherever they are (agent-message
 //! batching appends them after the range). Protected outputs in the range are
 //! relocated verbatim into the synthetic body.
@@ -145,11 +148,6 @@ pub(crate) fn apply(
     strip_final_thinking: bool,
     diags: &mut Collector,
 ) {
-    let existing: HashSet<String> = work
-        .iter()
-        .filter(|m| m.is(&Role::User))
-        .filter_map(|m| m.skeleton().compressed_chain_id.clone())
-        .collect();
     let boundaries = BoundaryIndex::new(work.iter());
 
     let mut resolved: Vec<Accepted<'_>> = Vec::new();
@@ -205,7 +203,7 @@ pub(crate) fn apply(
     let n = work.len();
     let mut in_range = vec![false; n];
     let mut strip_at: HashSet<usize> = HashSet::new();
-    let mut insert_after: HashMap<usize, (String, Message)> = HashMap::new();
+    let mut insert_after: HashMap<usize, Message> = HashMap::new();
     let mut dropped_bare: HashSet<String> = HashSet::new();
     let mut dropped_occ: HashSet<OccurrenceKey> = HashSet::new();
 
@@ -277,10 +275,19 @@ pub(crate) fn apply(
                 .filter(|t| !t.is_empty())
         });
         let text = synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs);
-        insert_after.insert(
-            r.start,
-            (entry.block_id.clone(), synthetic_message(entry, &text)),
-        );
+        // Idempotency: a synthetic of this block already right after the
+        // start (a re-render of rendered output) is not inserted twice. Only
+        // that exact position counts, so a user prompt that merely starts
+        // like a synthetic cannot hide a chain.
+        let already = r.start + 1 < n && {
+            let next = work.get(r.start + 1);
+            next.is(&Role::User)
+                && next.skeleton().compressed_chain_id.as_deref() == Some(entry.block_id.as_str())
+                && next.timestamp() == Some(entry.compressed_at)
+        };
+        if !already {
+            insert_after.insert(r.start, synthetic_message(entry, &text));
+        }
     }
 
     let overlaps_dropped = |m: &Message| {
@@ -321,10 +328,8 @@ pub(crate) fn apply(
                     None => out.push(item),
                 }
             }
-            if let Some((block, synthetic)) = insert_after.remove(&i) {
-                if !existing.contains(&block) {
-                    out.push(Item::New(synthetic));
-                }
+            if let Some(synthetic) = insert_after.remove(&i) {
+                out.push(Item::New(synthetic));
             }
         }
         out

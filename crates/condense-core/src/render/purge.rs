@@ -28,29 +28,43 @@ pub fn purged_arguments(size: usize) -> Value {
 }
 
 pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
-    let mut errored_at: HashMap<&str, usize> = HashMap::new();
+    // Each error is tied to the assistant whose call its result answers: the
+    // assistant opening the run of results it sits in (the orphan sweep's
+    // rule), not to the bare id alone. pi-condense keyed by bare id, so a
+    // provider reusing an id made a later failure purge an earlier,
+    // successful call's arguments.
+    let mut errors: HashMap<(usize, &str), usize> = HashMap::new();
     let mut turn = 0usize;
-    for m in work.iter() {
-        if m.is(&Role::Assistant) {
-            turn += 1;
-        } else if m.is(&Role::ToolResult) && m.skeleton().is_error {
-            if let Some(id) = m.skeleton().tool_call_id.as_deref() {
-                errored_at.insert(id, turn);
+    let mut open: Option<usize> = None;
+    for (i, m) in work.iter().enumerate() {
+        match m.role() {
+            Some(Role::Assistant) => {
+                turn += 1;
+                open = Some(i);
             }
+            Some(Role::ToolResult) => {
+                let sk = m.skeleton();
+                if let (true, Some(id), Some(a)) = (sk.is_error, sk.tool_call_id.as_deref(), open) {
+                    if work.get(a).skeleton().tool_calls.iter().any(|c| c.id == id) {
+                        errors.insert((a, id), turn);
+                    }
+                }
+            }
+            _ => open = None,
         }
     }
-    if errored_at.is_empty() {
+    if errors.is_empty() {
         return;
     }
     let current = turn;
-    let ripe = |id: &str| {
-        errored_at
-            .get(id)
+    let ripe = |assistant: usize, id: &str| {
+        errors
+            .get(&(assistant, id))
             .is_some_and(|t| current - t >= cfg.cooldown_turns as usize)
     };
     let mut replacements: Vec<(usize, Message)> = Vec::new();
     for (i, m) in work.iter().enumerate() {
-        if !m.is(&Role::Assistant) || !m.skeleton().tool_calls.iter().any(|c| ripe(&c.id)) {
+        if !m.is(&Role::Assistant) || !m.skeleton().tool_calls.iter().any(|c| ripe(i, &c.id)) {
             continue;
         }
         let mut value = m.to_value();
@@ -66,7 +80,7 @@ pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
                 let Some(id) = obj.get("id").and_then(Value::as_str) else {
                     continue;
                 };
-                if !ripe(id) {
+                if !ripe(i, id) {
                     continue;
                 }
                 let field = if obj.contains_key("arguments") {
