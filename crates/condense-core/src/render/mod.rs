@@ -161,10 +161,6 @@ impl<'a> Working<'a> {
         self.items = Some(f(items));
     }
 
-    pub(crate) fn changed(&self) -> bool {
-        self.items.is_some()
-    }
-
     fn into_plan(self) -> Option<RenderPlan> {
         let items = self.items?;
         let before = array_chars(self.base.iter().map(Message::size));
@@ -243,7 +239,6 @@ pub fn render(messages: &[Message], state: &State, settings: &RenderSettings<'_>
             config.thinking_strip.keep_last_turns.max(1) as usize,
         );
     }
-    debug_assert!(work.changed() || work.items.is_none());
     Render {
         plan: work.into_plan(),
         diagnostics: diags.finish(),
