@@ -17,26 +17,15 @@
 //! Malformed payloads are skipped and reported, never fatal.
 
 use condense_core::occurrence::OccurrenceKey;
+
+use crate::entries::{
+    CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
+    CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY,
+};
 use condense_core::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
 use condense_core::state::State;
 use serde::Deserialize;
 use serde_json::Value;
-
-/// The custom types condense reads back.
-pub mod custom_types {
-    /// Tool-call records.
-    pub const INDEX: &str = "context-prune-index";
-    /// Per-batch summary (a `custom_message`).
-    pub const SUMMARY: &str = "context-prune-summary";
-    /// Last attempted prune boundary.
-    pub const FRONTIER: &str = "context-prune-frontier";
-    /// Content-hash duplicate.
-    pub const DEDUP_ALIAS: &str = "context-prune-dedup-alias";
-    /// Compressed chain.
-    pub const CHAIN: &str = "context-prune-chain";
-    /// Cumulative summarizer usage.
-    pub const STATS: &str = "context-prune-stats";
-}
 
 /// One branch entry, as replay needs to see it.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +60,9 @@ pub struct ReplayProblem {
     pub message: String,
 }
 
+// Lenient views of the payloads in `entries`: replay keeps every readable
+// record of an entry and reports the rest, where the strict wire types would
+// reject the whole entry for one bad record.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct IndexData {
@@ -153,7 +145,7 @@ where
     for (pos, entry) in entries.into_iter().enumerate() {
         match entry {
             ReplayEntry::Custom { custom_type, data } => match custom_type {
-                custom_types::INDEX => match IndexData::deserialize(data) {
+                CUSTOM_TYPE_INDEX => match IndexData::deserialize(data) {
                     Ok(d) => {
                         let backfilled = d.backfilled == Some(true);
                         for tc in d.tool_calls {
@@ -178,12 +170,12 @@ where
                     }
                     Err(e) => problem(pos, custom_type, format!("bad index payload: {e}")),
                 },
-                custom_types::CHAIN => match ChainEntry::deserialize(data) {
+                CUSTOM_TYPE_CHAIN => match ChainEntry::deserialize(data) {
                     Ok(c) if !c.block_id.is_empty() => state.register_chain(c),
                     Ok(_) => problem(pos, custom_type, "chain entry without blockId".into()),
                     Err(e) => problem(pos, custom_type, format!("bad chain payload: {e}")),
                 },
-                custom_types::DEDUP_ALIAS => match DedupData::deserialize(data) {
+                CUSTOM_TYPE_DEDUP_ALIAS => match DedupData::deserialize(data) {
                     Ok(DedupData {
                         new_tool_call_id: Some(new),
                         original_tool_call_id: Some(orig),
@@ -197,7 +189,7 @@ where
                     Err(e) => problem(pos, custom_type, format!("bad dedup alias payload: {e}")),
                 },
                 // A frontier without `lastAttemptedToolCallId` is ignored.
-                custom_types::FRONTIER
+                CUSTOM_TYPE_FRONTIER
                     if data
                         .get("lastAttemptedToolCallId")
                         .and_then(Value::as_str)
@@ -208,7 +200,7 @@ where
                         Err(e) => problem(pos, custom_type, format!("bad frontier payload: {e}")),
                     }
                 }
-                custom_types::STATS => match SummarizerStats::deserialize(data) {
+                CUSTOM_TYPE_STATS => match SummarizerStats::deserialize(data) {
                     Ok(s) => state.stats = s,
                     Err(e) => problem(pos, custom_type, format!("bad stats payload: {e}")),
                 },
@@ -219,7 +211,7 @@ where
                 content,
                 details,
             } => {
-                if custom_type != custom_types::SUMMARY {
+                if custom_type != CUSTOM_TYPE_SUMMARY {
                     continue;
                 }
                 let refs = summary_refs_of(details);
@@ -239,12 +231,12 @@ where
 pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayProblem>) {
     use crate::session::EntryType;
     const READ: [&str; 6] = [
-        custom_types::INDEX,
-        custom_types::SUMMARY,
-        custom_types::FRONTIER,
-        custom_types::DEDUP_ALIAS,
-        custom_types::CHAIN,
-        custom_types::STATS,
+        CUSTOM_TYPE_INDEX,
+        CUSTOM_TYPE_SUMMARY,
+        CUSTOM_TYPE_FRONTIER,
+        CUSTOM_TYPE_DEDUP_ALIAS,
+        CUSTOM_TYPE_CHAIN,
+        CUSTOM_TYPE_STATS,
     ];
     // Parse the payloads first; the replay entries borrow them.
     let mut owned: Vec<(bool, &str, Value, Value)> = Vec::new();
