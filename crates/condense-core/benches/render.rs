@@ -73,6 +73,21 @@ fn bench_render(c: &mut Criterion) {
             })
         });
     }
+    // The first render after the state changed (a flush): every stub is
+    // built, none comes from the per-occurrence cache. A cloned state starts
+    // with empty caches; the clone is setup, not measured.
+    for (name, messages, state) in [
+        ("tool_turns", &turns, &turns_state),
+        ("chains", &chains, &chains_state),
+    ] {
+        group.bench_function(format!("{name}/plan_cold"), |b| {
+            b.iter_batched_ref(
+                || state.clone(),
+                |fresh| render(black_box(messages), fresh, &settings),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
     group.finish();
 }
 

@@ -19,4 +19,8 @@ pub mod render;
 pub mod state;
 
 pub use render::{render, Render, RenderPlan, RenderSettings};
+pub mod budget;
+pub mod chains;
+pub mod fxhash;
+pub mod metrics;
 pub mod query;

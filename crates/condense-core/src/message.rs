@@ -137,15 +137,18 @@ pub enum MessageError {
 ///
 /// Cloning is cheap (the text is shared).
 #[derive(Debug, Clone)]
-pub struct Message {
-    json: Arc<str>,
-    skeleton: Arc<Skeleton>,
+pub struct Message(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    json: Box<str>,
+    skeleton: Skeleton,
     size: usize,
 }
 
 impl PartialEq for Message {
     fn eq(&self, other: &Self) -> bool {
-        self.json == other.json
+        Arc::ptr_eq(&self.0, &other.0) || self.0.json == other.0.json
     }
 }
 
@@ -153,21 +156,21 @@ impl Message {
     /// Reads a message from its JSON text. The text is kept as given.
     pub fn from_json(json: &str) -> Result<Message, MessageError> {
         let skeleton = parse_skeleton(json)?;
-        Ok(Message {
+        Ok(Message(Arc::new(Inner {
             size: js_len(json),
-            json: Arc::from(json),
-            skeleton: Arc::new(skeleton),
-        })
+            json: Box::from(json),
+            skeleton,
+        })))
     }
 
     /// A message whose skeleton the caller built alongside the JSON (for
     /// messages condense writes itself, such as stubs, to skip a re-parse).
     pub(crate) fn from_parts(json: String, skeleton: Skeleton) -> Message {
-        Message {
+        Message(Arc::new(Inner {
             size: js_len(&json),
-            json: Arc::from(json),
-            skeleton: Arc::new(skeleton),
-        }
+            json: json.into_boxed_str(),
+            skeleton,
+        }))
     }
 
     /// Builds a message from a JSON value (serialized compactly, keys in order).
@@ -181,49 +184,50 @@ impl Message {
 
     /// The message's JSON text.
     pub fn json(&self) -> &str {
-        &self.json
+        &self.0.json
     }
 
     /// The parsed skeleton.
     pub fn skeleton(&self) -> &Skeleton {
-        &self.skeleton
+        &self.0.skeleton
     }
 
     /// The message as a JSON value (parses the full body).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.json).expect("message JSON was validated at construction")
+        serde_json::from_str(&self.0.json).expect("message JSON was validated at construction")
     }
 
     /// Size of the JSON serialization in UTF-16 units (JavaScript's
     /// `JSON.stringify(message).length` for compact input).
     pub fn size(&self) -> usize {
-        self.size
+        self.0.size
     }
 
     /// The role, if the message has one.
     pub fn role(&self) -> Option<&Role> {
-        self.skeleton.role.as_ref()
+        self.0.skeleton.role.as_ref()
     }
 
     /// True if the role is `r`.
     pub fn is(&self, r: &Role) -> bool {
-        self.skeleton.role.as_ref() == Some(r)
+        self.0.skeleton.role.as_ref() == Some(r)
     }
 
     /// The numeric timestamp, if any.
     pub fn timestamp(&self) -> Option<i64> {
-        self.skeleton.timestamp
+        self.0.skeleton.timestamp
     }
 
     /// True for a condense per-batch summary message (`custom` with
     /// `customType: "context-prune-summary"`).
     pub fn is_summary_message(&self) -> bool {
-        self.is(&Role::Custom) && self.skeleton.custom_type.as_deref() == Some(SUMMARY_CUSTOM_TYPE)
+        self.is(&Role::Custom)
+            && self.0.skeleton.custom_type.as_deref() == Some(SUMMARY_CUSTOM_TYPE)
     }
 
     /// True for an assistant message with no `toolCall` block.
     pub fn is_text_only_assistant(&self) -> bool {
-        self.is(&Role::Assistant) && !self.skeleton.has_tool_call_block
+        self.is(&Role::Assistant) && !self.0.skeleton.has_tool_call_block
     }
 }
 

@@ -40,6 +40,7 @@ use crate::config::Config;
 pub struct Protection {
     tools: HashSet<String>,
     paths: GlobSet,
+    fingerprint: u64,
 }
 
 impl Protection {
@@ -81,7 +82,21 @@ impl Protection {
             GlobSet::empty()
         });
         let tools = config.protected_tools.iter().cloned().collect();
-        (Protection { tools, paths }, warnings)
+        let fingerprint = fingerprint_of(&config.protected_tools, &config.protected_paths);
+        (
+            Protection {
+                tools,
+                paths,
+                fingerprint,
+            },
+            warnings,
+        )
+    }
+
+    /// Identifies the rules (tools and patterns), so results cached under one
+    /// set of rules are not reused under another.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
     }
 
     /// True iff the call's tool name is protected or its `args.path` matches a glob.
@@ -118,6 +133,18 @@ impl Protection {
 }
 
 /// Compiles one contract glob with globset.
+/// A deterministic hash of the rules (tools sorted; patterns in order).
+fn fingerprint_of(tools: &[String], paths: &[String]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut sorted: Vec<&String> = tools.iter().collect();
+    sorted.sort();
+    let mut h = crate::fxhash::FxHasher::default();
+    sorted.hash(&mut h);
+    paths.hash(&mut h);
+    // Never 0, so a default (empty) Protection is told apart from compiled rules.
+    h.finish() | 1
+}
+
 fn compile_pattern(pattern: &str) -> Result<globset::Glob, globset::Error> {
     GlobBuilder::new(&to_globset_syntax(pattern))
         .literal_separator(true)

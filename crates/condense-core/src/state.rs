@@ -16,6 +16,10 @@
 //!   with exactly one occurrence.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Mutex;
+
+use crate::fxhash::FxHashMap;
+use crate::message::Message;
 
 use crate::occurrence::{split_occurrence, OccurrenceKey};
 use crate::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
@@ -28,6 +32,54 @@ struct Occurrence {
     alias_of: Option<OccurrenceKey>,
     short_ref: Option<String>,
     summary_bodies: Vec<usize>,
+    stub: StubCell,
+}
+
+/// The last stub rendered for an occurrence, tagged with the state
+/// generation and protection fingerprint it was built under. Renders run
+/// before every LLM call with the same state, so rebuilding ~1,000 identical
+/// stubs each time is the main cost of a render; this makes a repeat render
+/// a lookup. A cell is only ever a cache: a miss just builds the stub.
+#[derive(Debug, Default)]
+pub(crate) struct StubCell(Mutex<Option<CachedStub>>);
+
+#[derive(Debug, Clone)]
+pub(crate) struct CachedStub {
+    pub(crate) generation: u64,
+    pub(crate) protection: u64,
+    /// `None`: the record is protected, the result stays verbatim.
+    pub(crate) stub: Option<Message>,
+}
+
+impl Clone for StubCell {
+    fn clone(&self) -> Self {
+        StubCell::default()
+    }
+}
+
+impl StubCell {
+    pub(crate) fn get(&self, generation: u64, protection: u64) -> Option<Option<Message>> {
+        let guard = self.0.lock().ok()?;
+        let c = guard.as_ref()?;
+        (c.generation == generation && c.protection == protection).then(|| c.stub.clone())
+    }
+
+    pub(crate) fn set(&self, value: CachedStub) {
+        if let Ok(mut guard) = self.0.lock() {
+            *guard = Some(value);
+        }
+    }
+}
+
+/// What the stub phase needs to know about a tool result's occurrence, found
+/// with one lookup.
+pub(crate) struct StubTarget<'a> {
+    /// The record behind it (its own, or its dedup original's).
+    pub(crate) record: Option<&'a ToolCallRecord>,
+    /// Its short ref.
+    pub(crate) short_ref: Option<&'a str>,
+    /// The cache cell (exact occurrences only).
+    pub(crate) cell: Option<&'a StubCell>,
 }
 
 /// A per-batch summary body and the occurrences it covers.
@@ -43,7 +95,8 @@ pub struct SummaryBody {
 #[derive(Debug, Clone, Default)]
 pub struct State {
     records: Vec<ToolCallRecord>,
-    by_id: HashMap<String, Vec<Occurrence>>,
+    by_id: FxHashMap<String, Vec<Occurrence>>,
+    generation: u64,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
     content_hashes: HashMap<String, OccurrenceKey>,
@@ -71,6 +124,7 @@ impl State {
     }
 
     fn occurrence_mut(&mut self, key: &OccurrenceKey) -> &mut Occurrence {
+        self.generation += 1;
         let list = self.by_id.entry(key.id.clone()).or_default();
         let pos = match list.iter().position(|o| o.ts == key.result_timestamp) {
             Some(p) => p,
@@ -163,6 +217,40 @@ impl State {
         }
         let orig = occ.alias_of.as_ref()?;
         self.record_exact(&orig.id, orig.result_timestamp)
+    }
+
+    /// One lookup for the stub phase: the key a result at (`id`, `ts`) is
+    /// stubbed under, with its record, short ref and cache cell.
+    pub(crate) fn stub_target(&self, id: &str, ts: Option<i64>) -> Option<StubTarget<'_>> {
+        let list = self.by_id.get(id)?;
+        let exact = list
+            .iter()
+            .find(|o| o.ts == ts && (o.record.is_some() || o.alias_of.is_some()));
+        let (occ, cell) = match exact {
+            Some(o) => (o, Some(&o.stub)),
+            None => {
+                let bare = list.iter().find(|o| o.ts.is_none() && o.record.is_some())?;
+                if list.iter().any(|o| o.ts.is_some() && o.record.is_some()) {
+                    return None;
+                }
+                (bare, None)
+            }
+        };
+        let record = match (occ.record, &occ.alias_of) {
+            (Some(i), _) => Some(&self.records[i]),
+            (None, Some(orig)) => self.record_exact(&orig.id, orig.result_timestamp),
+            (None, None) => None,
+        };
+        Some(StubTarget {
+            record,
+            short_ref: occ.short_ref.as_deref(),
+            cell,
+        })
+    }
+
+    /// Increases on every change that can alter a stub.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The short ref registered for an occurrence.

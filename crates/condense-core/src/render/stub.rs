@@ -8,7 +8,7 @@
 use crate::message::{Message, Role, Skeleton};
 use crate::protect::Protection;
 use crate::records::ToolCallRecord;
-use crate::state::State;
+use crate::state::{CachedStub, State};
 
 use super::grace::for_each_in_grace;
 use super::Working;
@@ -75,40 +75,62 @@ pub(crate) fn apply(
     protection: &Protection,
     grace_turns: u32,
 ) {
-    let mut in_grace = vec![false; 0];
+    let mut in_grace: Vec<bool> = Vec::new();
     for_each_in_grace(work.iter(), grace_turns, |i, _| {
         if in_grace.is_empty() {
             in_grace = vec![false; work.len()];
         }
         in_grace[i] = true;
     });
+    let generation = state.generation();
+    let fingerprint = protection.fingerprint();
     let mut replacements: Vec<(usize, Message)> = Vec::new();
     for (i, m) in work.iter().enumerate() {
-        if !m.is(&Role::ToolResult) {
+        if !m.is(&Role::ToolResult) || in_grace.get(i).copied().unwrap_or(false) {
             continue;
         }
         let sk = m.skeleton();
         let Some(id) = sk.tool_call_id.as_deref() else {
             continue;
         };
-        let Some(lookup_ts) = state.lookup_key_for_result(id, sk.timestamp) else {
+        let Some(target) = state.stub_target(id, sk.timestamp) else {
             continue;
         };
-        let record = state.record_for(id, lookup_ts);
-        if let Some(r) = record {
-            if protection.is_protected(&r.tool_name, &r.args) {
-                continue;
+        if let Some(cell) = target.cell {
+            if let Some(cached) = cell.get(generation, fingerprint) {
+                match cached {
+                    // Same occurrence, so same id and timestamp; the tool
+                    // name is the only thing the message could still differ in.
+                    Some(stub) if stub.skeleton().tool_name == sk.tool_name => {
+                        replacements.push((i, stub));
+                        continue;
+                    }
+                    Some(_) => {}
+                    None => continue,
+                }
             }
         }
-        if in_grace.get(i).copied().unwrap_or(false) {
-            continue;
+        let protected = target
+            .record
+            .is_some_and(|r| protection.is_protected(&r.tool_name, &r.args));
+        let stub = (!protected).then(|| {
+            let short_ref = target.short_ref.unwrap_or(id);
+            let text = match target.record {
+                Some(r) if r.spill_path.is_some() => spilled_stub_text(r, short_ref),
+                _ => summarized_stub_text(short_ref),
+            };
+            stub_message(m, &text)
+        });
+        if let Some(cell) = target.cell {
+            cell.set(CachedStub {
+                generation,
+                protection: fingerprint,
+                stub: stub.clone(),
+            });
         }
-        let short_ref = state.short_ref(id, lookup_ts).unwrap_or(id);
-        let text = match record {
-            Some(r) if r.spill_path.is_some() => spilled_stub_text(r, short_ref),
-            _ => summarized_stub_text(short_ref),
-        };
-        replacements.push((i, stub_message(m, &text)));
+        if let Some(stub) = stub {
+            replacements.push((i, stub));
+        }
     }
     for (i, m) in replacements {
         work.replace(i, m);

@@ -8,8 +8,6 @@
 //! result separated from its call by another message becomes pi-ai's
 //! repairable "No result provided" instead of a duplicate `tool_use_id`.
 
-use std::collections::HashSet;
-
 use sha1::{Digest, Sha1};
 
 use crate::diagnostics::{Collector, DiagnosticKind};
@@ -18,18 +16,26 @@ use crate::message::Role;
 use super::{Item, Working};
 
 pub(crate) fn apply(work: &mut Working<'_>, diags: &mut Collector) {
-    let mut open: HashSet<&str> = HashSet::new();
+    // Assistants open a handful of calls: a small vector beats hashing.
+    let mut open: Vec<&str> = Vec::new();
     let mut swept: Vec<usize> = Vec::new();
     let mut swept_ids: Vec<String> = Vec::new();
     for (i, m) in work.iter().enumerate() {
         match m.role() {
             Some(Role::Assistant) => {
                 open.clear();
-                open.extend(m.skeleton().tool_calls.iter().map(|c| c.id.as_str()));
+                for c in &m.skeleton().tool_calls {
+                    // A set: an id repeated within one message opens once.
+                    if !open.contains(&c.id.as_str()) {
+                        open.push(&c.id);
+                    }
+                }
             }
             Some(Role::ToolResult) => {
                 let id = m.skeleton().tool_call_id.as_deref().unwrap_or("");
-                if !open.remove(id) {
+                if let Some(p) = open.iter().position(|o| *o == id) {
+                    open.swap_remove(p);
+                } else {
                     swept.push(i);
                     swept_ids.push(id.to_owned());
                 }

@@ -1,0 +1,100 @@
+//! Stubs are cached per occurrence between renders; the cache must never
+//! show a stale stub after the state or the protection rules change.
+
+use condense_core::config::Config;
+use condense_core::message::Message;
+use condense_core::occurrence::OccurrenceKey;
+use condense_core::protect::Protection;
+use condense_core::records::{SummaryRef, ToolCallRecord};
+use condense_core::state::State;
+use condense_core::{render, RenderSettings};
+use serde_json::{json, Value};
+
+fn branch() -> Vec<Message> {
+    [
+        json!({"role":"user","content":"go","timestamp":1}),
+        json!({"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"src/a.rs"}}],"timestamp":2}),
+        json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"AAAA"}],"isError":false,"timestamp":3}),
+    ]
+    .iter()
+    .map(|v| Message::from_value(v).unwrap())
+    .collect()
+}
+
+fn record() -> ToolCallRecord {
+    serde_json::from_value(json!({
+        "toolCallId":"c1","toolName":"read","args":{"path":"src/a.rs"},"resultText":"AAAA",
+        "isError":false,"turnIndex":0,"timestamp":2,"resultTimestamp":3
+    }))
+    .unwrap()
+}
+
+fn result_text(state: &State, config: &Config) -> String {
+    let messages = branch();
+    let protection = Protection::new(config);
+    let r = render(
+        &messages,
+        state,
+        &RenderSettings {
+            config,
+            protection: &protection,
+        },
+    );
+    let out = r.messages(&messages);
+    let v: Value = out[2].to_value();
+    v["content"][0]["text"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn a_later_short_ref_replaces_the_cached_stub() {
+    let config = Config::default();
+    let mut state = State::new();
+    state.add_record(record(), true);
+    let first = result_text(&state, &config);
+    assert!(first.contains("ref `c1`"), "{first}");
+    assert_eq!(
+        result_text(&state, &config),
+        first,
+        "repeat render identical"
+    );
+    state.register_summary_refs(&[SummaryRef {
+        short_id: "t7".into(),
+        tool_call_id: "c1".into(),
+        result_timestamp: Some(3),
+    }]);
+    assert!(result_text(&state, &config).contains("ref `t7`"));
+}
+
+#[test]
+fn changed_protection_rules_are_honoured_after_a_cached_render() {
+    let mut config = Config::default();
+    let mut state = State::new();
+    state.add_record(record(), true);
+    assert!(result_text(&state, &config).starts_with("[Summarized"));
+    config.protected_paths = vec!["src/**".into()];
+    assert_eq!(
+        result_text(&state, &config),
+        "AAAA",
+        "now protected: verbatim"
+    );
+    config.protected_paths = vec![];
+    assert!(result_text(&state, &config).starts_with("[Summarized"));
+}
+
+#[test]
+fn a_record_turned_spilled_changes_the_stub() {
+    let config = Config::default();
+    let mut state = State::new();
+    state.add_record(record(), true);
+    assert!(result_text(&state, &config).starts_with("[Summarized"));
+    let mut spilled = record();
+    spilled.spill_path = Some("/s/c1.txt".into());
+    spilled.spill_bytes = Some(4);
+    state.add_record(spilled, true);
+    assert!(
+        result_text(&state, &config).starts_with("[Oversized output spilled to file — 4 bytes.]")
+    );
+    // An alias registered later still resolves through the new record.
+    state.register_dedup_alias(&OccurrenceKey::parse("c9@8"), &OccurrenceKey::parse("c1@3"));
+    assert!(state.is_summarized("c9", Some(8)));
+}
