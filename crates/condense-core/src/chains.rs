@@ -196,23 +196,15 @@ pub(crate) fn detect_spans(messages: &[Message], protection: Option<&Protection>
                     chain.add_id(&call.id);
                 }
                 if let Some(p) = protection {
-                    let unprotected_by_name: Vec<&str> = sk
-                        .tool_calls
-                        .iter()
-                        .filter_map(|c| {
-                            if p.is_protected_tool(&c.name) {
-                                chain.add_protected(&c.id);
-                                None
-                            } else {
-                                Some(c.id.as_str())
-                            }
-                        })
-                        .collect();
-                    if !unprotected_by_name.is_empty() {
+                    // Arguments are parsed only when a name alone does not
+                    // settle every call; ids are added in block order.
+                    if sk.tool_calls.iter().all(|c| p.is_protected_tool(&c.name)) {
+                        for c in &sk.tool_calls {
+                            chain.add_protected(&c.id);
+                        }
+                    } else {
                         for (id, name, args) in tool_call_args(m) {
-                            if unprotected_by_name.contains(&id.as_str())
-                                && p.is_protected(&name, &args)
-                            {
+                            if p.is_protected(&name, &args) {
                                 chain.add_protected(&id);
                             }
                         }

@@ -20,7 +20,9 @@ pub mod state;
 
 pub use render::{render, Render, RenderPlan, RenderSettings};
 pub mod budget;
+pub mod capture;
 pub mod chains;
 pub mod fxhash;
 pub mod metrics;
 pub mod query;
+pub mod refs;

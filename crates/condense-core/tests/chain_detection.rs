@@ -443,6 +443,29 @@ fn cases() -> Vec<Case> {
             )],
         },
         Case {
+            name: "protected ids follow block order, whichever rule protects them",
+            messages: vec![
+                user(100),
+                assistant_blocks(
+                    200,
+                    vec![
+                        call("p1", "read", json!({"path": "skills/a.md"})),
+                        call("n1", "todowrite", json!({})),
+                        call("u1", "bash", json!({})),
+                    ],
+                ),
+                text(400),
+            ],
+            tools: &["todowrite"],
+            paths: &["**/skills/**/*.md"],
+            expected: vec![range(
+                At(100, 0, Some(2), 2, Some(400)),
+                &["p1", "n1", "u1"],
+                &[],
+                &["p1", "n1"],
+            )],
+        },
+        Case {
             name: "arguments read as input ?? arguments (null input falls through)",
             messages: vec![
                 user(100),
@@ -613,7 +636,8 @@ fn with_closing_message_table() {
         "timestamp": 400}),
     );
     // (name, branch, closing, expected length, borrowed?)
-    let cases: Vec<(&str, &[Message], Option<Message>, usize, bool)> = vec![
+    type Row<'a> = (&'static str, &'a [Message], Option<Message>, usize, bool);
+    let cases: Vec<Row> = vec![
         ("no closing message", &branch, None, 3, true),
         (
             "appends a closing message the branch lacks",

@@ -1,0 +1,414 @@
+//! Capture: which completed tool calls are waiting to be summarized.
+//!
+//! Two ways in, as in pi-condense:
+//! - [`capture_turn`]: a live turn (the assistant message and the tool
+//!   results of `turn_end`);
+//! - [`capture_branch`]: a rescan of the whole branch (what every flush does,
+//!   so the work survives reloads). Results are paired only within their
+//!   assistant's own turn (the results after it, before the next assistant),
+//!   the first matching result wins, the turn counter counts every assistant
+//!   message, and every user message starts a new user-turn group.
+//!
+//! Then [`trim_to_pending`] drops what the frontier says was already
+//! attempted, and [`group_by_mode`] merges a user-turn group's batches in
+//! `agent-message` batching.
+
+use serde_json::Value;
+
+use crate::config::BatchingMode;
+use crate::message::{tool_result_text, Message, Role};
+use crate::occurrence::OccurrenceKey;
+use crate::protect::Protection;
+use crate::records::Frontier;
+use crate::state::State;
+
+/// Result text of a call whose result never arrived.
+pub const NO_RESULT: &str = "(no result)";
+
+/// One tool call and its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapturedCall {
+    /// The provider's tool-call id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// The arguments (`input`, `args` or `arguments` of the block).
+    pub args: Value,
+    /// The result's text blocks joined by `\n`.
+    pub result_text: String,
+    /// Whether the result was an error.
+    pub is_error: bool,
+    /// The result message's timestamp.
+    pub result_timestamp: Option<i64>,
+}
+
+impl CapturedCall {
+    /// The occurrence this call's result is.
+    pub fn key(&self) -> OccurrenceKey {
+        OccurrenceKey::new(self.tool_call_id.clone(), self.result_timestamp)
+    }
+}
+
+/// The calls of one assistant turn (or of a merged user-turn group).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapturedBatch {
+    /// The assistant turn counter (the last turn's, when merged).
+    pub turn_index: i64,
+    /// When the batch was captured (the entry's timestamp on a rescan).
+    pub timestamp: i64,
+    /// The assistant's prose in that turn.
+    pub assistant_text: String,
+    /// The calls, in block order.
+    pub calls: Vec<CapturedCall>,
+    /// The user-turn group (rescans only).
+    pub user_turn_group: Option<u32>,
+}
+
+impl CapturedBatch {
+    /// Sum of the calls' result lengths (UTF-16 units).
+    pub fn raw_chars(&self) -> usize {
+        self.calls
+            .iter()
+            .map(|c| crate::js::js_len(&c.result_text))
+            .sum()
+    }
+}
+
+fn assistant_parts(assistant: &Value) -> (String, Vec<(String, String, Value)>) {
+    let blocks = assistant.get("content").and_then(Value::as_array);
+    let mut texts = Vec::new();
+    let mut calls = Vec::new();
+    for b in blocks.into_iter().flatten() {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(t) = b.get("text").and_then(Value::as_str) {
+                    texts.push(t);
+                }
+            }
+            Some("toolCall") => {
+                let Some(id) = b
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                else {
+                    continue;
+                };
+                let name = b.get("name").and_then(Value::as_str).unwrap_or_default();
+                let args = ["input", "args", "arguments"]
+                    .iter()
+                    .find_map(|k| b.get(*k).filter(|v| !v.is_null()))
+                    .cloned()
+                    .unwrap_or_else(|| Value::Object(Default::default()));
+                calls.push((id.to_owned(), name.to_owned(), args));
+            }
+            _ => {}
+        }
+    }
+    (texts.join("\n").trim().to_owned(), calls)
+}
+
+fn call_from(id: String, name: String, args: Value, result: Option<&Message>) -> CapturedCall {
+    match result {
+        Some(r) => CapturedCall {
+            tool_call_id: id,
+            tool_name: name,
+            args,
+            result_text: tool_result_text(&r.to_value()),
+            is_error: r.skeleton().is_error,
+            result_timestamp: r.timestamp(),
+        },
+        None => CapturedCall {
+            tool_call_id: id,
+            tool_name: name,
+            args,
+            result_text: NO_RESULT.to_owned(),
+            is_error: false,
+            result_timestamp: None,
+        },
+    }
+}
+
+/// Captures a live turn: every tool call of `assistant` with the first of
+/// `results` answering it.
+pub fn capture_turn(
+    assistant: &Message,
+    results: &[Message],
+    turn_index: i64,
+    timestamp: i64,
+) -> CapturedBatch {
+    let (assistant_text, calls) = assistant_parts(&assistant.to_value());
+    let calls = calls
+        .into_iter()
+        .map(|(id, name, args)| {
+            let result = results
+                .iter()
+                .find(|r| r.skeleton().tool_call_id.as_deref() == Some(id.as_str()));
+            call_from(id, name, args, result)
+        })
+        .collect();
+    CapturedBatch {
+        turn_index,
+        timestamp,
+        assistant_text,
+        calls,
+        user_turn_group: None,
+    }
+}
+
+/// Drops protected calls (by tool name or `args.path`).
+pub fn without_protected(mut batch: CapturedBatch, protection: &Protection) -> CapturedBatch {
+    batch
+        .calls
+        .retain(|c| !protection.is_protected(&c.tool_name, &c.args));
+    batch
+}
+
+/// Rescans a branch for completed, unsummarized, unprotected tool calls.
+///
+/// `entry_timestamps[i]` is the ms timestamp of the session entry holding
+/// `messages[i]` (a batch's timestamp); when absent the assistant message's
+/// own timestamp is used, then `now`.
+pub fn capture_branch(
+    messages: &[Message],
+    entry_timestamps: &[Option<i64>],
+    state: &State,
+    protection: &Protection,
+    now: i64,
+) -> Vec<CapturedBatch> {
+    let mut batches = Vec::new();
+    let mut turn_counter: i64 = 0;
+    let mut group: u32 = 0;
+    let mut i = 0;
+    while i < messages.len() {
+        let m = &messages[i];
+        if m.is(&Role::User) {
+            group += 1;
+            i += 1;
+            continue;
+        }
+        if !m.is(&Role::Assistant) {
+            i += 1;
+            continue;
+        }
+        let turn = turn_counter;
+        turn_counter += 1;
+        // The assistant's own turn: everything up to the next assistant.
+        let end = messages[i + 1..]
+            .iter()
+            .position(|x| x.is(&Role::Assistant))
+            .map_or(messages.len(), |p| i + 1 + p);
+        if !m.skeleton().tool_calls.is_empty() {
+            let turn_results: Vec<&Message> = messages[i + 1..end]
+                .iter()
+                .filter(|x| x.is(&Role::ToolResult))
+                .collect();
+            let (assistant_text, calls) = assistant_parts(&m.to_value());
+            let mut ready = Vec::new();
+            for (id, name, args) in calls {
+                let Some(result) = turn_results
+                    .iter()
+                    .find(|r| r.skeleton().tool_call_id.as_deref() == Some(id.as_str()))
+                else {
+                    continue;
+                };
+                if state.is_summarized(&id, result.timestamp())
+                    || protection.is_protected(&name, &args)
+                {
+                    continue;
+                }
+                ready.push(call_from(id, name, args, Some(result)));
+            }
+            if !ready.is_empty() {
+                let timestamp = entry_timestamps
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .or(m.timestamp())
+                    .unwrap_or(now);
+                batches.push(CapturedBatch {
+                    turn_index: turn,
+                    timestamp,
+                    assistant_text,
+                    calls: ready,
+                    user_turn_group: Some(group),
+                });
+            }
+        }
+        i += 1;
+    }
+    batches
+}
+
+/// Keeps what lies past the frontier: drops summarized calls; with no
+/// frontier keeps everything; a batch before the frontier's turn is dropped,
+/// one after it kept; in the frontier's own turn only calls after the last
+/// attempted one are kept (all, if that call is not in the batch).
+pub fn trim_to_pending(
+    batch: CapturedBatch,
+    state: &State,
+    frontier: Option<&Frontier>,
+) -> Option<CapturedBatch> {
+    let mut batch = batch;
+    batch
+        .calls
+        .retain(|c| !state.is_summarized(&c.tool_call_id, c.result_timestamp));
+    if let Some(f) = frontier {
+        if batch.turn_index < f.last_attempted_turn_index {
+            return None;
+        }
+        if batch.turn_index == f.last_attempted_turn_index {
+            if let Some(p) = batch
+                .calls
+                .iter()
+                .position(|c| c.tool_call_id == f.last_attempted_tool_call_id)
+            {
+                batch.calls.drain(..=p);
+            }
+        }
+    }
+    (!batch.calls.is_empty()).then_some(batch)
+}
+
+/// `agent-message` batching merges consecutive batches of one user-turn
+/// group (texts joined by a blank line, calls concatenated, the last turn's
+/// index and timestamp); `turn` batching keeps them apart. Batches without a
+/// group (live captures) always stand alone.
+pub fn group_by_mode(batches: Vec<CapturedBatch>, mode: BatchingMode) -> Vec<CapturedBatch> {
+    if mode != BatchingMode::AgentMessage {
+        return batches;
+    }
+    let mut out: Vec<CapturedBatch> = Vec::new();
+    let mut open = false;
+    for b in batches {
+        match (b.user_turn_group, out.last_mut()) {
+            (Some(g), Some(cur)) if open && cur.user_turn_group == Some(g) => {
+                let texts: Vec<&str> = [cur.assistant_text.as_str(), b.assistant_text.as_str()]
+                    .into_iter()
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                cur.assistant_text = texts.join("\n\n");
+                cur.calls.extend(b.calls);
+                cur.turn_index = b.turn_index;
+                cur.timestamp = b.timestamp;
+            }
+            (group, _) => {
+                open = group.is_some();
+                out.push(b);
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn msg(v: Value) -> Message {
+        Message::from_value(&v).unwrap()
+    }
+
+    fn call(id: &str) -> CapturedCall {
+        CapturedCall {
+            tool_call_id: id.into(),
+            tool_name: "bash".into(),
+            args: json!({}),
+            result_text: "x".into(),
+            is_error: false,
+            result_timestamp: Some(1),
+        }
+    }
+
+    fn batch(turn: i64, group: Option<u32>, ids: &[&str]) -> CapturedBatch {
+        CapturedBatch {
+            turn_index: turn,
+            timestamp: turn * 10,
+            assistant_text: format!("t{turn}"),
+            calls: ids.iter().map(|i| call(i)).collect(),
+            user_turn_group: group,
+        }
+    }
+
+    #[test]
+    fn live_turn_pairs_first_result_and_marks_missing() {
+        let a = msg(json!({"role":"assistant","content":[
+            {"type":"text","text":"  reading  "},
+            {"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a"}},
+            {"type":"toolCall","id":"c2","name":"bash","input":{"command":"ls"}}],"timestamp":5}));
+        let r1 = msg(
+            json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"A"},{"type":"image","data":""},{"type":"text","text":"B"}],"isError":true,"timestamp":6}),
+        );
+        let r1b = msg(
+            json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"LATER"}],"isError":false,"timestamp":7}),
+        );
+        let b = capture_turn(&a, &[r1, r1b], 3, 99);
+        assert_eq!(b.assistant_text, "reading");
+        assert_eq!(b.calls[0].result_text, "A\nB");
+        assert!(b.calls[0].is_error);
+        assert_eq!(b.calls[0].result_timestamp, Some(6));
+        assert_eq!(b.calls[1].result_text, NO_RESULT);
+        assert_eq!(b.calls[1].args, json!({"command":"ls"}));
+    }
+
+    #[test]
+    fn frontier_trim() {
+        let state = State::new();
+        let f: Frontier = serde_json::from_value(json!({
+            "lastAttemptedToolCallId":"b","lastAttemptedTurnIndex":2}))
+        .unwrap();
+        assert!(trim_to_pending(batch(1, None, &["a"]), &state, Some(&f)).is_none());
+        assert_eq!(
+            trim_to_pending(batch(3, None, &["a"]), &state, Some(&f))
+                .unwrap()
+                .calls
+                .len(),
+            1
+        );
+        let same = trim_to_pending(batch(2, None, &["a", "b", "c"]), &state, Some(&f)).unwrap();
+        assert_eq!(
+            same.calls
+                .iter()
+                .map(|c| c.tool_call_id.as_str())
+                .collect::<Vec<_>>(),
+            ["c"]
+        );
+        let missing = trim_to_pending(batch(2, None, &["x", "y"]), &state, Some(&f)).unwrap();
+        assert_eq!(missing.calls.len(), 2);
+        assert!(trim_to_pending(batch(2, None, &["a", "b"]), &state, Some(&f)).is_none());
+        assert_eq!(
+            trim_to_pending(batch(0, None, &["a"]), &state, None)
+                .unwrap()
+                .calls
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn agent_message_grouping() {
+        let out = group_by_mode(
+            vec![
+                batch(0, Some(1), &["a"]),
+                batch(1, Some(1), &["b"]),
+                batch(2, None, &["c"]),
+                batch(3, Some(1), &["d"]),
+                batch(4, Some(2), &["e"]),
+            ],
+            BatchingMode::AgentMessage,
+        );
+        assert_eq!(out.len(), 4);
+        assert_eq!(out[0].calls.len(), 2);
+        assert_eq!(out[0].assistant_text, "t0\n\nt1");
+        assert_eq!(out[0].turn_index, 1);
+        assert_eq!(out[0].timestamp, 10);
+        assert_eq!(
+            group_by_mode(
+                vec![batch(0, Some(1), &["a"]), batch(1, Some(1), &["b"])],
+                BatchingMode::Turn
+            )
+            .len(),
+            2
+        );
+    }
+}
