@@ -27,7 +27,7 @@ fn parse_label(s: &str) -> Option<(usize, &str, usize)> {
     }
     let n: usize = rest[..digits].parse().ok()?;
     let after = &rest[digits + 1..];
-    let name_len = after.find(|c| c == ']' || c == '\n')?;
+    let name_len = after.find([']', '\n'])?;
     if name_len == 0 || !after[name_len..].starts_with("]]") {
         return None;
     }
