@@ -26,3 +26,4 @@ pub mod fxhash;
 pub mod metrics;
 pub mod query;
 pub mod refs;
+pub mod flush;

@@ -25,3 +25,4 @@ pub use append::{Appender, LockMode};
 pub use context::{build_context, SessionContext};
 pub use entries::CondenseEntry;
 pub use session::{Entry, EntryType, ReadProblem, Session};
+pub mod effects;

@@ -1,0 +1,136 @@
+//! Flush planning replayed against what pi-condense 2.9.1 actually wrote.
+//!
+//! The fixture session holds six flushes pi-condense ran inside pi with a
+//! scripted model. For each, take the branch as it was when the flush ran
+//! (everything before its first entry), capture, plan and apply with a
+//! summarizer that answers what the scripted model answered, and compare the
+//! entries condense would append with the ones pi-condense appended: summary
+//! messages, index records, dedup aliases and the frontier, field for field.
+
+mod common;
+
+use condense_core::capture::{capture_branch, group_by_mode, trim_to_pending};
+use condense_core::config::Config;
+use condense_core::flush::{apply_flush, plan_flush, JobResult, Usage};
+use condense_core::protect::Protection;
+use condense_store::context::branch_messages;
+use condense_store::effects::{entry_for, NewEntry};
+use condense_store::replay::replay_branch;
+use condense_store::session::{Entry, EntryType, Session};
+use condense_store::time::parse_iso;
+use serde_json::Value;
+
+const EFFECT_TYPES: [&str; 5] = [
+    "context-prune-summary",
+    "context-prune-index",
+    "context-prune-dedup-alias",
+    "context-prune-frontier",
+    "context-prune-stats",
+];
+
+/// What the scripted model answered: one labelled bullet per call.
+fn scripted_summary(job: &condense_core::flush::SummaryJob) -> JobResult {
+    let text = job
+        .batch
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("- [[{}:{}]] ran {}; output inspected, nothing else needed.", i + 1, c.tool_name, c.tool_name))
+        .collect::<Vec<_>>()
+        .join("\n");
+    JobResult::Summary {
+        text,
+        usage: Usage::default(),
+    }
+}
+
+/// The entry as (customType, payload) for comparison.
+fn written(e: &Entry) -> (String, Value) {
+    let ct = e.custom_type.clone().unwrap_or_default();
+    let payload: Value = e.payload().and_then(Result::ok).unwrap_or(Value::Null);
+    match e.kind {
+        EntryType::CustomMessage => {
+            let content: Value = serde_json::from_str(e.raw_field("content").unwrap()).unwrap();
+            (ct, serde_json::json!({"content": content, "details": payload}))
+        }
+        _ => (ct, payload),
+    }
+}
+
+fn ours(entry: NewEntry) -> (String, Value) {
+    match entry {
+        NewEntry::Custom { custom_type, data } => (custom_type.to_owned(), data),
+        NewEntry::CustomMessage {
+            custom_type,
+            content,
+            details,
+            ..
+        } => (custom_type.to_owned(), serde_json::json!({"content": content, "details": details})),
+    }
+}
+
+#[test]
+fn every_fixture_flush_is_reproduced() {
+    let session = Session::parse(&common::fixture_text());
+    let branch = session.branch(None);
+    let config = Config::default();
+    let protection = Protection::new(&config);
+    // Backfilled index entries belong to chain compression, not to the flush.
+    let is_effect = |e: &Entry| {
+        e.custom_type.as_deref().is_some_and(|ct| EFFECT_TYPES.contains(&ct))
+            && !e.payload_raw().is_some_and(|p| p.contains("\"backfilled\":true"))
+    };
+
+    let mut flushes = 0;
+    let mut i = 0;
+    while i < branch.len() {
+        if !is_effect(branch[i]) {
+            i += 1;
+            continue;
+        }
+        // A stats entry right after a chain belongs to chain compression.
+        if branch[i].custom_type.as_deref() == Some("context-prune-stats") {
+            i += 1;
+            continue;
+        }
+        // The flush's entries run until the first chain or flush-metrics entry.
+        let start = i;
+        let mut end = i;
+        while end < branch.len() && is_effect(branch[end]) {
+            end += 1;
+        }
+        let before = &branch[..start];
+        let ctx = branch_messages(before);
+        let by_id: std::collections::HashMap<&str, &Entry> = before.iter().map(|e| (e.id.as_str(), *e)).collect();
+        let messages: Vec<_> = ctx.iter().map(|c| c.message.clone()).collect();
+        let entry_ts: Vec<Option<i64>> = ctx
+            .iter()
+            .map(|c| by_id.get(c.entry_id.as_str()).and_then(|e| parse_iso(&e.timestamp)))
+            .collect();
+        let (mut state, problems) = replay_branch(before);
+        assert!(problems.is_empty(), "{problems:?}");
+        let frontier = state.frontier.clone();
+        let batches: Vec<_> = capture_branch(&messages, &entry_ts, &state, &protection, 0)
+            .into_iter()
+            .filter_map(|b| trim_to_pending(b, &state, frontier.as_ref()))
+            .collect();
+        let batches = group_by_mode(batches, config.batching_mode);
+        let plan = plan_flush(batches, &state, &config);
+        let results = plan.jobs.iter().map(scripted_summary).collect();
+        let result = apply_flush(plan, results, &mut state, &config);
+
+        let expected: Vec<(String, Value)> = branch[start..end].iter().map(|e| written(e)).collect();
+        let actual: Vec<(String, Value)> = result.effects.iter().map(|e| ours(entry_for(e))).collect();
+        let kinds = |v: &[(String, Value)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+        assert_eq!(kinds(&actual), kinds(&expected), "flush at line {}", branch[start].line);
+        for ((kind, a), (_, e)) in actual.iter().zip(&expected) {
+            if kind == "context-prune-stats" {
+                continue; // the scripted model's token counts are not in the fixture
+            }
+            assert_eq!(a, e, "flush at line {}: {kind}", branch[start].line);
+        }
+        flushes += 1;
+        i = end;
+    }
+    assert_eq!(flushes, 6, "the fixture holds six flushes");
+}
