@@ -13,7 +13,9 @@ use crate::config::Config;
 use crate::dedup::content_hash;
 use crate::js::js_len;
 use crate::occurrence::OccurrenceKey;
-use crate::records::{ChainEntry, Frontier, FrontierOutcome, SummarizerStats, SummaryRef, ToolCallRecord};
+use crate::records::{
+    ChainEntry, Frontier, FrontierOutcome, SummarizerStats, SummaryRef, ToolCallRecord,
+};
 use crate::refs::{refs_footer, substitute_inline_refs};
 use crate::state::State;
 
@@ -190,7 +192,9 @@ pub fn plan_flush(batches: Vec<CapturedBatch>, state: &State, config: &Config) -
         }
         let slot = if remaining.calls.is_empty() {
             Slot::Deduped
-        } else if config.min_batch_chars > 0 && (remaining.raw_chars() as u64) < config.min_batch_chars {
+        } else if config.min_batch_chars > 0
+            && (remaining.raw_chars() as u64) < config.min_batch_chars
+        {
             Slot::Trivial
         } else {
             plan.jobs.push(SummaryJob {
@@ -253,7 +257,12 @@ fn skip_notice(config: &Config, text: String, out: &mut Vec<Notice>) {
 /// Applies a plan with the summarizer's results (one per job, in order).
 /// Updates `state` (aliases, refs, records, summary bodies, frontier, stats)
 /// and returns what to persist.
-pub fn apply_flush(plan: FlushPlan, results: Vec<JobResult>, state: &mut State, config: &Config) -> FlushResult {
+pub fn apply_flush(
+    plan: FlushPlan,
+    results: Vec<JobResult>,
+    state: &mut State,
+    config: &Config,
+) -> FlushResult {
     let mut r = FlushResult {
         effects: Vec::new(),
         outcome: FlushOutcome::Empty,
@@ -310,12 +319,17 @@ pub fn apply_flush(plan: FlushPlan, results: Vec<JobResult>, state: &mut State, 
                 processed.push((pb, FrontierOutcome::SkippedTrivial));
             }
             Slot::Summarize(j) => {
-                let result = results.get_mut(j).and_then(Option::take).unwrap_or(JobResult::NotRun);
+                let result = results
+                    .get_mut(j)
+                    .and_then(Option::take)
+                    .unwrap_or(JobResult::NotRun);
                 let (text, usage) = match result {
                     JobResult::Summary { text, usage } => (text, usage),
                     other => {
                         let usage = match &other {
-                            JobResult::Unusable { usage } | JobResult::Failed { usage, .. } => *usage,
+                            JobResult::Unusable { usage } | JobResult::Failed { usage, .. } => {
+                                *usage
+                            }
                             _ => None,
                         };
                         if let Some(u) = usage {
@@ -324,10 +338,15 @@ pub fn apply_flush(plan: FlushPlan, results: Vec<JobResult>, state: &mut State, 
                         }
                         failure = Some(match other {
                             JobResult::Failed { message, .. } => message,
-                            JobResult::Unusable { .. } => "summary was empty or truncated".to_owned(),
+                            JobResult::Unusable { .. } => {
+                                "summary was empty or truncated".to_owned()
+                            }
                             _ => "not run".to_owned(),
                         });
-                        r.restored = plan.batches[i..].iter().map(|b| b.captured.clone()).collect();
+                        r.restored = plan.batches[i..]
+                            .iter()
+                            .map(|b| b.captured.clone())
+                            .collect();
                         break;
                     }
                 };
@@ -423,8 +442,14 @@ pub fn apply_flush(plan: FlushPlan, results: Vec<JobResult>, state: &mut State, 
             last_attempted_turn_index: source.turn_index,
             last_attempted_timestamp: source.timestamp,
             attempted_batch_count: processed.len() as u64,
-            attempted_tool_call_count: processed.iter().map(|(b, _)| b.captured.calls.len() as u64).sum(),
-            raw_char_count: processed.iter().map(|(b, _)| b.captured.raw_chars() as u64).sum(),
+            attempted_tool_call_count: processed
+                .iter()
+                .map(|(b, _)| b.captured.calls.len() as u64)
+                .sum(),
+            raw_char_count: processed
+                .iter()
+                .map(|(b, _)| b.captured.raw_chars() as u64)
+                .sum(),
             summary_char_count: r.summary_chars as u64,
             outcome,
             extra: Default::default(),
@@ -523,7 +548,9 @@ pub fn apply_spill(
     }
     let mut records = Vec::new();
     for w in written {
-        let Some(c) = batch.calls.get(w.call) else { continue };
+        let Some(c) = batch.calls.get(w.call) else {
+            continue;
+        };
         let record = ToolCallRecord {
             tool_call_id: c.tool_call_id.clone(),
             tool_name: c.tool_name.clone(),
@@ -535,7 +562,9 @@ pub fn apply_spill(
             result_timestamp: c.result_timestamp,
             spill_path: Some(w.path.clone()),
             spill_bytes: Some(w.bytes),
-            result_preview: Some(head_preview(&c.result_text, config.spill_preview_bytes as usize).to_owned()),
+            result_preview: Some(
+                head_preview(&c.result_text, config.spill_preview_bytes as usize).to_owned(),
+            ),
             content_hash: Some(content_hash(&c.tool_name, &c.result_text)),
             extra: Default::default(),
         };

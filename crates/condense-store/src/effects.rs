@@ -10,8 +10,8 @@ use serde_json::{json, Map, Value};
 
 use crate::append::{AppendError, Appender};
 use crate::entries::{
-    CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX, CUSTOM_TYPE_STATS,
-    CUSTOM_TYPE_SUMMARY,
+    CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
+    CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY,
 };
 
 /// One entry to append.
@@ -110,11 +110,17 @@ pub fn entry_for(effect: &FlushEffect) -> NewEntry {
 }
 
 /// Appends effects in order, one whole line each. Returns the new entry ids.
-pub fn append_effects(appender: &mut Appender, effects: &[FlushEffect], now_ms: i64) -> Result<Vec<String>, AppendError> {
+pub fn append_effects(
+    appender: &mut Appender,
+    effects: &[FlushEffect],
+    now_ms: i64,
+) -> Result<Vec<String>, AppendError> {
     effects
         .iter()
         .map(|e| match entry_for(e) {
-            NewEntry::Custom { custom_type, data } => appender.append_custom(custom_type, &data, now_ms),
+            NewEntry::Custom { custom_type, data } => {
+                appender.append_custom(custom_type, &data, now_ms)
+            }
             NewEntry::CustomMessage {
                 custom_type,
                 content,

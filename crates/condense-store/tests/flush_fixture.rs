@@ -10,6 +10,7 @@
 mod common;
 
 use condense_core::capture::{capture_branch, group_by_mode, trim_to_pending};
+use condense_core::compress::{apply_chains, plan_chains};
 use condense_core::config::Config;
 use condense_core::flush::{apply_flush, plan_flush, JobResult, Usage};
 use condense_core::protect::Protection;
@@ -35,7 +36,14 @@ fn scripted_summary(job: &condense_core::flush::SummaryJob) -> JobResult {
         .calls
         .iter()
         .enumerate()
-        .map(|(i, c)| format!("- [[{}:{}]] ran {}; output inspected, nothing else needed.", i + 1, c.tool_name, c.tool_name))
+        .map(|(i, c)| {
+            format!(
+                "- [[{}:{}]] ran {}; output inspected, nothing else needed.",
+                i + 1,
+                c.tool_name,
+                c.tool_name
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n");
     JobResult::Summary {
@@ -51,7 +59,10 @@ fn written(e: &Entry) -> (String, Value) {
     match e.kind {
         EntryType::CustomMessage => {
             let content: Value = serde_json::from_str(e.raw_field("content").unwrap()).unwrap();
-            (ct, serde_json::json!({"content": content, "details": payload}))
+            (
+                ct,
+                serde_json::json!({"content": content, "details": payload}),
+            )
         }
         _ => (ct, payload),
     }
@@ -65,7 +76,10 @@ fn ours(entry: NewEntry) -> (String, Value) {
             content,
             details,
             ..
-        } => (custom_type.to_owned(), serde_json::json!({"content": content, "details": details})),
+        } => (
+            custom_type.to_owned(),
+            serde_json::json!({"content": content, "details": details}),
+        ),
     }
 }
 
@@ -77,11 +91,16 @@ fn every_fixture_flush_is_reproduced() {
     let protection = Protection::new(&config);
     // Backfilled index entries belong to chain compression, not to the flush.
     let is_effect = |e: &Entry| {
-        e.custom_type.as_deref().is_some_and(|ct| EFFECT_TYPES.contains(&ct))
-            && !e.payload_raw().is_some_and(|p| p.contains("\"backfilled\":true"))
+        e.custom_type
+            .as_deref()
+            .is_some_and(|ct| EFFECT_TYPES.contains(&ct))
+            && !e
+                .payload_raw()
+                .is_some_and(|p| p.contains("\"backfilled\":true"))
     };
 
     let mut flushes = 0;
+    let mut chains = 0;
     let mut i = 0;
     while i < branch.len() {
         if !is_effect(branch[i]) {
@@ -101,11 +120,16 @@ fn every_fixture_flush_is_reproduced() {
         }
         let before = &branch[..start];
         let ctx = branch_messages(before);
-        let by_id: std::collections::HashMap<&str, &Entry> = before.iter().map(|e| (e.id.as_str(), *e)).collect();
+        let by_id: std::collections::HashMap<&str, &Entry> =
+            before.iter().map(|e| (e.id.as_str(), *e)).collect();
         let messages: Vec<_> = ctx.iter().map(|c| c.message.clone()).collect();
         let entry_ts: Vec<Option<i64>> = ctx
             .iter()
-            .map(|c| by_id.get(c.entry_id.as_str()).and_then(|e| parse_iso(&e.timestamp)))
+            .map(|c| {
+                by_id
+                    .get(c.entry_id.as_str())
+                    .and_then(|e| parse_iso(&e.timestamp))
+            })
             .collect();
         let (mut state, problems) = replay_branch(before);
         assert!(problems.is_empty(), "{problems:?}");
@@ -119,18 +143,93 @@ fn every_fixture_flush_is_reproduced() {
         let results = plan.jobs.iter().map(scripted_summary).collect();
         let result = apply_flush(plan, results, &mut state, &config);
 
-        let expected: Vec<(String, Value)> = branch[start..end].iter().map(|e| written(e)).collect();
-        let actual: Vec<(String, Value)> = result.effects.iter().map(|e| ours(entry_for(e))).collect();
-        let kinds = |v: &[(String, Value)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
-        assert_eq!(kinds(&actual), kinds(&expected), "flush at line {}", branch[start].line);
+        let expected: Vec<(String, Value)> =
+            branch[start..end].iter().map(|e| written(e)).collect();
+        let actual: Vec<(String, Value)> =
+            result.effects.iter().map(|e| ours(entry_for(e))).collect();
+        let kinds =
+            |v: &[(String, Value)]| -> Vec<String> { v.iter().map(|(k, _)| k.clone()).collect() };
+        assert_eq!(
+            kinds(&actual),
+            kinds(&expected),
+            "flush at line {}",
+            branch[start].line
+        );
         for ((kind, a), (_, e)) in actual.iter().zip(&expected) {
             if kind == "context-prune-stats" {
                 continue; // the scripted model's token counts are not in the fixture
             }
             assert_eq!(a, e, "flush at line {}: {kind}", branch[start].line);
         }
+
+        // Chain compression follows in the same flush, with the closing
+        // assistant (not yet persisted when pi-condense ran) threaded in.
+        let mut chain_end = end;
+        while chain_end < branch.len()
+            && branch[chain_end].custom_type.as_deref() != Some("context-prune-flush-metrics")
+        {
+            chain_end += 1;
+        }
+        let closing = branch[chain_end..]
+            .iter()
+            .find(|e| e.kind == EntryType::Message)
+            .and_then(|e| e.message.clone());
+        let expected_chain: Vec<(String, Value)> =
+            branch[end..chain_end].iter().map(|e| written(e)).collect();
+        let chain_plan = plan_chains(
+            &messages,
+            closing.as_ref(),
+            &state,
+            &config,
+            &protection,
+            config.chain_compression.rolling_window,
+        );
+        // The scripted model's fusion answer and pi-condense's clock are read
+        // back from the entry it wrote.
+        let written_chain = expected_chain
+            .iter()
+            .find(|(k, _)| k == "context-prune-chain")
+            .map(|(_, v)| v.clone());
+        let fused = written_chain
+            .as_ref()
+            .and_then(|c| c["rangeSummaryText"].as_str())
+            .unwrap_or("")
+            .to_owned();
+        let now = written_chain
+            .as_ref()
+            .map_or(0, |c| c["compressedAt"].as_i64().unwrap());
+        let fusion = chain_plan
+            .fusion_jobs
+            .iter()
+            .map(|_| JobResult::Summary {
+                text: fused.clone(),
+                usage: Usage::default(),
+            })
+            .collect();
+        let chain_result = apply_chains(chain_plan, fusion, &[], &mut state, &config, now);
+        let actual_chain: Vec<(String, Value)> = chain_result
+            .effects
+            .iter()
+            .map(|e| ours(entry_for(e)))
+            .collect();
+        assert_eq!(
+            kinds(&actual_chain),
+            kinds(&expected_chain),
+            "chains after line {}",
+            branch[start].line
+        );
+        for ((kind, a), (_, e)) in actual_chain.iter().zip(&expected_chain) {
+            if kind == "context-prune-stats" {
+                assert_eq!(a["chainsCompressed"], e["chainsCompressed"]);
+                assert_eq!(a["rangesSummarized"], e["rangesSummarized"]);
+                continue;
+            }
+            assert_eq!(a, e, "chains after line {}: {kind}", branch[start].line);
+        }
+        chains += chain_result.compressed.len();
         flushes += 1;
-        i = end;
+        i = chain_end;
     }
     assert_eq!(flushes, 6, "the fixture holds six flushes");
+    assert_eq!(chains, 3, "and three chain compressions");
 }

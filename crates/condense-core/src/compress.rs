@@ -1,0 +1,488 @@
+//! Chain compression planning: which closed chains become one
+//! `<compressed-chain>` message, and with which body.
+//!
+//! [`plan_chains`] detects chains (with the closing message threaded in),
+//! selects the eligible ones (rolling window K, K = 0 for `/pruner compact`,
+//! grace deferral), and sorts each into:
+//! - **covered**: some per-batch summary covers a result of the chain. Its
+//!   body is that summary; two or more distinct summaries become a range
+//!   fusion job (one LLM call, summary of summaries), falling back to their
+//!   concatenation if fusion fails;
+//! - **uncovered**: no summary covers it. Its unindexed results are
+//!   backfilled into the index first (so nothing becomes unrecoverable) and
+//!   its body is built deterministically, without an LLM;
+//! - skipped: fully protected chains silently, chains with nothing to
+//!   backfill with a `backfill-empty` diagnostic.
+//!
+//! [`apply_chains`] takes the fusion results and the spill files the host
+//! wrote for oversized backfilled outputs, and returns the entries to append
+//! (per chain: the backfill index entry, the chain entry, a stats snapshot).
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde_json::Value;
+
+use crate::chains::{detect_chains, select_eligible, with_closing_message, ChainRange};
+use crate::config::Config;
+use crate::diagnostics::{Diagnostic, DiagnosticKind};
+use crate::flush::{head_preview, FlushEffect, JobResult, Notice, NoticeLevel, WrittenSpill};
+use crate::js::{js_len, js_prefix};
+use crate::message::{tool_result_text, Message, Role};
+use crate::occurrence::OccurrenceKey;
+use crate::protect::Protection;
+use crate::records::{ChainEntry, ToolCallRecord};
+use crate::render::grace::in_grace_keys;
+use crate::state::State;
+
+/// First line of a deterministic chain body.
+pub const DETERMINISTIC_HEADER: &str = "Deterministic chain compression (no per-batch summary existed for this span; raw outputs recoverable via context_tree_query).";
+
+/// A range fusion the summarizer must run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusionJob {
+    /// The distinct per-batch summaries of the chain, oldest first.
+    pub summaries: Vec<String>,
+}
+
+/// How one eligible chain is compressed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChainWork {
+    /// Covered by per-batch summaries.
+    Covered {
+        /// The chain.
+        range: ChainRange,
+        /// Its fusion job, when it has two or more distinct summaries.
+        fusion: Option<usize>,
+    },
+    /// No summary covers it: backfill, then a deterministic body.
+    Uncovered {
+        /// The chain.
+        range: ChainRange,
+        /// Its unindexed results, as records to backfill (`turnIndex` -1).
+        backfill: Vec<ToolCallRecord>,
+        /// Records already indexed in the chain (for the body).
+        indexed: Vec<ToolCallRecord>,
+    },
+}
+
+/// A chain compression decided without an LLM.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChainPlan {
+    /// The chains to compress, oldest first.
+    pub work: Vec<ChainWork>,
+    /// Fusion jobs, in chain order.
+    pub fusion_jobs: Vec<FusionJob>,
+    /// Chains skipped because there was nothing to backfill.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Eligible chains that had no per-batch summary and could not be backfilled.
+    pub skipped: usize,
+}
+
+impl ChainPlan {
+    /// Backfilled records (chain index, record index) whose outputs must go
+    /// to spill files first (at least `spillThreshold` chars).
+    pub fn spills(&self, config: &Config) -> Vec<(usize, usize, &ToolCallRecord)> {
+        let mut out = Vec::new();
+        for (w, work) in self.work.iter().enumerate() {
+            if let ChainWork::Uncovered { backfill, .. } = work {
+                for (r, rec) in backfill.iter().enumerate() {
+                    if js_len(&rec.result_text) as u64 >= config.spill_threshold {
+                        out.push((w, r, rec));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The arguments of each call id's first `toolCall` block in `messages`.
+fn call_args(messages: &[Message]) -> BTreeMap<String, Value> {
+    let mut out = BTreeMap::new();
+    for m in messages {
+        if !m.is(&Role::Assistant) || m.skeleton().tool_calls.is_empty() {
+            continue;
+        }
+        let v = m.to_value();
+        for b in v
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if b.get("type").and_then(Value::as_str) != Some("toolCall") {
+                continue;
+            }
+            let Some(id) = b.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            let args = b
+                .get("input")
+                .or_else(|| b.get("arguments"))
+                .cloned()
+                .unwrap_or(Value::Object(Default::default()));
+            out.entry(id.to_owned()).or_insert(args);
+        }
+    }
+    out
+}
+
+fn key_texts(keys: &[OccurrenceKey]) -> Vec<String> {
+    keys.iter().map(ToString::to_string).collect()
+}
+
+/// Plans the compression of eligible chains.
+///
+/// `messages` is the branch (the closing message, when a flush runs before pi
+/// persisted it, is threaded in here); `rolling_window` is K (0 for
+/// `/pruner compact`).
+pub fn plan_chains(
+    messages: &[Message],
+    closing: Option<&Message>,
+    state: &State,
+    config: &Config,
+    protection: &Protection,
+    rolling_window: u32,
+) -> ChainPlan {
+    let messages = with_closing_message(messages, closing);
+    let chains = detect_chains(&messages, protection);
+    let grace = in_grace_keys(&messages, config.recovery_grace_turns);
+    let eligible = select_eligible(&chains, state, rolling_window, &grace);
+    let mut plan = ChainPlan::default();
+    if eligible.is_empty() {
+        return plan;
+    }
+    let args = call_args(&messages);
+    for range in eligible {
+        let keys = key_texts(&range.middle_occurrence_keys);
+        let summaries = state.summaries_covering(keys.iter().map(String::as_str));
+        if !summaries.is_empty() {
+            let fusion = (config.chain_compression.fuse_range_summary && summaries.len() >= 2)
+                .then(|| {
+                    plan.fusion_jobs.push(FusionJob {
+                        summaries: summaries.iter().map(|s| s.to_string()).collect(),
+                    });
+                    plan.fusion_jobs.len() - 1
+                });
+            plan.work.push(ChainWork::Covered {
+                range: range.clone(),
+                fusion,
+            });
+            continue;
+        }
+        // Uncovered: every unprotected result of the range, indexed or not.
+        let end = range.end_index.expect("eligible chains are closed");
+        let protected: HashSet<&str> = range
+            .protected_tool_call_ids
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let mut backfill = Vec::new();
+        let mut indexed = Vec::new();
+        for m in &messages[range.start_index + 1..end] {
+            if !m.is(&Role::ToolResult) {
+                continue;
+            }
+            let sk = m.skeleton();
+            let (Some(id), Some(ts)) = (sk.tool_call_id.as_deref(), sk.timestamp) else {
+                continue;
+            };
+            if protected.contains(id) {
+                continue;
+            }
+            if let Some(r) = state.record_exact(id, Some(ts)) {
+                indexed.push(r.clone());
+                continue;
+            }
+            let call_args = args
+                .get(id)
+                .cloned()
+                .unwrap_or(Value::Object(Default::default()));
+            let tool_name = sk.tool_name.clone().unwrap_or_default();
+            if protection.is_protected(&tool_name, &call_args) {
+                continue;
+            }
+            backfill.push(ToolCallRecord {
+                tool_call_id: id.to_owned(),
+                tool_name,
+                args: call_args,
+                result_text: tool_result_text(&m.to_value()),
+                is_error: sk.is_error,
+                turn_index: -1,
+                timestamp: ts,
+                result_timestamp: Some(ts),
+                spill_path: None,
+                spill_bytes: None,
+                result_preview: None,
+                content_hash: None,
+                extra: Default::default(),
+            });
+        }
+        if backfill.is_empty() && indexed.is_empty() {
+            let fully_protected = !range.middle_tool_call_ids.is_empty()
+                && range
+                    .middle_tool_call_ids
+                    .iter()
+                    .all(|id| protected.contains(id.as_str()));
+            if !fully_protected {
+                plan.skipped += 1;
+                plan.diagnostics.push(Diagnostic {
+                    kind: DiagnosticKind::BackfillEmpty,
+                    key: range.start_user_timestamp.to_string(),
+                    detail: format!(
+                        "start={} calls={} nothing to backfill",
+                        range.start_user_timestamp,
+                        range.middle_tool_call_ids.len()
+                    ),
+                });
+            }
+            continue;
+        }
+        plan.work.push(ChainWork::Uncovered {
+            range: range.clone(),
+            backfill,
+            indexed,
+        });
+    }
+    plan
+}
+
+fn iso(ms: i64) -> String {
+    // Civil date from days since the epoch (proleptic Gregorian, UTC).
+    let days = ms.div_euclid(86_400_000);
+    let rem = ms.rem_euclid(86_400_000);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3_600_000,
+        rem / 60_000 % 60,
+        rem / 1000 % 60,
+        rem % 1000
+    )
+}
+
+fn call_line(r: &ToolCallRecord) -> String {
+    let args = serde_json::to_string(&r.args).unwrap_or_default();
+    let args = if js_len(&args) > 200 {
+        format!("{}...", js_prefix(&args, 200))
+    } else {
+        args
+    };
+    format!("{} {}", r.tool_name, args)
+}
+
+/// The deterministic body of an uncovered chain: how many calls, which
+/// tools, the time span, the first and last call, and the refs to recover
+/// the outputs with. `records` are in branch order; `refs[i]` is the ref of
+/// `records[i]` (its `t<N>`, or its id when it has none).
+pub fn deterministic_body(records: &[ToolCallRecord], refs: &[String]) -> String {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in records {
+        *counts.entry(r.tool_name.as_str()).or_default() += 1;
+    }
+    let mut tools: Vec<(&str, usize)> = counts.into_iter().collect();
+    tools.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let tools: Vec<String> = tools.iter().map(|(n, k)| format!("{n} x{k}")).collect();
+    let times: Vec<i64> = records
+        .iter()
+        .map(|r| r.result_timestamp.unwrap_or(r.timestamp))
+        .collect();
+    let first_ts = times.iter().copied().min().unwrap_or(0);
+    let last_ts = times.iter().copied().max().unwrap_or(0);
+    let secs = ((last_ts - first_ts) as f64 / 1000.0).round() as i64;
+    let mut lines = vec![
+        DETERMINISTIC_HEADER.to_owned(),
+        format!("Calls: {}", records.len()),
+        format!("Tools: {}", tools.join(", ")),
+        format!("Span: {} -> {} ({secs}s)", iso(first_ts), iso(last_ts)),
+    ];
+    if let (Some(first), Some(last)) = (records.first(), records.last()) {
+        lines.push(format!("First: {}", call_line(first)));
+        lines.push(format!("Last: {}", call_line(last)));
+    }
+    lines.push(format!("Refs: {}", refs.join(", ")));
+    lines.join("\n")
+}
+
+/// What applying a chain plan produced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChainResult {
+    /// Entries to append, in order.
+    pub effects: Vec<FlushEffect>,
+    /// The chain entries written.
+    pub compressed: Vec<ChainEntry>,
+    /// Diagnostics (the plan's, and backfill failures).
+    pub diagnostics: Vec<Diagnostic>,
+    /// What to tell the user.
+    pub notices: Vec<Notice>,
+}
+
+/// Applies a chain plan: `fusion` has one result per fusion job; `spills`
+/// the files the host wrote for [`ChainPlan::spills`] (chain index, record
+/// index, file). A backfilled output that had to spill but has no file
+/// skips its chain: nothing is compressed that would not be recoverable.
+pub fn apply_chains(
+    plan: ChainPlan,
+    fusion: Vec<JobResult>,
+    spills: &[(usize, usize, WrittenSpill)],
+    state: &mut State,
+    config: &Config,
+    now: i64,
+) -> ChainResult {
+    let mut out = ChainResult {
+        diagnostics: plan.diagnostics.clone(),
+        ..ChainResult::default()
+    };
+    let needs_spill: HashSet<(usize, usize)> = plan
+        .spills(config)
+        .iter()
+        .map(|(w, r, _)| (*w, *r))
+        .collect();
+    let mut fusion: Vec<Option<JobResult>> = fusion.into_iter().map(Some).collect();
+    for (w, work) in plan.work.into_iter().enumerate() {
+        let (range, range_summary, body_source) = match work {
+            ChainWork::Covered { range, fusion: job } => {
+                let fused = job.and_then(|j| fusion.get_mut(j).and_then(Option::take));
+                let text = match fused {
+                    Some(JobResult::Summary { text, usage }) => {
+                        state.stats.add_usage(&usage);
+                        state.stats.ranges_summarized += 1;
+                        (!text.trim().is_empty()).then_some(text)
+                    }
+                    Some(JobResult::Unusable { usage: Some(u) })
+                    | Some(JobResult::Failed { usage: Some(u), .. }) => {
+                        state.stats.add_usage(&u);
+                        None
+                    }
+                    _ => None,
+                };
+                (range, text, None)
+            }
+            ChainWork::Uncovered {
+                range,
+                mut backfill,
+                indexed,
+            } => {
+                // Spilled outputs first; a missing file skips the chain.
+                let mut missing = false;
+                for (r, rec) in backfill.iter_mut().enumerate() {
+                    if !needs_spill.contains(&(w, r)) {
+                        continue;
+                    }
+                    match spills.iter().find(|(sw, sr, _)| *sw == w && *sr == r) {
+                        Some((_, _, file)) => {
+                            rec.result_preview = Some(
+                                head_preview(&rec.result_text, config.spill_preview_bytes as usize)
+                                    .to_owned(),
+                            );
+                            rec.content_hash =
+                                Some(crate::dedup::content_hash(&rec.tool_name, &rec.result_text));
+                            rec.result_text = String::new();
+                            rec.spill_path = Some(file.path.clone());
+                            rec.spill_bytes = Some(file.bytes);
+                        }
+                        None => missing = true,
+                    }
+                }
+                if missing {
+                    out.notices.push(Notice {
+                        level: NoticeLevel::Warning,
+                        text: format!(
+                            "pruner: chain starting at {} not compressed: a spill file could not be written",
+                            range.start_user_timestamp
+                        ),
+                    });
+                    continue;
+                }
+                let keys: Vec<OccurrenceKey> = backfill.iter().map(ToolCallRecord::key).collect();
+                let refs = state.allocate_short_refs(&keys);
+                if !backfill.is_empty() {
+                    out.effects.push(FlushEffect::Index {
+                        records: backfill.clone(),
+                        backfilled: true,
+                        refs: Some(refs.clone()),
+                    });
+                }
+                state.register_summary_refs(&refs);
+                for rec in &backfill {
+                    state.add_record(rec.clone(), false);
+                }
+                let mut all: Vec<ToolCallRecord> = indexed.into_iter().chain(backfill).collect();
+                all.sort_by_key(|r| r.result_timestamp.unwrap_or(r.timestamp));
+                let body_refs: Vec<String> = all
+                    .iter()
+                    .map(|r| {
+                        state
+                            .short_ref(&r.tool_call_id, r.result_timestamp)
+                            .map_or_else(|| r.tool_call_id.clone(), str::to_owned)
+                    })
+                    .collect();
+                (
+                    range,
+                    Some(deterministic_body(&all, &body_refs)),
+                    Some("deterministic".to_owned()),
+                )
+            }
+        };
+        let tool_refs: Vec<String> = range
+            .middle_occurrence_keys
+            .iter()
+            .filter_map(|k| {
+                state
+                    .short_ref(&k.id, k.result_timestamp)
+                    .map(str::to_owned)
+            })
+            .collect();
+        let entry = ChainEntry {
+            block_id: state.allocate_block_id(),
+            start_user_timestamp: range.start_user_timestamp,
+            dropped_tool_call_ids: range.middle_tool_call_ids.clone(),
+            final_assistant_timestamp: range.final_assistant_timestamp,
+            tool_refs,
+            compressed_at: now,
+            range_summary_text: range_summary,
+            body_source,
+            protected_tool_call_ids: (!range.protected_tool_call_ids.is_empty())
+                .then(|| range.protected_tool_call_ids.clone()),
+            dropped_occurrence_keys: Some(key_texts(&range.middle_occurrence_keys)),
+            extra: Default::default(),
+        };
+        state.register_chain(entry.clone());
+        state.stats.chains_compressed += 1;
+        out.effects.push(FlushEffect::Chain(entry.clone()));
+        out.effects.push(FlushEffect::Stats(state.stats.clone()));
+        out.compressed.push(entry);
+    }
+    if !out.compressed.is_empty() {
+        let ids: Vec<&str> = out.compressed.iter().map(|c| c.block_id.as_str()).collect();
+        out.notices.push(Notice {
+            level: NoticeLevel::Info,
+            text: format!(
+                "pruner: compressed {} chain(s) ({})",
+                ids.len(),
+                ids.join(", ")
+            ),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_formats_like_javascript() {
+        assert_eq!(iso(1_795_969_943_603), "2026-11-29T16:32:23.603Z");
+        assert_eq!(iso(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}
