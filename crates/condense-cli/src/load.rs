@@ -11,6 +11,8 @@ use crate::{CliError, SessionArg};
 
 /// A session read from disk with its condense state rebuilt.
 pub struct Loaded {
+    /// The session file.
+    pub path: PathBuf,
     /// The session's spill blob directory.
     pub blob_dir: PathBuf,
     /// The branch's messages as pi hands them to `context`.
@@ -144,6 +146,7 @@ pub fn load(arg: &SessionArg) -> Result<Loaded, CliError> {
         .unwrap_or_default();
     Ok(Loaded {
         blob_dir: condense_store::spill::blob_dir(&path, &session_id),
+        path,
         messages,
         state,
         config,

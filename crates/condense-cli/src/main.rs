@@ -4,6 +4,7 @@
 //! Exit codes: 0 ok, 1 usage error, 2 data problem (missing or unreadable
 //! session, unknown ref, malformed settings).
 
+mod inspect;
 mod load;
 mod output;
 
@@ -72,6 +73,31 @@ enum Command {
         #[arg(long, conflicts_with_all = ["pretty", "diff"])]
         json: bool,
     },
+    /// What condense knows: config, summarizer stats, context metrics,
+    /// frontier, pending work and totals.
+    Status {
+        #[command(flatten)]
+        session: SessionArg,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Summarizer calls, tokens, cost; chains compressed.
+    Stats {
+        #[command(flatten)]
+        session: SessionArg,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Summaries with the tool calls they pruned.
+    Tree {
+        #[command(flatten)]
+        session: SessionArg,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print what `context_tree_query` returns for the refs, byte for byte.
     ///
     /// `condense query SESSION REF...`, or `condense query --latest REF...`.
@@ -107,6 +133,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             output::render(&loaded, mode)
         }
+        Command::Status { session, json } => inspect::status(&load::load(&session)?, json),
+        Command::Stats { session, json } => inspect::stats(&load::load(&session)?, json),
+        Command::Tree { session, json } => inspect::tree(&load::load(&session)?, json),
         Command::Query {
             mut args,
             latest,

@@ -23,7 +23,7 @@ fn out() -> std::io::StdoutLock<'static> {
     std::io::stdout().lock()
 }
 
-fn write_all(text: &str) -> Result<(), CliError> {
+pub fn write_all(text: &str) -> Result<(), CliError> {
     let mut o = out();
     o.write_all(text.as_bytes())
         .and_then(|()| o.flush())
