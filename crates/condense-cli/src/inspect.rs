@@ -1,6 +1,6 @@
 //! `status`, `stats` and `tree`: what condense knows about a session.
 
-use condense_core::capture::{capture_branch, group_by_mode, trim_to_pending};
+use condense_core::capture::capture_pending;
 use condense_core::metrics::compute_context_metrics;
 use condense_core::render::{array_chars, chars_to_tokens, render, RenderSettings};
 use condense_core::state::State;
@@ -20,12 +20,14 @@ pub fn format_cost(cost: f64) -> String {
 }
 
 fn pending(loaded: &Loaded) -> (usize, usize, usize) {
-    let state = &loaded.state;
-    let batches: Vec<_> = capture_branch(&loaded.messages, &[], state, &loaded.protection, 0)
-        .into_iter()
-        .filter_map(|b| trim_to_pending(b, state, state.frontier.as_ref()))
-        .collect();
-    let batches = group_by_mode(batches, loaded.config.batching_mode);
+    let batches = capture_pending(
+        &loaded.messages,
+        &[],
+        &loaded.state,
+        &loaded.protection,
+        loaded.config.batching_mode,
+        0,
+    );
     let calls = batches.iter().map(|b| b.calls.len()).sum();
     let raw = batches.iter().map(|b| b.raw_chars()).sum();
     (batches.len(), calls, raw)
