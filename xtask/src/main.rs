@@ -24,7 +24,11 @@ Commands:
   ci       Run the CI gate, stopping at the first failing step:
              fmt     cargo fmt --all --check
              clippy  cargo clippy --workspace --all-targets -- -D warnings
-             test    cargo test --workspace (includes doc tests)
+             test    cargo test --workspace --exclude condense-host-pi
+                     (includes doc tests)
+             e2e     cargo test -p condense-host-pi -- --nocapture
+                     (end-to-end tests against real pi; installs Node 22
+                     and pi from the npm registry with the system npm)
              doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
   bench    Run `cargo bench --workspace`; extra ARGS are passed to cargo bench
   soak     Soak test (not built yet; always exits 1)
@@ -36,6 +40,10 @@ Options:
 Environment:
   CARGO              cargo binary to use for sub-commands (set by cargo itself)
   CARGO_TERM_COLOR   passed through to cargo unchanged
+  CONDENSE_E2E_CACHE where the e2e tests keep Node + pi
+                     (default: <workspace>/.cache/pi-e2e)
+  CONDENSE_SKIP_E2E  =1 skips the e2e tests in a plain `cargo test`
+                     (developer convenience; the e2e step removes it)
 ";
 
 /// A parsed command line.

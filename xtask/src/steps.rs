@@ -1,15 +1,7 @@
 //! The individual steps and the ordered pipelines built from them.
 //!
-//! To add a step (for example an end-to-end test that needs Node), write a
-//! function with the [`Step::run`] signature and append it to a list:
-//!
-//! ```ignore
-//! fn e2e(ctx: &Ctx) -> Result<(), StepError> {
-//!     ctx.run(ctx.command("npm").args(["ci"]).current_dir(ctx.root.join("e2e")))?;
-//!     ctx.run(ctx.command("node").args(["e2e/run.mjs"]))
-//! }
-//! // ... then add `Step { name: "e2e", run: e2e }` to `CI_STEPS`.
-//! ```
+//! To add a step, write a function with the [`Step::run`] signature and
+//! append `Step { name, run }` to a list below.
 
 use crate::runner::{Ctx, Step, StepError};
 
@@ -26,6 +18,10 @@ pub const CI_STEPS: &[Step] = &[
     Step {
         name: "test",
         run: test,
+    },
+    Step {
+        name: "e2e",
+        run: e2e,
     },
     Step {
         name: "doc",
@@ -56,11 +52,43 @@ fn clippy(ctx: &Ctx) -> Result<(), StepError> {
     ]))
 }
 
-/// `cargo test --workspace`: lib, bin and integration tests plus doc tests.
+/// The crate whose tests drive the real pi agent; they run in the `e2e` step.
+const E2E_PACKAGE: &str = "condense-host-pi";
+
+/// Environment variable naming the Node + pi cache of the end-to-end tests.
+const E2E_CACHE_ENV: &str = "CONDENSE_E2E_CACHE";
+
+/// Developer-only switch that makes the end-to-end tests skip; never honoured
+/// in CI, so the `e2e` step removes it.
+const E2E_SKIP_ENV: &str = "CONDENSE_SKIP_E2E";
+
+/// `cargo test --workspace --exclude condense-host-pi`: lib, bin and
+/// integration tests plus doc tests of every other crate.
 ///
-/// Output is passed through untouched so CI can read the `test result:` lines.
+/// condense-host-pi's tests (which include the pi end-to-end tests) run in
+/// the `e2e` step instead, so they run once. Output is passed through
+/// untouched so CI can read the `test result:` lines.
 fn test(ctx: &Ctx) -> Result<(), StepError> {
-    ctx.run(&mut ctx.cargo(["test", "--workspace"]))
+    ctx.run(&mut ctx.cargo(["test", "--workspace", "--exclude", E2E_PACKAGE]))
+}
+
+/// `cargo test -p condense-host-pi -- --nocapture`: every test of the pi
+/// host crate, including the end-to-end tests against real pi.
+///
+/// The tests install Node 22 and pi from the npm registry with the system
+/// `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
+/// already set) and fail if they cannot; `CONDENSE_SKIP_E2E` is removed so CI
+/// never skips them.
+fn e2e(ctx: &Ctx) -> Result<(), StepError> {
+    let mut cmd = ctx.cargo(["test", "-p", E2E_PACKAGE, "--", "--nocapture"]);
+    if std::env::var_os(E2E_CACHE_ENV)
+        .filter(|v| !v.is_empty())
+        .is_none()
+    {
+        cmd.env(E2E_CACHE_ENV, ctx.root.join(".cache").join("pi-e2e"));
+    }
+    cmd.env_remove(E2E_SKIP_ENV);
+    ctx.run(&mut cmd)
 }
 
 /// `cargo doc --workspace --no-deps` with rustdoc warnings denied.
@@ -98,7 +126,7 @@ mod tests {
     #[test]
     fn ci_order_is_fixed() {
         let names: Vec<_> = CI_STEPS.iter().map(|s| s.name).collect();
-        assert_eq!(names, ["fmt", "clippy", "test", "doc"]);
+        assert_eq!(names, ["fmt", "clippy", "test", "e2e", "doc"]);
     }
 
     #[test]

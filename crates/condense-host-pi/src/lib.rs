@@ -1,4 +1,7 @@
 //! condense-host-pi: condense inside the pi coding agent.
 //!
-//! Not built yet. This crate will hold the `condense-pi` sidecar binary and the
-//! TypeScript extension shim that pi loads. Until then it exports nothing.
+//! The `condense-pi` sidecar owns all state and logic; the TypeScript shim in
+//! `extension/` translates pi's events into the requests of
+//! `docs/protocol.md`. [`engine`] is the per-session state machine.
+
+pub mod engine;

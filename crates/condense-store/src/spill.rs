@@ -7,8 +7,12 @@
 //! retried by file name inside the blob directory (a session moved together
 //! with its blobs keeps working), and refused otherwise.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
+use condense_core::flush::WrittenSpill;
+use condense_core::occurrence::OccurrenceKey;
 use condense_core::records::ToolCallRecord;
 
 /// The blob directory of a session file with the given session id.
@@ -58,6 +62,68 @@ pub fn read_spill(blobs: &Path, record: &ToolCallRecord) -> Option<String> {
     std::fs::read(path)
         .ok()
         .map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// A blob [`write_blob`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenBlob {
+    /// The blob's absolute path.
+    pub path: PathBuf,
+    /// Its size in bytes (the output's UTF-8 length).
+    pub bytes: u64,
+}
+
+impl WrittenBlob {
+    /// The blob as core's [`WrittenSpill`] for call `call` of a batch.
+    pub fn to_spill(&self, call: usize) -> WrittenSpill {
+        WrittenSpill {
+            call,
+            path: self.path.to_string_lossy().into_owned(),
+            bytes: self.bytes,
+        }
+    }
+}
+
+/// Writes a spilled output to `<blob_dir>/<sanitized key>.txt`, creating the
+/// directory when needed.
+///
+/// The text goes to a temporary file in the same directory, is synced, and
+/// is then renamed into place, so the blob is either absent or whole: a
+/// failed write returns the error and leaves no blob (and no temporary file)
+/// behind. Returns the blob's absolute path and byte length.
+pub fn write_blob(
+    blob_dir: &Path,
+    key: &OccurrenceKey,
+    text: &str,
+) -> std::io::Result<WrittenBlob> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    std::fs::create_dir_all(blob_dir)?;
+    let dir = blob_dir.canonicalize()?;
+    let stem = sanitize_file_stem(&key.to_string());
+    let path = dir.join(format!("{stem}.txt"));
+    let tmp = dir.join(format!(
+        ".{stem}.{}.{}.tmp",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    Ok(WrittenBlob {
+        path,
+        bytes: text.len() as u64,
+    })
 }
 
 #[cfg(test)]

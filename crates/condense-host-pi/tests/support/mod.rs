@@ -1,0 +1,14 @@
+//! Shared infrastructure for condense-host-pi's end-to-end tests.
+//!
+//! * [`fake_llm`]: a scripted OpenAI-compatible chat-completions server on
+//!   127.0.0.1 that records every request.
+//! * [`pi_env`]: finds or installs Node 22 and pi (from the npm registry) and
+//!   runs pi headless against the fake server in an isolated agent directory.
+//!
+//! Each integration test file pulls this in with `mod support;`. Not every
+//! test uses every helper, hence the `dead_code` allowance.
+
+#![allow(dead_code)]
+
+pub mod fake_llm;
+pub mod pi_env;
