@@ -1,6 +1,54 @@
 //! condense-summarizer: the async edge of condense.
 //!
-//! Not built yet. This crate will hold the `Provider` plugin trait, the batch
-//! and range-fusion prompts, the usable-summary guard, idle and ceiling
-//! timeouts, the sticky fallback controller and the concurrent job runner.
-//! Until then it exports nothing.
+//! Everything between a flush plan's [`SummaryJob`]s and their
+//! [`JobResult`]s:
+//!
+//! - [`Provider`]: the plugin trait for LLMs (one completion request in, a
+//!   stream of events and a final [`Completion`] out). Implementations here:
+//!   [`OpenAiCompatible`] and [`Anthropic`] over HTTP with streaming, and
+//!   [`Extractive`], which needs no model at all.
+//! - [`prompt`]: the batch prompt with its `[[N:tool]]` labels and the
+//!   range-fusion prompt.
+//! - [`Summarizer`]: one summarization with idle and ceiling [`Timeouts`],
+//!   the usable-summary guard ([`is_usable_summary`]), failure
+//!   classification ([`FailureKind`]) and the sticky [`FallbackController`].
+//! - [`Summarizer::run_jobs`]: a plan's jobs with bounded concurrency,
+//!   results in job order, [`JobResult::NotRun`] after the first failure.
+//!
+//! Nothing here knows pi or files, nothing prints: user-facing messages come
+//! back as [`Notice`] values. Time comes from tokio (and an injected
+//! [`Clock`] for the fallback), so tests run under paused time.
+//!
+//! [`SummaryJob`]: condense_core::flush::SummaryJob
+//! [`JobResult`]: condense_core::flush::JobResult
+//! [`JobResult::NotRun`]: condense_core::flush::JobResult::NotRun
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod cancel;
+pub mod extractive;
+pub mod fallback;
+pub mod http;
+pub mod notice;
+pub mod prompt;
+pub mod provider;
+pub mod runner;
+pub mod summarizer;
+
+pub use cancel::CancelToken;
+pub use extractive::Extractive;
+pub use fallback::{
+    Clock, FallbackController, ManualClock, Route, TargetChoice, TokioClock, Transition,
+    PROBE_COOLDOWN,
+};
+pub use http::{Anthropic, AnthropicConfig, ApiKey, OpenAiCompatible, OpenAiConfig, Pricing};
+pub use notice::{Notice, NoticeLevel};
+pub use provider::{
+    Completion, CompletionRequest, EventSink, ModelRef, Provider, ProviderError, ProviderErrorKind,
+    StopReason, StreamEvent, ThinkingLevel,
+};
+pub use runner::{ProgressEvent, RunOptions, RunReport};
+pub use summarizer::{
+    is_usable_summary, FailureKind, JobOutcome, Summarizer, SummarizerSettings, Target, Timeouts,
+};

@@ -1,0 +1,215 @@
+//! What the summarizer model is sent.
+//!
+//! Two prompts, both sent as a single user message with the instructions on
+//! top (the shape pi-condense used, kept so summaries read the same):
+//!
+//! - a batch: [`BATCH_PROMPT`], a blank line, then the serialized batch
+//!   ([`serialize_batch`]) inside `<tool-call-batch>` tags;
+//! - a range fusion: [`RANGE_PROMPT`], a blank line, then a chain's per-batch
+//!   summaries joined by a blank line inside `<sub-task-summaries>` tags.
+//!
+//! Each call in a batch is labelled `[[N:toolname]]` (N counts from 1 in
+//! batch order) and the prompt asks the model to start the call's first
+//! bullet with that label; `condense_core::refs::substitute_inline_refs`
+//! later turns the labels into short refs. Labels, tags and the truncation
+//! marker are contracts; the instruction wording is this project's own.
+
+use condense_core::capture::CapturedBatch;
+use condense_core::js::{js_len, js_prefix};
+use serde_json::Value;
+
+/// Instructions for summarizing one batch of tool calls.
+pub const BATCH_PROMPT: &str = "\
+You are condensing tool calls that an AI coding agent has already finished, so the agent can keep \
+working with a smaller context. Each call in the batch below starts with a label such as [[1:read]].
+
+For each call worth remembering, write 1-3 short bullet points: what the call did, whether it \
+succeeded, and what it returned that later work will need.
+- Begin the first bullet of every call with that call's label, copied exactly (for example \
+\"- [[1:read]] read src/main.rs: ...\").
+- Copy file paths, identifiers, commands and error messages character for character.
+- Leave out calls that produced nothing worth keeping.
+- Reply with the bullets only.";
+
+/// Instructions for fusing a closed chain's per-batch summaries into one.
+pub const RANGE_PROMPT: &str = "\
+Each summary below covers one step of a single, finished sub-task carried out by an AI coding \
+agent. Rewrite them as one compact summary of the whole sub-task.
+- State each fact once: merge steps that overlap or repeat.
+- Keep outcomes, decisions, file paths, identifiers and whatever later work may rely on.
+- Leave reference tokens such as `t7` or `b2` exactly as they are.
+- Prefer a short paragraph or a few grouped bullets to one bullet per step.";
+
+/// Results longer than this many UTF-16 units are cut in the prompt.
+pub const RESULT_CUT: usize = 2000;
+
+/// The label of the call at `index` (0-based) named `tool_name`:
+/// `[[index+1:tool_name]]`.
+pub fn call_label(index: usize, tool_name: &str) -> String {
+    format!("[[{}:{}]]", index + 1, tool_name)
+}
+
+/// A result as the prompt shows it: at most [`RESULT_CUT`] UTF-16 units,
+/// then ` ...[<k> chars truncated]` where `k` is the number of units left
+/// out. The cut never splits a surrogate pair (it may keep one unit fewer).
+pub fn cut_result(text: &str) -> String {
+    let len = js_len(text);
+    if len <= RESULT_CUT {
+        return text.to_owned();
+    }
+    format!(
+        "{} ...[{} chars truncated]",
+        js_prefix(text, RESULT_CUT),
+        len - RESULT_CUT
+    )
+}
+
+/// Serializes a batch for the summarizer: `Assistant said: <text>\n` when
+/// the turn had prose, then each call as
+/// `[[N:tool]] Tool: tool(<args, 2-space JSON>)\nResult (OK|ERROR): <cut result>`,
+/// the calls joined by `\n---\n`.
+pub fn serialize_batch(batch: &CapturedBatch) -> String {
+    let calls: Vec<String> = batch
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            format!(
+                "{} Tool: {}({})\nResult ({}): {}",
+                call_label(i, &call.tool_name),
+                call.tool_name,
+                pretty_json(&call.args),
+                if call.is_error { "ERROR" } else { "OK" },
+                cut_result(&call.result_text)
+            )
+        })
+        .collect();
+    let calls = calls.join("\n---\n");
+    if batch.assistant_text.is_empty() {
+        calls
+    } else {
+        format!("Assistant said: {}\n\n{}", batch.assistant_text, calls)
+    }
+}
+
+/// The whole user message for a batch.
+pub fn batch_user_message(batch: &CapturedBatch) -> String {
+    format!(
+        "{BATCH_PROMPT}\n\n<tool-call-batch>\n{}\n</tool-call-batch>",
+        serialize_batch(batch)
+    )
+}
+
+/// The whole user message for fusing `summaries` (joined by a blank line).
+pub fn range_user_message<S: AsRef<str>>(summaries: &[S]) -> String {
+    let joined: Vec<&str> = summaries.iter().map(AsRef::as_ref).collect();
+    format!(
+        "{RANGE_PROMPT}\n\n<sub-task-summaries>\n{}\n</sub-task-summaries>",
+        joined.join("\n\n")
+    )
+}
+
+/// `JSON.stringify(value, null, 2)`.
+pub fn pretty_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_json(value, 0, &mut out);
+    out
+}
+
+fn write_json(value: &Value, depth: usize, out: &mut String) {
+    match value {
+        Value::Array(items) if !items.is_empty() => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(depth + 1, out);
+                write_json(item, depth + 1, out);
+            }
+            newline(depth, out);
+            out.push(']');
+        }
+        Value::Object(map) if !map.is_empty() => {
+            out.push('{');
+            for (i, (key, item)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(depth + 1, out);
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push_str(": ");
+                write_json(item, depth + 1, out);
+            }
+            newline(depth, out);
+            out.push('}');
+        }
+        Value::Number(n) => match (n.is_f64(), n.as_f64()) {
+            (true, Some(f)) => out.push_str(&js_float(f)),
+            _ => out.push_str(&n.to_string()),
+        },
+        // Strings, booleans, null, `[]` and `{}` print as serde_json does.
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn newline(depth: usize, out: &mut String) {
+    out.push('\n');
+    for _ in 0..depth {
+        out.push_str("  ");
+    }
+}
+
+/// A float as JavaScript prints it (close enough for tool arguments: the
+/// digits are Rust's shortest round-trip form, the layout JavaScript's).
+fn js_float(f: f64) -> String {
+    if !f.is_finite() {
+        return "null".into();
+    }
+    if f == 0.0 {
+        return "0".into();
+    }
+    let abs = f.abs();
+    if (1e-6..1e21).contains(&abs) {
+        return f.to_string();
+    }
+    let sci = format!("{f:e}");
+    match sci.split_once('e') {
+        Some((mantissa, exp)) if !exp.starts_with('-') => format!("{mantissa}e+{exp}"),
+        _ => sci,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pretty_json_matches_javascript() {
+        assert_eq!(pretty_json(&json!({})), "{}");
+        assert_eq!(pretty_json(&json!([])), "[]");
+        assert_eq!(pretty_json(&json!(null)), "null");
+        assert_eq!(
+            pretty_json(&json!({"path": "a/b.rs", "n": 3, "list": [1, {"x": []}], "o": {}})),
+            "{\n  \"path\": \"a/b.rs\",\n  \"n\": 3,\n  \"list\": [\n    1,\n    {\n      \"x\": []\n    }\n  ],\n  \"o\": {}\n}"
+        );
+        assert_eq!(pretty_json(&json!("a\"\n\u{1b}")), "\"a\\\"\\n\\u001b\"");
+    }
+
+    #[test]
+    fn floats_print_as_javascript_does() {
+        for (f, s) in [
+            (1.0, "1"),
+            (-2.0, "-2"),
+            (0.5, "0.5"),
+            (-0.0, "0"),
+            (1e21, "1e+21"),
+            (1.5e-7, "1.5e-7"),
+            (123.25, "123.25"),
+            (1e-6, "0.000001"),
+        ] {
+            assert_eq!(js_float(f), s, "{f}");
+        }
+    }
+}
