@@ -5,3 +5,4 @@
 //! `docs/protocol.md`. [`engine`] is the per-session state machine.
 
 pub mod engine;
+pub mod server;

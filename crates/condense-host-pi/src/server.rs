@@ -1,0 +1,513 @@
+//! The sidecar's async layer: JSON lines on stdio (docs/protocol.md), the
+//! engine behind a lock, and LLM calls forwarded to the shim.
+//!
+//! The reader task routes each incoming line: the shim's requests are
+//! handled on their own tasks (so a `context` is answered while a flush waits
+//! for the LLM), responses to our `llm.complete` requests and their
+//! `llm.event` notifications go to the waiting provider call. The engine lock
+//! is never held across an `.await`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use condense_core::budget::TriggerKind;
+use condense_core::flush::{SummaryJob, Usage};
+use condense_core::message::Message;
+use condense_summarizer::{
+    CancelToken, Completion, CompletionRequest, EventSink, FallbackController, ModelRef, Provider, ProviderError,
+    RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
+};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::engine::{Delivery, Effects, Engine, StartParams};
+
+/// The protocol version this sidecar speaks.
+pub const PROTOCOL: u64 = 1;
+/// The longest line accepted (64 MiB).
+pub const MAX_LINE: usize = 64 << 20;
+
+type Pending = Arc<Mutex<HashMap<String, (oneshot::Sender<Value>, EventSink)>>>;
+
+/// Sends lines to the shim and tracks our own requests.
+#[derive(Clone)]
+pub struct Outbox {
+    tx: mpsc::UnboundedSender<String>,
+    pending: Pending,
+    next: Arc<AtomicU64>,
+}
+
+impl Outbox {
+    fn send(&self, v: &Value) {
+        let _ = self.tx.send(v.to_string());
+    }
+
+    /// Sends a request; the answer (`result` or `error` object) arrives on the receiver.
+    fn request(&self, method: &str, params: Value, events: EventSink) -> (String, oneshot::Receiver<Value>) {
+        let id = format!("s{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
+        let (tx, rx) = oneshot::channel();
+        self.pending.lock().expect("pending lock").insert(id.clone(), (tx, events));
+        self.send(&json!({"id": id, "method": method, "params": params}));
+        (id, rx)
+    }
+}
+
+/// A [`Provider`] that runs completions through pi (the shim's model
+/// registry and pi-ai), so every provider and login pi supports works.
+pub struct ShimProvider {
+    outbox: Outbox,
+}
+
+fn usage_of(v: &Value) -> Usage {
+    Usage {
+        input_tokens: v.get("input").and_then(Value::as_u64).unwrap_or(0),
+        output_tokens: v.get("output").and_then(Value::as_u64).unwrap_or(0),
+        cost: v.get("cost").and_then(Value::as_f64).unwrap_or(0.0),
+    }
+}
+
+#[async_trait]
+impl Provider for ShimProvider {
+    async fn complete(&self, request: CompletionRequest, events: &EventSink) -> Result<Completion, ProviderError> {
+        let params = json!({
+            "model": request.model,
+            "thinking": request.thinking.as_str(),
+            "system": request.system,
+            "user": request.user,
+            "maxTokens": request.max_tokens,
+        });
+        let (id, rx) = self.outbox.request("llm.complete", params, events.clone());
+        let answer = tokio::select! {
+            a = rx => a.map_err(|_| ProviderError::transient("the pi shim went away"))?,
+            () = request.cancel.cancelled() => {
+                self.outbox.pending.lock().expect("pending lock").remove(&id);
+                self.outbox.send(&json!({"method": "llm.cancel", "params": {"requestId": id}}));
+                return Err(ProviderError::aborted());
+            }
+        };
+        if let Some(err) = answer.get("error") {
+            let message = err.get("message").and_then(Value::as_str).unwrap_or("llm call failed").to_owned();
+            return Err(match err.get("code").and_then(Value::as_str) {
+                Some("auth") => ProviderError::auth(message),
+                Some("aborted") => ProviderError::aborted(),
+                _ => ProviderError::transient(message),
+            });
+        }
+        let r = answer.get("result").cloned().unwrap_or(Value::Null);
+        let stop_reason = match r.get("stopReason").and_then(Value::as_str) {
+            Some("length") => StopReason::Length,
+            Some("toolUse") => StopReason::ToolUse,
+            Some("error") | Some("aborted") => {
+                let message = r.get("errorMessage").and_then(Value::as_str).unwrap_or("llm call failed");
+                return Err(ProviderError::transient(message));
+            }
+            Some("stop") | None => StopReason::Stop,
+            Some(other) => StopReason::Other(other.to_owned()),
+        };
+        Ok(Completion {
+            text: r.get("text").and_then(Value::as_str).unwrap_or("").to_owned(),
+            stop_reason,
+            usage: usage_of(r.get("usage").unwrap_or(&Value::Null)),
+        })
+    }
+}
+
+/// Shared state of the server.
+pub struct Server {
+    engine: Mutex<Engine>,
+    outbox: Outbox,
+    fallback: Arc<FallbackController>,
+    session_model: Mutex<Option<ModelRef>>,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn message_of(v: Option<&Value>) -> Option<Message> {
+    v.and_then(|v| Message::from_value(v).ok())
+}
+
+impl Server {
+    fn summarizer(&self) -> Summarizer {
+        let config = self.engine.lock().expect("engine lock").config.clone();
+        let provider: Arc<dyn Provider> = Arc::new(ShimProvider {
+            outbox: self.outbox.clone(),
+        });
+        let session = self.session_model.lock().expect("model lock").clone();
+        let primary = if config.summarizer_model == "default" {
+            session.clone().unwrap_or_else(|| ModelRef::new("session", "default"))
+        } else {
+            ModelRef::parse(&config.summarizer_model).unwrap_or_else(|| ModelRef::new("session", "default"))
+        };
+        let primary_target = Target::new(provider.clone(), primary);
+        let mut s = Summarizer::new(primary_target, SummarizerSettings::from_config(&config));
+        if let Some(session) = session {
+            s = s.with_session_fallback(Target::new(provider, session), self.fallback.clone());
+        }
+        s
+    }
+
+    /// Runs a flush end to end and returns its effects.
+    async fn flush(&self, trigger: TriggerKind, delivery: Delivery, closing: Option<Message>) -> Effects {
+        let pending = {
+            let mut e = self.engine.lock().expect("engine lock");
+            e.begin_flush(trigger, delivery, closing, now_ms())
+        };
+        let Some(pending) = pending else {
+            return Effects::new();
+        };
+        let summarizer = self.summarizer();
+        let cancel = CancelToken::new();
+        let jobs: Vec<SummaryJob> = pending.jobs().to_vec();
+        let options = match delivery {
+            Delivery::Runtime => RunOptions::sequential(),
+            Delivery::Session => RunOptions::default(),
+        };
+        let report = summarizer.run_jobs(&jobs, options, &cancel, &mut |_| {}).await;
+        let mut notices: Effects = report
+            .notices
+            .iter()
+            .map(|n| json!({"kind": "notify", "level": format!("{:?}", n.level).to_lowercase(), "text": n.text}))
+            .collect();
+        let step = {
+            let mut e = self.engine.lock().expect("engine lock");
+            e.finish_flush(pending, report.results)
+        };
+        let mut fusion = Vec::new();
+        for job in step.fusion_jobs() {
+            let outcome = summarizer.summarize_range(&job.summaries, &cancel).await;
+            notices.extend(
+                outcome
+                    .notices
+                    .iter()
+                    .map(|n| json!({"kind": "notify", "level": format!("{:?}", n.level).to_lowercase(), "text": n.text})),
+            );
+            fusion.push(outcome.result);
+        }
+        let mut effects = {
+            let mut e = self.engine.lock().expect("engine lock");
+            e.finish_chains(step, fusion, now_ms())
+        };
+        effects.extend(notices);
+        effects
+    }
+
+    async fn handle(&self, method: &str, params: Value) -> Result<Value, (String, String)> {
+        match method {
+            "hello" => {
+                let theirs = params.get("protocol").and_then(Value::as_u64).unwrap_or(0);
+                if theirs != PROTOCOL {
+                    return Err((
+                        "protocol-mismatch".into(),
+                        format!("shim speaks protocol {theirs}, sidecar {PROTOCOL}"),
+                    ));
+                }
+                Ok(json!({"protocol": PROTOCOL, "sidecar": env!("CARGO_PKG_VERSION")}))
+            }
+            "session.start" => {
+                let tree = params.get("tree").and_then(Value::as_bool).unwrap_or(false);
+                if let Some(m) = params.get("model") {
+                    let r = m
+                        .get("provider")
+                        .and_then(Value::as_str)
+                        .zip(m.get("id").and_then(Value::as_str))
+                        .map(|(p, i)| ModelRef::new(p, i));
+                    *self.session_model.lock().expect("model lock") = r;
+                }
+                if !tree {
+                    self.fallback.reset();
+                }
+                let p = StartParams {
+                    settings: params.get("settings").cloned().unwrap_or(Value::Null),
+                    session_id: params.get("sessionId").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    session_dir: params.get("sessionDir").and_then(Value::as_str).map(Into::into),
+                    branch: params.get("branch").and_then(Value::as_array).cloned().unwrap_or_default(),
+                    tree,
+                };
+                let effects = self.engine.lock().expect("engine lock").start(p);
+                Ok(json!({"effects": effects}))
+            }
+            "context" => {
+                let keep = params.get("keep").and_then(Value::as_u64).unwrap_or(0) as usize;
+                let append: Vec<Message> = params
+                    .get("append")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|m| Message::from_value(m).ok()).collect())
+                    .unwrap_or_default();
+                let (steps, effects) = self.engine.lock().expect("engine lock").context(keep, append);
+                Ok(match steps {
+                    Some(steps) => json!({"steps": steps, "effects": effects}),
+                    None => json!({"unchanged": true, "effects": effects}),
+                })
+            }
+            "turn.end" => {
+                let Some(message) = message_of(params.get("message")) else {
+                    return Ok(json!({"effects": []}));
+                };
+                let results: Vec<Message> = params
+                    .get("toolResults")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|m| Message::from_value(m).ok()).collect())
+                    .unwrap_or_default();
+                let usage = params.get("usage").cloned().unwrap_or(Value::Null);
+                let tokens = usage.get("tokens").and_then(Value::as_u64);
+                let window = usage.get("contextWindow").and_then(Value::as_u64).unwrap_or(0);
+                let turn = params.get("turnIndex").and_then(Value::as_i64).unwrap_or(0);
+                let now = params.get("now").and_then(Value::as_i64).unwrap_or_else(now_ms);
+                let (mut effects, trigger) =
+                    self.engine
+                        .lock()
+                        .expect("engine lock")
+                        .turn_end(turn, &message, &results, tokens, window, now);
+                if let Some(t) = trigger {
+                    effects.extend(self.flush(t, Delivery::Session, None).await);
+                }
+                Ok(json!({"effects": effects}))
+            }
+            "message.end" => {
+                let Some(message) = message_of(params.get("message")) else {
+                    return Ok(json!({"effects": []}));
+                };
+                let trigger = self.engine.lock().expect("engine lock").message_end(&message);
+                let effects = match trigger {
+                    Some(t) => self.flush(t, Delivery::Session, Some(message)).await,
+                    None => Effects::new(),
+                };
+                Ok(json!({"effects": effects}))
+            }
+            "agent.end" => Ok(json!({"effects": self.engine.lock().expect("engine lock").agent_end()})),
+            "query" => {
+                let ids: Vec<String> = params
+                    .get("toolCallIds")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                    .unwrap_or_default();
+                Ok(self.engine.lock().expect("engine lock").query(&ids))
+            }
+            "command" => {
+                let args = params.get("args").and_then(Value::as_str).unwrap_or("").trim().to_owned();
+                Ok(json!({"effects": self.command(&args).await}))
+            }
+            "shutdown" => Ok(json!({})),
+            other => Err(("unknown-method".into(), format!("unknown method {other}"))),
+        }
+    }
+
+    async fn command(&self, args: &str) -> Effects {
+        let (sub, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
+        let rest = rest.trim();
+        let info = |t: String| json!({"kind": "notify", "level": "info", "text": t});
+        match sub {
+            "now" => {
+                let (enabled, pending) = {
+                    let e = self.engine.lock().expect("engine lock");
+                    (e.config.enabled, e.pending_len())
+                };
+                if !enabled {
+                    return vec![info("Context pruning is disabled. Run /pruner on first.".into())];
+                }
+                let mut out = self.flush(TriggerKind::Manual, Delivery::Runtime, None).await;
+                if pending == 0 && !out.iter().any(|e| e["kind"] == "appendMessage") {
+                    out.insert(0, info("pruner: nothing pending — no batches to summarize".into()));
+                }
+                out
+            }
+            "on" | "off" => {
+                let mut e = self.engine.lock().expect("engine lock");
+                let mut c = e.config.clone();
+                c.enabled = sub == "on";
+                let save = e.set_config(c);
+                let text = if sub == "on" { "Context pruning enabled." } else { "Context pruning disabled." };
+                let status = json!({"kind": "status", "text": e.status_text()});
+                vec![save, info(text.into()), status]
+            }
+            "status" => {
+                let e = self.engine.lock().expect("engine lock");
+                let c = &e.config;
+                let s = &e.state.stats;
+                let secs = |ms: u64| if ms == 0 { "disabled".to_owned() } else { format!("{}s", ms / 1000) };
+                let mut t = format!(
+                    "pruner status:\nenabled: {}\nmodel: {}\nthinking: {}\nidle to: {}\nmax to: {}\ntrigger: {}\nbatching: {}\ndedup: {}\nstatus: {}\n--- summarizer ---\n",
+                    c.enabled, c.summarizer_model, c.summarizer_thinking, secs(c.summarizer_idle_timeout_ms),
+                    secs(c.summarizer_max_timeout_ms), c.prune_on.name(), c.batching_mode.name(),
+                    if c.dedup_by_content_hash { "on" } else { "off" },
+                    e.status_text().unwrap_or_default(),
+                );
+                if s.call_count == 0 {
+                    t.push_str("(no summarizer calls yet)");
+                } else {
+                    t.push_str(&format!(
+                        "calls: {}\ninput: {}\noutput: {}\ncost: ${:.3}",
+                        s.call_count, s.total_input_tokens, s.total_output_tokens, s.total_cost
+                    ));
+                }
+                vec![info(t)]
+            }
+            "stats" => {
+                let e = self.engine.lock().expect("engine lock");
+                let s = &e.state.stats;
+                if s.call_count == 0 {
+                    vec![info("pruner stats: no summarizer calls yet.".into())]
+                } else {
+                    vec![info(format!(
+                        "pruner stats:\ncalls: {}\ninput: {}\noutput: {}\ncost: ${:.3}\nchains: {} compressed",
+                        s.call_count, s.total_input_tokens, s.total_output_tokens, s.total_cost, s.chains_compressed
+                    ))]
+                }
+            }
+            "" | "help" => vec![info(HELP.into())],
+            other => {
+                let _ = rest;
+                vec![info(format!("Unknown subcommand: \"{other}\". Run /pruner help for usage."))]
+            }
+        }
+    }
+}
+
+const HELP: &str = "pruner — condense context pruning\n\
+  /pruner on | off       enable or disable pruning\n\
+  /pruner status         config, summarizer stats, context metrics\n\
+  /pruner stats          summarizer calls, tokens, cost\n\
+  /pruner now            summarize pending tool calls now\n\
+  /pruner help           this text";
+
+/// Reads one line of at most `MAX_LINE` bytes. Returns `Ok(None)` at end of
+/// input, `Ok(Some(Err(())))` for an over-long line (discarded, without
+/// buffering more than the limit).
+async fn read_line<R: AsyncBufRead + Unpin>(r: &mut R) -> std::io::Result<Option<Result<String, ()>>> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut too_long = false;
+    loop {
+        let chunk = r.fill_buf().await?;
+        if chunk.is_empty() {
+            return Ok(if buf.is_empty() && !too_long {
+                None
+            } else if too_long {
+                Some(Err(()))
+            } else {
+                Some(Ok(String::from_utf8_lossy(&buf).into_owned()))
+            });
+        }
+        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(p) => (p + 1, true),
+            None => (chunk.len(), false),
+        };
+        if !too_long {
+            if buf.len() + take > MAX_LINE + 1 {
+                too_long = true;
+                buf = Vec::new();
+            } else {
+                buf.extend_from_slice(&chunk[..take]);
+            }
+        }
+        r.consume(take);
+        if done {
+            if too_long {
+                return Ok(Some(Err(())));
+            }
+            if buf.last() == Some(&b'\n') {
+                buf.pop();
+            }
+            return Ok(Some(Ok(String::from_utf8_lossy(&buf).into_owned())));
+        }
+    }
+}
+
+/// Serves the protocol on `input`/`output` until `shutdown` or end of input.
+pub async fn serve<R, W>(input: R, mut output: W)
+where
+    R: AsyncBufRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(async move {
+        while let Some(line) = rx.recv().await {
+            if output.write_all(line.as_bytes()).await.is_err() || output.write_all(b"\n").await.is_err() {
+                break;
+            }
+            let _ = output.flush().await;
+        }
+    });
+    let outbox = Outbox {
+        tx,
+        pending: Arc::new(Mutex::new(HashMap::new())),
+        next: Arc::new(AtomicU64::new(0)),
+    };
+    let server = Arc::new(Server {
+        engine: Mutex::new(Engine::default()),
+        outbox: outbox.clone(),
+        fallback: Arc::new(FallbackController::new(Arc::new(TokioClock::new()))),
+        session_model: Mutex::new(None),
+    });
+    let mut input = input;
+    loop {
+        let line = match read_line(&mut input).await {
+            Ok(Some(Ok(l))) => l,
+            Ok(Some(Err(()))) => {
+                outbox.send(&json!({"method": "protocol.error", "params": {"message": format!("line longer than {MAX_LINE} bytes discarded")}}));
+                continue;
+            }
+            Ok(None) | Err(_) => break,
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            outbox.send(&json!({"method": "protocol.error", "params": {"message": "unparseable line"}}));
+            continue;
+        };
+        let id = msg.get("id").cloned();
+        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+        match (id, method) {
+            (Some(id), Some(method)) => {
+                let server = server.clone();
+                let params = msg.get("params").cloned().unwrap_or(Value::Null);
+                let is_shutdown = method == "shutdown";
+                let task = tokio::spawn(async move {
+                    let reply = match server.handle(&method, params).await {
+                        Ok(result) => json!({"id": id, "result": result}),
+                        Err((code, message)) => json!({"id": id, "error": {"code": code, "message": message}}),
+                    };
+                    server.outbox.send(&reply);
+                });
+                if is_shutdown {
+                    let _ = task.await;
+                    break;
+                }
+            }
+            (None, Some(method)) if method == "llm.event" => {
+                let p = msg.get("params").cloned().unwrap_or(Value::Null);
+                let rid = p.get("requestId").and_then(Value::as_str).unwrap_or("");
+                if let Some((_, sink)) = outbox.pending.lock().expect("pending lock").get(rid) {
+                    let delta = p.get("delta").and_then(Value::as_str).unwrap_or("").to_owned();
+                    match p.get("kind").and_then(Value::as_str) {
+                        Some("thinking") => sink.thinking(delta),
+                        _ => sink.text(delta),
+                    }
+                }
+            }
+            (Some(id), None) => {
+                let key = match &id {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                if let Some((tx, _)) = outbox.pending.lock().expect("pending lock").remove(&key) {
+                    let _ = tx.send(msg);
+                }
+            }
+            _ => {}
+        }
+    }
+    // Input is gone: fail the LLM calls still waiting, then let the writer
+    // drain what the finishing tasks send (bounded).
+    outbox.pending.lock().expect("pending lock").clear();
+    drop(server);
+    drop(outbox);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
+}

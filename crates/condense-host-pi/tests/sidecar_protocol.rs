@@ -1,0 +1,131 @@
+//! The sidecar over its real stdio: handshake, a session started from the
+//! pi-condense fixture's branch, a `context` that must render what
+//! pi-condense rendered, an incremental `context`, a `query`, bad input.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{json, Value};
+
+struct Sidecar {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next: u64,
+}
+
+impl Sidecar {
+    fn start() -> Sidecar {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_condense-pi"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sidecar starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Sidecar { child, stdin, stdout, next: 0 }
+    }
+
+    fn send_line(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"))
+    }
+
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        self.send_line(&json!({"id": id, "method": method, "params": params}).to_string());
+        loop {
+            let v = self.read();
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Sidecar {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fixture(name: &str) -> String {
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../condense-store/tests/fixtures").join(name);
+    std::fs::read_to_string(p).unwrap()
+}
+
+fn apply(steps: &[Value], input: &[Value]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for s in steps {
+        if let Some(k) = s.get("keep") {
+            let (a, b) = (k[0].as_u64().unwrap() as usize, k[1].as_u64().unwrap() as usize);
+            out.extend_from_slice(&input[a..b]);
+        } else {
+            out.push(s["message"].clone());
+        }
+    }
+    out
+}
+
+#[test]
+fn renders_and_queries_the_fixture_like_pi_condense() {
+    let text = fixture("pi-condense-2.9.1.jsonl");
+    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let branch: Vec<Value> = lines[1..].to_vec();
+    // The messages pi hands to `context`: message entries and custom messages.
+    let expected: Vec<Value> = serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap();
+
+    let mut s = Sidecar::start();
+    let hello = s.call("hello", json!({"protocol": 1, "shim": "test", "pi": "0.83.0"}));
+    assert_eq!(hello["result"]["protocol"], 1);
+    let bad = s.call("hello", json!({"protocol": 99}));
+    assert_eq!(bad["error"]["code"], "protocol-mismatch");
+
+    let start = s.call(
+        "session.start",
+        json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
+               "sessionId": lines[0]["id"], "branch": branch}),
+    );
+    assert!(start["result"]["effects"].is_array());
+
+    // pi's view of the branch, built the way pi builds it.
+    let store_session = condense_store::session::Session::parse(&text);
+    let b = store_session.branch(None);
+    let messages: Vec<Value> = condense_store::context::branch_messages(&b)
+        .iter()
+        .map(|c| serde_json::from_str(c.message.json()).unwrap())
+        .collect();
+
+    let r = s.call("context", json!({"keep": 0, "append": messages}));
+    let steps = r["result"]["steps"].as_array().expect("steps").clone();
+    assert_eq!(apply(&steps, &messages), expected);
+
+    // Nothing new: keep everything, append nothing, same plan.
+    let again = s.call("context", json!({"keep": messages.len(), "append": []}));
+    assert_eq!(again["result"]["steps"], json!(steps));
+
+    let q = s.call("query", json!({"toolCallIds": ["t2"]}));
+    assert_eq!(q["result"]["text"].as_str().unwrap(), fixture("pi-condense-2.9.1.query-t2.txt"));
+
+    // Garbage does not kill it.
+    s.send_line("{not json");
+    let n = s.read();
+    assert_eq!(n["method"], "protocol.error");
+    let unknown = s.call("frobnicate", json!({}));
+    assert_eq!(unknown["error"]["code"], "unknown-method");
+
+    let bye = s.call("shutdown", json!({}));
+    assert!(bye["result"].is_object());
+    let status = s.child.wait().unwrap();
+    assert!(status.success());
+}
