@@ -152,7 +152,7 @@ pub fn plan_chains(
     if eligible.is_empty() {
         return plan;
     }
-    let args = call_args(&messages);
+
     for range in eligible {
         let keys = key_texts(&range.middle_occurrence_keys);
         let summaries = state.summaries_covering(keys.iter().map(String::as_str));
@@ -172,6 +172,9 @@ pub fn plan_chains(
         }
         // Uncovered: every unprotected result of the range, indexed or not.
         let end = range.end_index.expect("eligible chains are closed");
+        // Arguments by position: a reused provider id elsewhere on the
+        // branch must not lend this chain its arguments.
+        let args = call_args(&messages[range.start_index..end]);
         let protected: HashSet<&str> = range
             .protected_tool_call_ids
             .iter()
@@ -325,6 +328,19 @@ pub struct ChainResult {
     pub notices: Vec<Notice>,
 }
 
+/// The short refs of a chain's results, in order.
+fn chain_refs(state: &State, range: &ChainRange) -> Vec<String> {
+    range
+        .middle_occurrence_keys
+        .iter()
+        .filter_map(|k| {
+            state
+                .short_ref(&k.id, k.result_timestamp)
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
 /// Applies a chain plan: `fusion` has one result per fusion job; `spills`
 /// the files the host wrote for [`ChainPlan::spills`] (chain index, record
 /// index, file). A backfilled output that had to spill but has no file
@@ -417,14 +433,11 @@ pub fn apply_chains(
                 }
                 let mut all: Vec<ToolCallRecord> = indexed.into_iter().chain(backfill).collect();
                 all.sort_by_key(|r| r.result_timestamp.unwrap_or(r.timestamp));
-                let body_refs: Vec<String> = all
-                    .iter()
-                    .map(|r| {
-                        state
-                            .short_ref(&r.tool_call_id, r.result_timestamp)
-                            .map_or_else(|| r.tool_call_id.clone(), str::to_owned)
-                    })
-                    .collect();
+                // The chain's refs; bare ids only when it has none at all.
+                let mut body_refs = chain_refs(state, &range);
+                if body_refs.is_empty() {
+                    body_refs = all.iter().map(|r| r.tool_call_id.clone()).collect();
+                }
                 (
                     range,
                     Some(deterministic_body(&all, &body_refs)),
@@ -432,15 +445,7 @@ pub fn apply_chains(
                 )
             }
         };
-        let tool_refs: Vec<String> = range
-            .middle_occurrence_keys
-            .iter()
-            .filter_map(|k| {
-                state
-                    .short_ref(&k.id, k.result_timestamp)
-                    .map(str::to_owned)
-            })
-            .collect();
+        let tool_refs = chain_refs(state, &range);
         let entry = ChainEntry {
             block_id: state.allocate_block_id(),
             start_user_timestamp: range.start_user_timestamp,
@@ -458,15 +463,17 @@ pub fn apply_chains(
         state.register_chain(entry.clone());
         state.stats.chains_compressed += 1;
         out.effects.push(FlushEffect::Chain(entry.clone()));
-        out.effects.push(FlushEffect::Stats(state.stats.clone()));
         out.compressed.push(entry);
     }
     if !out.compressed.is_empty() {
+        // One stats snapshot after all the chains, as pi-condense writes it.
+        out.effects.push(FlushEffect::Stats(state.stats.clone()));
         let ids: Vec<&str> = out.compressed.iter().map(|c| c.block_id.as_str()).collect();
+        let noun = if ids.len() == 1 { "chain" } else { "chains" };
         out.notices.push(Notice {
             level: NoticeLevel::Info,
             text: format!(
-                "pruner: compressed {} chain(s) ({})",
+                "pruner: compressed {} {noun} ({})",
                 ids.len(),
                 ids.join(", ")
             ),

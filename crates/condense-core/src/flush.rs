@@ -237,12 +237,21 @@ pub struct FlushResult {
     pub summarized_calls: usize,
     /// Batches summarized.
     pub summarized_batches: usize,
-    /// Chars of the summaries written.
+    /// Chars of the summaries the summarizer returned (oversized ones included).
     pub summary_chars: usize,
     /// Raw chars of the summarized batches.
     pub summarized_raw_chars: usize,
     /// What to tell the user.
     pub notices: Vec<Notice>,
+}
+
+/// `1 tool call`, `2 tool calls`.
+fn tool_calls(n: usize) -> String {
+    if n == 1 {
+        "1 tool call".to_owned()
+    } else {
+        format!("{n} tool calls")
+    }
 }
 
 fn skip_notice(config: &Config, text: String, out: &mut Vec<Notice>) {
@@ -296,9 +305,10 @@ pub fn apply_flush(
                 skip_notice(
                     config,
                     format!(
-                        "pruner: skipped pruning turn {} ({} tool calls) — every output duplicates an already-summarized one; no LLM call made",
+                        "pruner: deduplicated {} (turn {}, {} raw chars) against earlier prunes; no LLM call made; frontier advanced past this range",
+                        tool_calls(pb.captured.calls.len()),
                         pb.captured.turn_index,
-                        pb.captured.calls.len()
+                        pb.captured.raw_chars()
                     ),
                     &mut r.notices,
                 );
@@ -308,9 +318,9 @@ pub fn apply_flush(
                 skip_notice(
                     config,
                     format!(
-                        "pruner: skipped pruning turn {} ({} tool calls) — only {} raw chars (< minBatchChars={}); no LLM call made; frontier advanced past this range",
+                        "pruner: skipped pruning turn {} ({}) — only {} raw chars (< minBatchChars={}); no LLM call made; frontier advanced past this range",
                         pb.remaining.turn_index,
-                        pb.remaining.calls.len(),
+                        tool_calls(pb.remaining.calls.len()),
                         raw,
                         config.min_batch_chars
                     ),
@@ -359,14 +369,16 @@ pub fn apply_flush(
                 // batch burns its numbers, as in pi-condense.
                 let refs = state.allocate_short_refs(&keys);
                 let content = substitute_inline_refs(&text, &refs, &names) + &refs_footer(&refs);
+                // pi-condense counts every summary it got, skipped or not.
+                r.summary_chars += js_len(&content);
                 if js_len(&content) > raw {
                     skip_notice(
                         config,
                         format!(
-                            "pruner: skipped pruning turn {} ({} tool calls) — summary ({} chars) longer than the raw output ({} chars); frontier advanced past this range",
+                            "pruner: skipped pruning turn {} ({}) — summary was {} chars vs {} raw chars; frontier advanced past this range",
                             batch.turn_index,
-                            batch.calls.len(),
-                            js_len(&content),
+                            tool_calls(batch.calls.len()),
+                            js_len(&text),
                             raw
                         ),
                         &mut r.notices,
@@ -409,11 +421,21 @@ pub fn apply_flush(
                     backfilled: false,
                     refs: None,
                 });
-                r.summary_chars += js_len(&content);
                 r.summarized_raw_chars += raw;
                 r.summarized_calls += batch.calls.len();
                 r.summarized_batches += 1;
                 state.register_summary_body(keys, content);
+                let deduped = pb.captured.calls.len() - batch.calls.len();
+                if deduped > 0 {
+                    skip_notice(
+                        config,
+                        format!(
+                            "pruner: deduplicated {} against earlier prunes (no LLM call for those); remaining tool calls were summarized normally.",
+                            tool_calls(deduped)
+                        ),
+                        &mut r.notices,
+                    );
+                }
                 processed.push((pb, FrontierOutcome::Summarized));
             }
         }
@@ -464,12 +486,9 @@ pub fn apply_flush(
         }
         r.outcome = FlushOutcome::SummarizerFailed(failure.clone().unwrap_or_default());
     }
-    if let Some(msg) = failure {
-        r.notices.push(Notice {
-            level: NoticeLevel::Error,
-            text: format!("pruner: summarization failed: {msg}"),
-        });
-    }
+    // The failure itself is the summarizer's to report (it knows whether it
+    // was an error, a timeout, or a silent unusable answer), as it happens.
+    let _ = failure;
     r
 }
 
@@ -515,7 +534,9 @@ pub struct WrittenSpill {
     pub bytes: u64,
 }
 
-/// The first `max_bytes` bytes of `text`, cut back to a char boundary.
+/// The head of `text` within `max_bytes` bytes: cut back to the last line
+/// break inside the limit when there is one (whole lines read better), else
+/// to a char boundary.
 pub fn head_preview(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {
         return text;
@@ -524,7 +545,11 @@ pub fn head_preview(text: &str, max_bytes: usize) -> &str {
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    &text[..end]
+    let head = &text[..end];
+    match head.rfind('\n') {
+        Some(nl) if nl > 0 => &head[..nl],
+        _ => head,
+    }
 }
 
 /// Records spills the host wrote (blob first, record after: a failed write

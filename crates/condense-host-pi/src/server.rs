@@ -16,8 +16,8 @@ use condense_core::budget::TriggerKind;
 use condense_core::flush::{SummaryJob, Usage};
 use condense_core::message::Message;
 use condense_summarizer::{
-    CancelToken, Completion, CompletionRequest, EventSink, FallbackController, ModelRef, Provider, ProviderError,
-    RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
+    CancelToken, Completion, CompletionRequest, EventSink, FallbackController, ModelRef, Provider,
+    ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
 };
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
@@ -46,10 +46,18 @@ impl Outbox {
     }
 
     /// Sends a request; the answer (`result` or `error` object) arrives on the receiver.
-    fn request(&self, method: &str, params: Value, events: EventSink) -> (String, oneshot::Receiver<Value>) {
+    fn request(
+        &self,
+        method: &str,
+        params: Value,
+        events: EventSink,
+    ) -> (String, oneshot::Receiver<Value>) {
         let id = format!("s{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().expect("pending lock").insert(id.clone(), (tx, events));
+        self.pending
+            .lock()
+            .expect("pending lock")
+            .insert(id.clone(), (tx, events));
         self.send(&json!({"id": id, "method": method, "params": params}));
         (id, rx)
     }
@@ -71,7 +79,11 @@ fn usage_of(v: &Value) -> Usage {
 
 #[async_trait]
 impl Provider for ShimProvider {
-    async fn complete(&self, request: CompletionRequest, events: &EventSink) -> Result<Completion, ProviderError> {
+    async fn complete(
+        &self,
+        request: CompletionRequest,
+        events: &EventSink,
+    ) -> Result<Completion, ProviderError> {
         let params = json!({
             "model": request.model,
             "thinking": request.thinking.as_str(),
@@ -89,7 +101,11 @@ impl Provider for ShimProvider {
             }
         };
         if let Some(err) = answer.get("error") {
-            let message = err.get("message").and_then(Value::as_str).unwrap_or("llm call failed").to_owned();
+            let message = err
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("llm call failed")
+                .to_owned();
             return Err(match err.get("code").and_then(Value::as_str) {
                 Some("auth") => ProviderError::auth(message),
                 Some("aborted") => ProviderError::aborted(),
@@ -101,14 +117,21 @@ impl Provider for ShimProvider {
             Some("length") => StopReason::Length,
             Some("toolUse") => StopReason::ToolUse,
             Some("error") | Some("aborted") => {
-                let message = r.get("errorMessage").and_then(Value::as_str).unwrap_or("llm call failed");
+                let message = r
+                    .get("errorMessage")
+                    .and_then(Value::as_str)
+                    .unwrap_or("llm call failed");
                 return Err(ProviderError::transient(message));
             }
             Some("stop") | None => StopReason::Stop,
             Some(other) => StopReason::Other(other.to_owned()),
         };
         Ok(Completion {
-            text: r.get("text").and_then(Value::as_str).unwrap_or("").to_owned(),
+            text: r
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
             stop_reason,
             usage: usage_of(r.get("usage").unwrap_or(&Value::Null)),
         })
@@ -141,9 +164,12 @@ impl Server {
         });
         let session = self.session_model.lock().expect("model lock").clone();
         let primary = if config.summarizer_model == "default" {
-            session.clone().unwrap_or_else(|| ModelRef::new("session", "default"))
+            session
+                .clone()
+                .unwrap_or_else(|| ModelRef::new("session", "default"))
         } else {
-            ModelRef::parse(&config.summarizer_model).unwrap_or_else(|| ModelRef::new("session", "default"))
+            ModelRef::parse(&config.summarizer_model)
+                .unwrap_or_else(|| ModelRef::new("session", "default"))
         };
         let primary_target = Target::new(provider.clone(), primary);
         let mut s = Summarizer::new(primary_target, SummarizerSettings::from_config(&config));
@@ -154,7 +180,12 @@ impl Server {
     }
 
     /// Runs a flush end to end and returns its effects.
-    async fn flush(&self, trigger: TriggerKind, delivery: Delivery, closing: Option<Message>) -> Effects {
+    async fn flush(
+        &self,
+        trigger: TriggerKind,
+        delivery: Delivery,
+        closing: Option<Message>,
+    ) -> Effects {
         let pending = {
             let mut e = self.engine.lock().expect("engine lock");
             e.begin_flush(trigger, delivery, closing, now_ms())
@@ -169,7 +200,9 @@ impl Server {
             Delivery::Runtime => RunOptions::sequential(),
             Delivery::Session => RunOptions::default(),
         };
-        let report = summarizer.run_jobs(&jobs, options, &cancel, &mut |_| {}).await;
+        let report = summarizer
+            .run_jobs(&jobs, options, &cancel, &mut |_| {})
+            .await;
         let mut notices: Effects = report
             .notices
             .iter()
@@ -190,12 +223,13 @@ impl Server {
             );
             fusion.push(outcome.result);
         }
-        let mut effects = {
+        let effects = {
             let mut e = self.engine.lock().expect("engine lock");
             e.finish_chains(step, fusion, now_ms())
         };
-        effects.extend(notices);
-        effects
+        // The summarizer's notices (failures, fallback) came first, as they happened.
+        notices.extend(effects);
+        notices
     }
 
     async fn handle(&self, method: &str, params: Value) -> Result<Value, (String, String)> {
@@ -225,9 +259,20 @@ impl Server {
                 }
                 let p = StartParams {
                     settings: params.get("settings").cloned().unwrap_or(Value::Null),
-                    session_id: params.get("sessionId").and_then(Value::as_str).unwrap_or("").to_owned(),
-                    session_dir: params.get("sessionDir").and_then(Value::as_str).map(Into::into),
-                    branch: params.get("branch").and_then(Value::as_array).cloned().unwrap_or_default(),
+                    session_id: params
+                        .get("sessionId")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
+                    session_dir: params
+                        .get("sessionDir")
+                        .and_then(Value::as_str)
+                        .map(Into::into),
+                    branch: params
+                        .get("branch")
+                        .and_then(Value::as_array)
+                        .cloned()
+                        .unwrap_or_default(),
                     tree,
                 };
                 let effects = self.engine.lock().expect("engine lock").start(p);
@@ -238,9 +283,17 @@ impl Server {
                 let append: Vec<Message> = params
                     .get("append")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|m| Message::from_value(m).ok()).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|m| Message::from_value(m).ok())
+                            .collect()
+                    })
                     .unwrap_or_default();
-                let (steps, effects) = self.engine.lock().expect("engine lock").context(keep, append);
+                let (steps, effects) = self
+                    .engine
+                    .lock()
+                    .expect("engine lock")
+                    .context(keep, append);
                 Ok(match steps {
                     Some(steps) => json!({"steps": steps, "effects": effects}),
                     None => json!({"unchanged": true, "effects": effects}),
@@ -253,18 +306,28 @@ impl Server {
                 let results: Vec<Message> = params
                     .get("toolResults")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|m| Message::from_value(m).ok()).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|m| Message::from_value(m).ok())
+                            .collect()
+                    })
                     .unwrap_or_default();
                 let usage = params.get("usage").cloned().unwrap_or(Value::Null);
                 let tokens = usage.get("tokens").and_then(Value::as_u64);
-                let window = usage.get("contextWindow").and_then(Value::as_u64).unwrap_or(0);
+                let window = usage
+                    .get("contextWindow")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
                 let turn = params.get("turnIndex").and_then(Value::as_i64).unwrap_or(0);
-                let now = params.get("now").and_then(Value::as_i64).unwrap_or_else(now_ms);
-                let (mut effects, trigger) =
-                    self.engine
-                        .lock()
-                        .expect("engine lock")
-                        .turn_end(turn, &message, &results, tokens, window, now);
+                let now = params
+                    .get("now")
+                    .and_then(Value::as_i64)
+                    .unwrap_or_else(now_ms);
+                let (mut effects, trigger) = self
+                    .engine
+                    .lock()
+                    .expect("engine lock")
+                    .turn_end(turn, &message, &results, tokens, window, now);
                 if let Some(t) = trigger {
                     effects.extend(self.flush(t, Delivery::Session, None).await);
                 }
@@ -274,24 +337,39 @@ impl Server {
                 let Some(message) = message_of(params.get("message")) else {
                     return Ok(json!({"effects": []}));
                 };
-                let trigger = self.engine.lock().expect("engine lock").message_end(&message);
+                let trigger = self
+                    .engine
+                    .lock()
+                    .expect("engine lock")
+                    .message_end(&message);
                 let effects = match trigger {
                     Some(t) => self.flush(t, Delivery::Session, Some(message)).await,
                     None => Effects::new(),
                 };
                 Ok(json!({"effects": effects}))
             }
-            "agent.end" => Ok(json!({"effects": self.engine.lock().expect("engine lock").agent_end()})),
+            "agent.end" => {
+                Ok(json!({"effects": self.engine.lock().expect("engine lock").agent_end()}))
+            }
             "query" => {
                 let ids: Vec<String> = params
                     .get("toolCallIds")
                     .and_then(Value::as_array)
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect()
+                    })
                     .unwrap_or_default();
                 Ok(self.engine.lock().expect("engine lock").query(&ids))
             }
             "command" => {
-                let args = params.get("args").and_then(Value::as_str).unwrap_or("").trim().to_owned();
+                let args = params
+                    .get("args")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned();
                 Ok(json!({"effects": self.command(&args).await}))
             }
             "shutdown" => Ok(json!({})),
@@ -310,11 +388,18 @@ impl Server {
                     (e.config.enabled, e.pending_len())
                 };
                 if !enabled {
-                    return vec![info("Context pruning is disabled. Run /pruner on first.".into())];
+                    return vec![info(
+                        "Context pruning is disabled. Run /pruner on first.".into(),
+                    )];
                 }
-                let mut out = self.flush(TriggerKind::Manual, Delivery::Runtime, None).await;
+                let mut out = self
+                    .flush(TriggerKind::Manual, Delivery::Runtime, None)
+                    .await;
                 if pending == 0 && !out.iter().any(|e| e["kind"] == "appendMessage") {
-                    out.insert(0, info("pruner: nothing pending — no batches to summarize".into()));
+                    out.insert(
+                        0,
+                        info("pruner: nothing pending — no batches to summarize".into()),
+                    );
                 }
                 out
             }
@@ -323,7 +408,11 @@ impl Server {
                 let mut c = e.config.clone();
                 c.enabled = sub == "on";
                 let save = e.set_config(c);
-                let text = if sub == "on" { "Context pruning enabled." } else { "Context pruning disabled." };
+                let text = if sub == "on" {
+                    "Context pruning enabled."
+                } else {
+                    "Context pruning disabled."
+                };
                 let status = json!({"kind": "status", "text": e.status_text()});
                 vec![save, info(text.into()), status]
             }
@@ -331,7 +420,13 @@ impl Server {
                 let e = self.engine.lock().expect("engine lock");
                 let c = &e.config;
                 let s = &e.state.stats;
-                let secs = |ms: u64| if ms == 0 { "disabled".to_owned() } else { format!("{}s", ms / 1000) };
+                let secs = |ms: u64| {
+                    if ms == 0 {
+                        "disabled".to_owned()
+                    } else {
+                        format!("{}s", ms / 1000)
+                    }
+                };
                 let mut t = format!(
                     "pruner status:\nenabled: {}\nmodel: {}\nthinking: {}\nidle to: {}\nmax to: {}\ntrigger: {}\nbatching: {}\ndedup: {}\nstatus: {}\n--- summarizer ---\n",
                     c.enabled, c.summarizer_model, c.summarizer_thinking, secs(c.summarizer_idle_timeout_ms),
@@ -364,7 +459,9 @@ impl Server {
             "" | "help" => vec![info(HELP.into())],
             other => {
                 let _ = rest;
-                vec![info(format!("Unknown subcommand: \"{other}\". Run /pruner help for usage."))]
+                vec![info(format!(
+                    "Unknown subcommand: \"{other}\". Run /pruner help for usage."
+                ))]
             }
         }
     }
@@ -380,7 +477,9 @@ const HELP: &str = "pruner — condense context pruning\n\
 /// Reads one line of at most `MAX_LINE` bytes. Returns `Ok(None)` at end of
 /// input, `Ok(Some(Err(())))` for an over-long line (discarded, without
 /// buffering more than the limit).
-async fn read_line<R: AsyncBufRead + Unpin>(r: &mut R) -> std::io::Result<Option<Result<String, ()>>> {
+async fn read_line<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+) -> std::io::Result<Option<Result<String, ()>>> {
     let mut buf: Vec<u8> = Vec::new();
     let mut too_long = false;
     loop {
@@ -428,7 +527,9 @@ where
     let (tx, mut rx) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(async move {
         while let Some(line) = rx.recv().await {
-            if output.write_all(line.as_bytes()).await.is_err() || output.write_all(b"\n").await.is_err() {
+            if output.write_all(line.as_bytes()).await.is_err()
+                || output.write_all(b"\n").await.is_err()
+            {
                 break;
             }
             let _ = output.flush().await;
@@ -459,7 +560,9 @@ where
             continue;
         }
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
-            outbox.send(&json!({"method": "protocol.error", "params": {"message": "unparseable line"}}));
+            outbox.send(
+                &json!({"method": "protocol.error", "params": {"message": "unparseable line"}}),
+            );
             continue;
         };
         let id = msg.get("id").cloned();
@@ -472,7 +575,9 @@ where
                 let task = tokio::spawn(async move {
                     let reply = match server.handle(&method, params).await {
                         Ok(result) => json!({"id": id, "result": result}),
-                        Err((code, message)) => json!({"id": id, "error": {"code": code, "message": message}}),
+                        Err((code, message)) => {
+                            json!({"id": id, "error": {"code": code, "message": message}})
+                        }
                     };
                     server.outbox.send(&reply);
                 });
@@ -485,7 +590,11 @@ where
                 let p = msg.get("params").cloned().unwrap_or(Value::Null);
                 let rid = p.get("requestId").and_then(Value::as_str).unwrap_or("");
                 if let Some((_, sink)) = outbox.pending.lock().expect("pending lock").get(rid) {
-                    let delta = p.get("delta").and_then(Value::as_str).unwrap_or("").to_owned();
+                    let delta = p
+                        .get("delta")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
                     match p.get("kind").and_then(Value::as_str) {
                         Some("thinking") => sink.thinking(delta),
                         _ => sink.text(delta),
