@@ -300,6 +300,24 @@ pub fn group_by_mode(batches: Vec<CapturedBatch>, mode: BatchingMode) -> Vec<Cap
     out
 }
 
+/// What a flush would work on now: the branch rescanned, trimmed to what
+/// lies past the frontier, grouped by the batching mode.
+pub fn capture_pending(
+    messages: &[Message],
+    entry_timestamps: &[Option<i64>],
+    state: &State,
+    protection: &Protection,
+    mode: BatchingMode,
+    now: i64,
+) -> Vec<CapturedBatch> {
+    let frontier = state.frontier.as_ref();
+    let batches = capture_branch(messages, entry_timestamps, state, protection, now)
+        .into_iter()
+        .filter_map(|b| trim_to_pending(b, state, frontier))
+        .collect();
+    group_by_mode(batches, mode)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,22 +429,4 @@ mod tests {
             2
         );
     }
-}
-
-/// What a flush would work on now: the branch rescanned, trimmed to what
-/// lies past the frontier, grouped by the batching mode.
-pub fn capture_pending(
-    messages: &[Message],
-    entry_timestamps: &[Option<i64>],
-    state: &State,
-    protection: &Protection,
-    mode: BatchingMode,
-    now: i64,
-) -> Vec<CapturedBatch> {
-    let frontier = state.frontier.as_ref();
-    let batches = capture_branch(messages, entry_timestamps, state, protection, now)
-        .into_iter()
-        .filter_map(|b| trim_to_pending(b, state, frontier))
-        .collect();
-    group_by_mode(batches, mode)
 }
