@@ -505,7 +505,7 @@ impl Engine {
             delivery,
             plan,
             closing,
-            metrics: self.metrics.clone(),
+            metrics: self.metrics,
             captured,
         })
     }
