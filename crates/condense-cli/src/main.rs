@@ -4,9 +4,12 @@
 //! Exit codes: 0 ok, 1 usage error, 2 data problem (missing or unreadable
 //! session, unknown ref, malformed settings).
 
+mod compact;
+mod gen;
 mod inspect;
 mod load;
 mod output;
+mod progress;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,7 +45,7 @@ struct Cli {
 }
 
 /// How a session is named.
-#[derive(Args, Clone)]
+#[derive(Args, Clone, Debug)]
 pub struct SessionArg {
     /// A session file path or a session id (looked up under
     /// $PI_CODING_AGENT_DIR/sessions, default ~/.pi/agent/sessions).
@@ -73,6 +76,9 @@ enum Command {
         #[arg(long, conflicts_with_all = ["pretty", "diff"])]
         json: bool,
     },
+    /// Flush pending work and compress chains offline, appending entries to
+    /// the session file as pi would.
+    Compact(compact::CompactArgs),
     /// What condense knows: config, summarizer stats, context metrics,
     /// frontier, pending work and totals.
     Status {
@@ -113,6 +119,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         settings: Option<PathBuf>,
     },
+    /// Write a synthetic pi session (deterministic from a seed).
+    Gen(gen::GenArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -133,9 +141,11 @@ fn run(cli: Cli) -> Result<(), CliError> {
             };
             output::render(&loaded, mode)
         }
+        Command::Compact(args) => compact::run(&args),
         Command::Status { session, json } => inspect::status(&load::load(&session)?, json),
         Command::Stats { session, json } => inspect::stats(&load::load(&session)?, json),
         Command::Tree { session, json } => inspect::tree(&load::load(&session)?, json),
+        Command::Gen(args) => gen::run(&args),
         Command::Query {
             mut args,
             latest,

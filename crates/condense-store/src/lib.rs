@@ -19,6 +19,7 @@ pub mod json;
 pub mod replay;
 pub mod session;
 pub mod spill;
+pub mod synth;
 pub mod time;
 
 pub use append::{Appender, LockMode};

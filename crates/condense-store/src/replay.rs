@@ -25,6 +25,7 @@ use crate::entries::{
 use condense_core::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
 use condense_core::state::State;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 /// One branch entry, as replay needs to see it.
@@ -126,108 +127,179 @@ pub fn summary_text_of(content: &Value) -> String {
     }
 }
 
+/// The fold both entry points share: the state being built, what was
+/// skipped, and the dedup aliases (applied last).
+struct Fold {
+    state: State,
+    problems: Vec<ReplayProblem>,
+    aliases: Vec<(OccurrenceKey, OccurrenceKey)>,
+}
+
+impl Fold {
+    fn new() -> Self {
+        Fold {
+            state: State::new(),
+            problems: Vec::new(),
+            aliases: Vec::new(),
+        }
+    }
+
+    fn problem(&mut self, position: usize, custom_type: &str, message: String) {
+        self.problems.push(ReplayProblem {
+            position,
+            custom_type: custom_type.to_owned(),
+            message,
+        });
+    }
+
+    /// One record of an index entry (seeding dedup unless backfilled).
+    fn record(
+        &mut self,
+        position: usize,
+        custom_type: &str,
+        record: Result<ToolCallRecord, serde_json::Error>,
+        backfilled: bool,
+    ) {
+        match record {
+            Ok(r) => {
+                self.state.add_record(r, !backfilled);
+            }
+            Err(e) => self.problem(position, custom_type, format!("bad tool call record: {e}")),
+        }
+    }
+
+    /// A `custom` entry's payload.
+    fn custom(&mut self, position: usize, custom_type: &str, data: &Value) {
+        match custom_type {
+            CUSTOM_TYPE_INDEX => match IndexData::deserialize(data) {
+                Ok(d) => {
+                    let backfilled = d.backfilled == Some(true);
+                    for tc in d.tool_calls {
+                        let record = serde_json::from_value::<ToolCallRecord>(tc);
+                        self.record(position, custom_type, record, backfilled);
+                    }
+                    if backfilled {
+                        let refs: Vec<SummaryRef> = d
+                            .refs
+                            .unwrap_or_default()
+                            .into_iter()
+                            .filter_map(|r| serde_json::from_value(r).ok())
+                            .collect();
+                        self.state.register_summary_refs(&refs);
+                    }
+                }
+                Err(e) => self.problem(position, custom_type, format!("bad index payload: {e}")),
+            },
+            CUSTOM_TYPE_CHAIN => match ChainEntry::deserialize(data) {
+                Ok(c) if !c.block_id.is_empty() => self.state.register_chain(c),
+                Ok(_) => self.problem(position, custom_type, "chain entry without blockId".into()),
+                Err(e) => self.problem(position, custom_type, format!("bad chain payload: {e}")),
+            },
+            CUSTOM_TYPE_DEDUP_ALIAS => match DedupData::deserialize(data) {
+                Ok(DedupData {
+                    new_tool_call_id: Some(new),
+                    original_tool_call_id: Some(orig),
+                    new_result_timestamp,
+                    original_result_timestamp,
+                }) if !new.is_empty() && !orig.is_empty() => self.aliases.push((
+                    OccurrenceKey::new(new, new_result_timestamp),
+                    OccurrenceKey::new(orig, original_result_timestamp),
+                )),
+                Ok(_) => self.problem(position, custom_type, "dedup alias without ids".into()),
+                Err(e) => self.problem(
+                    position,
+                    custom_type,
+                    format!("bad dedup alias payload: {e}"),
+                ),
+            },
+            // A frontier without `lastAttemptedToolCallId` is ignored.
+            CUSTOM_TYPE_FRONTIER
+                if data
+                    .get("lastAttemptedToolCallId")
+                    .and_then(Value::as_str)
+                    .is_some() =>
+            {
+                match Frontier::deserialize(data) {
+                    Ok(f) => self.state.frontier = Some(f),
+                    Err(e) => {
+                        self.problem(position, custom_type, format!("bad frontier payload: {e}"))
+                    }
+                }
+            }
+            CUSTOM_TYPE_STATS => match SummarizerStats::deserialize(data) {
+                Ok(s) => self.state.stats = s,
+                Err(e) => self.problem(position, custom_type, format!("bad stats payload: {e}")),
+            },
+            _ => {}
+        }
+    }
+
+    /// A `context-prune-summary` custom message.
+    fn summary(&mut self, content: &Value, details: &Value) {
+        let refs = summary_refs_of(details);
+        self.state.register_summary_refs(&refs);
+        let text = summary_text_of(content);
+        self.state
+            .register_summary_body(refs.iter().map(SummaryRef::key).collect(), text);
+    }
+
+    fn finish(mut self) -> (State, Vec<ReplayProblem>) {
+        for (new, orig) in &self.aliases {
+            self.state.register_dedup_alias(new, orig);
+        }
+        (self.state, self.problems)
+    }
+}
+
 /// Folds entries into a fresh state. Returns the state and what was skipped.
 pub fn replay<'a, I>(entries: I) -> (State, Vec<ReplayProblem>)
 where
     I: IntoIterator<Item = ReplayEntry<'a>>,
 {
-    let mut state = State::new();
-    let mut problems = Vec::new();
-    let mut aliases: Vec<(OccurrenceKey, OccurrenceKey)> = Vec::new();
-    let mut problem = |position: usize, custom_type: &str, message: String| {
-        problems.push(ReplayProblem {
-            position,
-            custom_type: custom_type.to_owned(),
-            message,
-        })
-    };
-
+    let mut fold = Fold::new();
     for (pos, entry) in entries.into_iter().enumerate() {
         match entry {
-            ReplayEntry::Custom { custom_type, data } => match custom_type {
-                CUSTOM_TYPE_INDEX => match IndexData::deserialize(data) {
-                    Ok(d) => {
-                        let backfilled = d.backfilled == Some(true);
-                        for tc in d.tool_calls {
-                            match serde_json::from_value::<ToolCallRecord>(tc) {
-                                Ok(r) => {
-                                    state.add_record(r, !backfilled);
-                                }
-                                Err(e) => {
-                                    problem(pos, custom_type, format!("bad tool call record: {e}"))
-                                }
-                            }
-                        }
-                        if backfilled {
-                            let refs: Vec<SummaryRef> = d
-                                .refs
-                                .unwrap_or_default()
-                                .into_iter()
-                                .filter_map(|r| serde_json::from_value(r).ok())
-                                .collect();
-                            state.register_summary_refs(&refs);
-                        }
-                    }
-                    Err(e) => problem(pos, custom_type, format!("bad index payload: {e}")),
-                },
-                CUSTOM_TYPE_CHAIN => match ChainEntry::deserialize(data) {
-                    Ok(c) if !c.block_id.is_empty() => state.register_chain(c),
-                    Ok(_) => problem(pos, custom_type, "chain entry without blockId".into()),
-                    Err(e) => problem(pos, custom_type, format!("bad chain payload: {e}")),
-                },
-                CUSTOM_TYPE_DEDUP_ALIAS => match DedupData::deserialize(data) {
-                    Ok(DedupData {
-                        new_tool_call_id: Some(new),
-                        original_tool_call_id: Some(orig),
-                        new_result_timestamp,
-                        original_result_timestamp,
-                    }) if !new.is_empty() && !orig.is_empty() => aliases.push((
-                        OccurrenceKey::new(new, new_result_timestamp),
-                        OccurrenceKey::new(orig, original_result_timestamp),
-                    )),
-                    Ok(_) => problem(pos, custom_type, "dedup alias without ids".into()),
-                    Err(e) => problem(pos, custom_type, format!("bad dedup alias payload: {e}")),
-                },
-                // A frontier without `lastAttemptedToolCallId` is ignored.
-                CUSTOM_TYPE_FRONTIER
-                    if data
-                        .get("lastAttemptedToolCallId")
-                        .and_then(Value::as_str)
-                        .is_some() =>
-                {
-                    match Frontier::deserialize(data) {
-                        Ok(f) => state.frontier = Some(f),
-                        Err(e) => problem(pos, custom_type, format!("bad frontier payload: {e}")),
-                    }
-                }
-                CUSTOM_TYPE_STATS => match SummarizerStats::deserialize(data) {
-                    Ok(s) => state.stats = s,
-                    Err(e) => problem(pos, custom_type, format!("bad stats payload: {e}")),
-                },
-                _ => {}
-            },
+            ReplayEntry::Custom { custom_type, data } => fold.custom(pos, custom_type, data),
             ReplayEntry::CustomMessage {
                 custom_type,
                 content,
                 details,
             } => {
-                if custom_type != CUSTOM_TYPE_SUMMARY {
-                    continue;
+                if custom_type == CUSTOM_TYPE_SUMMARY {
+                    fold.summary(content, details);
                 }
-                let refs = summary_refs_of(details);
-                state.register_summary_refs(&refs);
-                let text = summary_text_of(content);
-                state.register_summary_body(refs.iter().map(SummaryRef::key).collect(), text);
             }
         }
     }
-    for (new, orig) in aliases {
-        state.register_dedup_alias(&new, &orig);
-    }
-    (state, problems)
+    fold.finish()
+}
+
+/// An index entry's payload with its records left as raw JSON, so each is
+/// read straight into a [`ToolCallRecord`] (the bulk of a long session's
+/// bytes) instead of through a `serde_json::Value`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawIndexData<'a> {
+    #[serde(borrow, default)]
+    tool_calls: Vec<&'a RawValue>,
+    #[serde(default)]
+    backfilled: Option<bool>,
+    #[serde(borrow, default)]
+    refs: Option<Vec<&'a RawValue>>,
+}
+
+/// Reads a value from raw JSON; on failure, through a `Value` (which, unlike
+/// a struct, tolerates duplicate keys: the last one wins, as in `JSON.parse`).
+fn from_raw<T: serde::de::DeserializeOwned>(raw: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_str(raw)
+        .or_else(|_| serde_json::from_str::<Value>(raw).and_then(serde_json::from_value))
 }
 
 /// Replays the condense entries of a session branch (root first).
+///
+/// Entries are read one at a time from their raw lines (no payload is kept
+/// once folded); index records go straight from their JSON text into
+/// records. Problems carry the entry's line in the session file.
 pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayProblem>) {
     use crate::session::EntryType;
     const READ: [&str; 6] = [
@@ -238,20 +310,38 @@ pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayPro
         CUSTOM_TYPE_CHAIN,
         CUSTOM_TYPE_STATS,
     ];
-    // Parse the payloads first; the replay entries borrow them.
-    let mut owned: Vec<(bool, &str, Value, Value)> = Vec::new();
-    let mut lines: Vec<usize> = Vec::new();
-    let mut bad = Vec::new();
+    let mut fold = Fold::new();
+    let mut unreadable = Vec::new();
     for e in branch {
         let Some(ct) = e.custom_type.as_deref().filter(|ct| READ.contains(ct)) else {
             continue;
         };
+        let line = e.line;
+        // The hot path: an index entry, read record by record.
+        if e.kind == EntryType::Custom && ct == CUSTOM_TYPE_INDEX {
+            if let Some(Ok(d)) = e.payload_raw().map(serde_json::from_str::<RawIndexData>) {
+                let backfilled = d.backfilled == Some(true);
+                for tc in d.tool_calls {
+                    fold.record(line, ct, from_raw(tc.get()), backfilled);
+                }
+                if backfilled {
+                    let refs: Vec<SummaryRef> = d
+                        .refs
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter_map(|r| from_raw(r.get()).ok())
+                        .collect();
+                    fold.state.register_summary_refs(&refs);
+                }
+                continue;
+            }
+        }
         let payload = match e.payload::<Value>() {
             None => Value::Null,
             Some(Ok(v)) => v,
             Some(Err(err)) => {
-                bad.push(ReplayProblem {
-                    position: e.line,
+                unreadable.push(ReplayProblem {
+                    position: line,
                     custom_type: ct.to_owned(),
                     message: format!("unreadable payload: {err}"),
                 });
@@ -259,40 +349,17 @@ pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayPro
             }
         };
         match e.kind {
-            EntryType::Custom => {
-                owned.push((false, ct, payload, Value::Null));
-                lines.push(e.line);
-            }
-            EntryType::CustomMessage => {
-                let content = e
-                    .raw_field("content")
+            EntryType::Custom => fold.custom(line, ct, &payload),
+            EntryType::CustomMessage if ct == CUSTOM_TYPE_SUMMARY => {
+                let content = e.custom_message_fields()[1]
                     .and_then(|raw| serde_json::from_str(raw).ok())
                     .unwrap_or(Value::Null);
-                owned.push((true, ct, content, payload));
-                lines.push(e.line);
+                fold.summary(&content, &payload);
             }
             _ => {}
         }
     }
-    let entries = owned.iter().map(|(is_msg, ct, a, b)| {
-        if *is_msg {
-            ReplayEntry::CustomMessage {
-                custom_type: ct,
-                content: a,
-                details: b,
-            }
-        } else {
-            ReplayEntry::Custom {
-                custom_type: ct,
-                data: a,
-            }
-        }
-    });
-    let (state, mut problems) = replay(entries);
-    // Report file line numbers rather than positions among replayed entries.
-    for p in &mut problems {
-        p.position = lines.get(p.position).copied().unwrap_or(p.position);
-    }
-    problems.extend(bad);
+    let (state, mut problems) = fold.finish();
+    problems.extend(unreadable);
     (state, problems)
 }

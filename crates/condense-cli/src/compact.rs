@@ -1,0 +1,391 @@
+//! `condense compact`: a real flush of a session's pending work, offline.
+//!
+//! The same pipeline a live pi-condense runs, on the session file:
+//! oversized outputs spill to blob files, pending batches are deduplicated,
+//! skipped or summarized with the chosen provider, then eligible chains are
+//! compressed (every closed chain by default: `--window` keeps the last K raw).
+//! The entries are appended the way pi appends them, under the store's
+//! advisory lock, and only after every decision is made: a failed run
+//! writes nothing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use condense_core::capture::capture_pending;
+use condense_core::compress::{apply_chains, plan_chains};
+use condense_core::flush::{
+    apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, Notice,
+    NoticeLevel,
+};
+use condense_core::render::{array_chars, chars_to_tokens, render, RenderSettings};
+use condense_store::append::{Appender, LockMode};
+use condense_summarizer::{
+    Anthropic, AnthropicConfig, ApiKey, CancelToken, Extractive, ModelRef, OpenAiCompatible,
+    OpenAiConfig, Provider, RunOptions, Summarizer, SummarizerSettings, Target,
+};
+
+use crate::load::{load, Loaded};
+use crate::output::write_all;
+use crate::{CliError, SessionArg};
+
+/// Which summarizer answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderKind {
+    /// No LLM: deterministic bullets from the raw outputs.
+    Extractive,
+    /// An OpenAI-compatible chat completions endpoint.
+    Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+/// `compact` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct CompactArgs {
+    #[command(flatten)]
+    pub session: SessionArg,
+    /// The summarizer.
+    #[arg(long, value_enum, default_value = "extractive")]
+    pub provider: ProviderKind,
+    /// Model id for an LLM provider.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Base URL of the LLM API (default: the provider's public endpoint).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Environment variable holding the API key.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Closed chains to keep uncompressed (the rolling window); 0 compresses all.
+    #[arg(long, default_value_t = 0)]
+    pub window: u32,
+    /// Show what would happen; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Compact even if another process has the session open.
+    #[arg(long)]
+    pub force: bool,
+    /// Machine-readable report.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn provider(args: &CompactArgs) -> Result<(Arc<dyn Provider>, ModelRef), CliError> {
+    Ok(match args.provider {
+        ProviderKind::Extractive => (
+            Arc::new(Extractive::new()),
+            ModelRef::new("condense", "extractive"),
+        ),
+        ProviderKind::Openai => {
+            let mut c = OpenAiConfig::default();
+            if let Some(u) = &args.base_url {
+                c.base_url = u.clone();
+            }
+            if let Some(e) = &args.api_key_env {
+                c.api_key = ApiKey::Env(e.clone());
+            }
+            let model = args
+                .model
+                .clone()
+                .ok_or_else(|| CliError::Usage("--provider openai needs --model".into()))?;
+            (
+                Arc::new(OpenAiCompatible::new(c)),
+                ModelRef::new("openai", model),
+            )
+        }
+        ProviderKind::Anthropic => {
+            let mut c = AnthropicConfig::default();
+            if let Some(u) = &args.base_url {
+                c.base_url = u.clone();
+            }
+            if let Some(e) = &args.api_key_env {
+                c.api_key = ApiKey::Env(e.clone());
+            }
+            let model = args
+                .model
+                .clone()
+                .ok_or_else(|| CliError::Usage("--provider anthropic needs --model".into()))?;
+            (
+                Arc::new(Anthropic::new(c)),
+                ModelRef::new("anthropic", model),
+            )
+        }
+    })
+}
+
+/// Another process that has `path` open (Linux: any `/proc/<pid>/fd` link
+/// to it), so a running pi's session is not written behind its back. pi
+/// takes no lock; this is how condense notices it.
+pub fn held_by_other_process(path: &Path) -> Option<u32> {
+    let target = path.canonicalize().ok()?;
+    let me = std::process::id();
+    for proc_entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = proc_entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(proc_entry.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if std::fs::read_link(fd.path()).is_ok_and(|l| l == target) {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
+
+/// What a compaction did.
+#[derive(Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactReport {
+    pub batches: usize,
+    pub summarized_batches: usize,
+    pub summarized_calls: usize,
+    pub skipped_batches: usize,
+    pub spilled_outputs: usize,
+    pub dedup_aliases: usize,
+    pub chains_compressed: usize,
+    pub entries: usize,
+    pub before_tokens: u64,
+    pub after_tokens: u64,
+    pub outcome: String,
+    pub notices: Vec<String>,
+    pub written: bool,
+}
+
+fn rendered_tokens(loaded: &Loaded, state: &condense_core::state::State) -> u64 {
+    let settings = RenderSettings {
+        config: &loaded.config,
+        protection: &loaded.protection,
+    };
+    let r = render(&loaded.messages, state, &settings);
+    chars_to_tokens(match r.plan {
+        Some(p) => p.after_chars,
+        None => array_chars(loaded.messages.iter().map(|m| m.size())),
+    })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Runs the compaction; returns the report (entries appended unless dry run).
+pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
+    let loaded = load(&args.session)?;
+    let path: PathBuf = loaded.path.clone();
+    if !args.force && !args.dry_run {
+        if let Some(pid) = held_by_other_process(&path) {
+            return Err(CliError::Data(format!(
+                "{}: open in process {pid} (a running pi?); close it or pass --force",
+                path.display()
+            )));
+        }
+    }
+    // Take the lock before deciding anything, so no other condense appends in between.
+    let appender = if args.dry_run {
+        None
+    } else {
+        Some(
+            Appender::open(&path, LockMode::Try)
+                .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?,
+        )
+    };
+    let (provider, model) = provider(args)?;
+    let mut report = CompactReport {
+        before_tokens: rendered_tokens(&loaded, &loaded.state),
+        ..CompactReport::default()
+    };
+    let now = now_ms();
+    let mut state = loaded.state.clone();
+    let config = loaded.config.clone();
+    let mut effects: Vec<FlushEffect> = Vec::new();
+    let mut notices: Vec<Notice> = Vec::new();
+
+    // Eager spill of oversized pending outputs (blob first, record after).
+    let mut batches = capture_pending(
+        &loaded.messages,
+        &[],
+        &state,
+        &loaded.protection,
+        config.batching_mode,
+        now,
+    );
+    let mut kept = Vec::new();
+    for batch in batches.drain(..) {
+        let plan = plan_spill(&batch, &state, &config);
+        let mut written = Vec::new();
+        if !args.dry_run {
+            for &i in &plan.spill {
+                let c = &batch.calls[i];
+                match condense_store::spill::write_blob(&loaded.blob_dir, &c.key(), &c.result_text)
+                {
+                    Ok(b) => written.push(b.to_spill(i)),
+                    Err(e) => notices.push(Notice {
+                        level: NoticeLevel::Warning,
+                        text: format!("spill of {} failed ({e}); it stays inline", c.tool_call_id),
+                    }),
+                }
+            }
+        } else {
+            written.extend(
+                plan.spill
+                    .iter()
+                    .map(|&i| condense_core::flush::WrittenSpill {
+                        call: i,
+                        path: "(dry run)".into(),
+                        bytes: batch.calls[i].result_text.len() as u64,
+                    }),
+            );
+        }
+        report.spilled_outputs += written.len();
+        report.dedup_aliases += plan.aliases.len();
+        let (e, rest) = apply_spill(batch, &plan, &written, &mut state, &config);
+        effects.extend(e);
+        if !rest.calls.is_empty() {
+            kept.push(rest);
+        }
+    }
+    report.batches = kept.len();
+
+    let plan = plan_flush(kept, &state, &config);
+    report.dedup_aliases += plan.aliases.len();
+    let summarizer = Summarizer::new(
+        Target::new(provider, model),
+        SummarizerSettings::from_config(&config),
+    );
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Data(format!("starting the async runtime: {e}")))?;
+    let cancel = CancelToken::new();
+    let progress = crate::progress::bar(plan.jobs.len() as u64, "summarizing");
+    let run = runtime.block_on(summarizer.run_jobs(
+        &plan.jobs,
+        RunOptions::default(),
+        &cancel,
+        &mut |e| {
+            if let condense_summarizer::ProgressEvent::Done { .. }
+            | condense_summarizer::ProgressEvent::Skipped { .. } = e
+            {
+                progress.inc(1);
+            }
+        },
+    ));
+    progress.finish_and_clear();
+    notices.extend(run.notices.iter().map(|n| Notice {
+        level: match n.level {
+            condense_summarizer::NoticeLevel::Info => NoticeLevel::Info,
+            condense_summarizer::NoticeLevel::Warning => NoticeLevel::Warning,
+            condense_summarizer::NoticeLevel::Error => NoticeLevel::Error,
+        },
+        text: n.text.clone(),
+    }));
+    let flushed = apply_flush(plan, run.results, &mut state, &config);
+    report.summarized_batches = flushed.summarized_batches;
+    report.summarized_calls = flushed.summarized_calls;
+    report.skipped_batches = flushed.processed_batches - flushed.summarized_batches;
+    report.outcome = match &flushed.outcome {
+        FlushOutcome::Empty => "empty".into(),
+        FlushOutcome::Processed(o) => o.as_str().into(),
+        FlushOutcome::SummarizerFailed(m) => format!("error: {m}"),
+    };
+    effects.extend(flushed.effects);
+    notices.extend(flushed.notices);
+
+    // Chain compression (K = --window; pi-condense's /pruner compact uses 0).
+    let chain_plan = plan_chains(
+        &loaded.messages,
+        None,
+        &state,
+        &config,
+        &loaded.protection,
+        args.window,
+    );
+    let mut fusion = Vec::new();
+    if config.chain_compression.fuse_range_summary {
+        for job in &chain_plan.fusion_jobs {
+            fusion.push(
+                runtime
+                    .block_on(summarizer.summarize_range(&job.summaries, &cancel))
+                    .result,
+            );
+        }
+    }
+    let mut chain_spills = Vec::new();
+    for (w, r, rec) in chain_plan.spills(&config) {
+        if args.dry_run {
+            continue;
+        }
+        if let Ok(b) =
+            condense_store::spill::write_blob(&loaded.blob_dir, &rec.key(), &rec.result_text)
+        {
+            chain_spills.push((w, r, b.to_spill(r)));
+        }
+    }
+    let chains = apply_chains(chain_plan, fusion, &chain_spills, &mut state, &config, now);
+    report.chains_compressed = chains.compressed.len();
+    effects.extend(chains.effects);
+    notices.extend(chains.notices);
+
+    report.entries = effects.len();
+    report.after_tokens = rendered_tokens(&loaded, &state);
+    report.notices = notices.iter().map(|n| n.text.clone()).collect();
+    if let Some(mut appender) = appender {
+        if !effects.is_empty() {
+            condense_store::effects::append_effects(&mut appender, &effects, now)
+                .map_err(|e| CliError::Data(format!("{}: appending: {e}", path.display())))?;
+            report.written = true;
+        }
+    }
+    Ok(report)
+}
+
+/// `condense compact`: runs and prints the report.
+pub fn run(args: &CompactArgs) -> Result<(), CliError> {
+    let mut report = compact(args)?;
+    if report.written {
+        // Measure what the model now sees, summary messages included.
+        let reloaded = load(&args.session)?;
+        report.after_tokens = rendered_tokens(&reloaded, &reloaded.state);
+    }
+    if args.json {
+        return write_all(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report).expect("json")
+        ));
+    }
+    let mut out = String::new();
+    let verb = if args.dry_run {
+        "would append"
+    } else {
+        "appended"
+    };
+    out.push_str(&format!(
+        "compact: {} pending batch(es): {} summarized ({} tool calls), {} skipped; {} output(s) spilled; {} duplicate(s); {} chain(s) compressed\n",
+        report.batches, report.summarized_batches, report.summarized_calls, report.skipped_batches,
+        report.spilled_outputs, report.dedup_aliases, report.chains_compressed
+    ));
+    out.push_str(&format!(
+        "context: ~{} -> ~{} tokens\n",
+        report.before_tokens, report.after_tokens
+    ));
+    out.push_str(&format!(
+        "{verb} {} entr{}\n",
+        report.entries,
+        if report.entries == 1 { "y" } else { "ies" }
+    ));
+    for n in &report.notices {
+        out.push_str(&format!("  {n}\n"));
+    }
+    write_all(&out)
+}

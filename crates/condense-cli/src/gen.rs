@@ -1,0 +1,82 @@
+//! `condense gen`: write a synthetic pi session (see `condense_store::synth`).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+use condense_store::synth::{self, Shape, SynthOptions};
+
+use crate::CliError;
+
+/// The conversation's shape.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ShapeArg {
+    /// One prompt, then tool turns (400 chars of thinking, one bash call, a
+    /// 3,600-char result each).
+    ToolTurns,
+    /// Prompts of ten such tool turns, each closed by a text reply.
+    Tasks,
+    /// A realistic mix: file reads, build logs, a failed write, a re-read,
+    /// a skill file, an oversized output.
+    Realistic,
+}
+
+impl ShapeArg {
+    fn name(self) -> &'static str {
+        match self {
+            ShapeArg::ToolTurns => "tool-turns",
+            ShapeArg::Tasks => "tasks",
+            ShapeArg::Realistic => "realistic",
+        }
+    }
+}
+
+/// Options of `condense gen`.
+#[derive(Args, Debug)]
+pub struct GenArgs {
+    /// Size of the unpruned context, in tokens (chars / 4).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub tokens: u64,
+    /// The conversation's shape.
+    #[arg(long, value_enum, default_value = "realistic")]
+    pub shape: ShapeArg,
+    /// Run condense's flush pipeline while generating, so the session holds
+    /// the entries a live pi-condense would have written.
+    #[arg(long)]
+    pub pruned: bool,
+    /// Seed: the same seed and options give the same bytes.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the session here (and spilled outputs into its blob directory)
+    /// instead of to stdout.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Runs `condense gen`.
+pub fn run(args: &GenArgs) -> Result<(), CliError> {
+    let opts = SynthOptions {
+        seed: args.seed,
+        tokens: Some(args.tokens),
+        shape: Shape::from_name(args.shape.name()).expect("every ShapeArg names a shape"),
+        pruned: args.pruned,
+        ..SynthOptions::default()
+    };
+    match &args.output {
+        Some(path) => synth::write(path, &opts)
+            .map_err(|e| CliError::Data(format!("{}: {e}", path.display()))),
+        None => {
+            let s = synth::generate_session(&opts);
+            if !s.blobs.is_empty() {
+                eprintln!(
+                    "condense: {} spilled output(s) not written (use -o FILE to write them)",
+                    s.blobs.len()
+                );
+            }
+            let mut out = std::io::stdout().lock();
+            out.write_all(s.jsonl.as_bytes())
+                .and_then(|()| out.flush())
+                .map_err(|e| CliError::Data(format!("stdout: {e}")))
+        }
+    }
+}

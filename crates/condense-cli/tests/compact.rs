@@ -1,0 +1,140 @@
+//! `condense compact` on a copy of a real session with every condense entry
+//! removed: it must find the work, write whole entries pi-condense's way,
+//! leave the session renderable and idempotent, and refuse sessions in use.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn raw_session(dir: &Path) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../condense-store/tests/fixtures/pi-condense-2.9.1.jsonl");
+    let mut out = Vec::new();
+    let mut prev: Option<String> = None;
+    for (i, line) in std::fs::read_to_string(fixture)
+        .unwrap()
+        .lines()
+        .enumerate()
+    {
+        let mut e: Value = serde_json::from_str(line).unwrap();
+        if i > 0 {
+            if e["customType"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("context-prune"))
+            {
+                continue;
+            }
+            e["parentId"] = prev.clone().map_or(Value::Null, Value::String);
+            prev = e["id"].as_str().map(str::to_owned);
+        }
+        out.push(e.to_string());
+    }
+    let path = dir.join("raw.jsonl");
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+    path
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("condense-compact-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn condense(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", dir.join("agent"))
+        .output()
+        .unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn compacts_once_and_then_finds_nothing() {
+    let dir = tempdir("once");
+    let s = raw_session(&dir);
+    let before = std::fs::read_to_string(&s).unwrap();
+    let p = s.to_str().unwrap();
+
+    let dry = json_of(&condense(&dir, &["compact", p, "--dry-run", "--json"]));
+    assert_eq!(
+        std::fs::read_to_string(&s).unwrap(),
+        before,
+        "dry run writes nothing"
+    );
+    assert!(dry["entries"].as_u64().unwrap() > 0);
+
+    let r = json_of(&condense(&dir, &["compact", p, "--window", "3", "--json"]));
+    assert_eq!(r["summarizedBatches"], 6);
+    assert_eq!(r["chainsCompressed"], 3);
+    assert_eq!(r["written"], true);
+    assert!(r["afterTokens"].as_u64().unwrap() < r["beforeTokens"].as_u64().unwrap() / 2);
+
+    // Whole lines, chained onto the old leaf, all condense's.
+    let after = std::fs::read_to_string(&s).unwrap();
+    assert!(after.starts_with(&before));
+    let new: Vec<Value> = after[before.len()..]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(new.len() as u64, r["entries"].as_u64().unwrap());
+    assert!(new.iter().all(|e| e["customType"]
+        .as_str()
+        .unwrap()
+        .starts_with("context-prune-")));
+    let kinds: Vec<&str> = new
+        .iter()
+        .map(|e| e["customType"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"context-prune-summary") && kinds.contains(&"context-prune-chain"));
+
+    // The model now sees stubs and compressed chains; the originals answer queries.
+    let rendered = condense(&dir, &["render", p]);
+    let text = String::from_utf8_lossy(&rendered.stdout);
+    assert!(text.contains("<compressed-chain id=\\\"b1\\\""));
+    let q = condense(&dir, &["query", p, "t1"]);
+    assert!(String::from_utf8_lossy(&q.stdout).contains("class Model0:"));
+
+    // Nothing is left to do.
+    let again = json_of(&condense(&dir, &["compact", p, "--window", "3", "--json"]));
+    assert_eq!(again["entries"], 0);
+    assert_eq!(again["written"], false);
+}
+
+#[test]
+fn refuses_a_session_another_process_holds() {
+    let dir = tempdir("held");
+    let s = raw_session(&dir);
+    let p = s.to_str().unwrap().to_owned();
+    let mut holder = Command::new("sh")
+        .arg("-c")
+        .arg(format!("exec 3<'{p}'; sleep 20"))
+        .spawn()
+        .unwrap();
+    // Give the shell a moment to open the file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut out = condense(&dir, &["compact", &p]);
+    while out.status.success() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        out = condense(&dir, &["compact", &p]);
+    }
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
+}
