@@ -141,14 +141,31 @@ pub struct Message(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    json: Box<str>,
+    json: JsonText,
     skeleton: Skeleton,
     size: usize,
 }
 
+/// A message's JSON: its own copy, or a window on a buffer it shares (the
+/// session file a reader loaded), so a long branch is not held twice.
+#[derive(Debug)]
+enum JsonText {
+    Owned(Box<str>),
+    Shared(Arc<String>, std::ops::Range<usize>),
+}
+
+impl JsonText {
+    fn as_str(&self) -> &str {
+        match self {
+            JsonText::Owned(s) => s,
+            JsonText::Shared(buf, r) => &buf[r.clone()],
+        }
+    }
+}
+
 impl PartialEq for Message {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.json == other.0.json
+        Arc::ptr_eq(&self.0, &other.0) || self.0.json.as_str() == other.0.json.as_str()
     }
 }
 
@@ -158,7 +175,21 @@ impl Message {
         let skeleton = parse_skeleton(json)?;
         Ok(Message(Arc::new(Inner {
             size: js_len(json),
-            json: Box::from(json),
+            json: JsonText::Owned(Box::from(json)),
+            skeleton,
+        })))
+    }
+
+    /// Reads a message whose JSON is `buf[range]`, sharing the buffer
+    /// instead of copying the text.
+    pub fn from_shared(buf: &Arc<String>, range: std::ops::Range<usize>) -> Result<Message, MessageError> {
+        let json = buf
+            .get(range.clone())
+            .ok_or(MessageError::NotAnObject)?;
+        let skeleton = parse_skeleton(json)?;
+        Ok(Message(Arc::new(Inner {
+            size: js_len(json),
+            json: JsonText::Shared(Arc::clone(buf), range),
             skeleton,
         })))
     }
@@ -168,7 +199,7 @@ impl Message {
     pub(crate) fn from_parts(json: String, skeleton: Skeleton) -> Message {
         Message(Arc::new(Inner {
             size: js_len(&json),
-            json: json.into_boxed_str(),
+            json: JsonText::Owned(json.into_boxed_str()),
             skeleton,
         }))
     }
@@ -184,7 +215,7 @@ impl Message {
 
     /// The message's JSON text.
     pub fn json(&self) -> &str {
-        &self.0.json
+        self.0.json.as_str()
     }
 
     /// The parsed skeleton.
@@ -194,7 +225,7 @@ impl Message {
 
     /// The message as a JSON value (parses the full body).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(&self.0.json).expect("message JSON was validated at construction")
+        serde_json::from_str(self.0.json.as_str()).expect("message JSON was validated at construction")
     }
 
     /// Size of the JSON serialization in UTF-16 units (JavaScript's
@@ -248,20 +279,125 @@ struct SkeletonDe<'a> {
     #[serde(borrow, default, rename = "customType")]
     custom_type: Option<&'a RawValue>,
     #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
+    content: Option<ContentDe<'a>>,
     #[serde(borrow, default)]
     details: Option<&'a RawValue>,
 }
 
-#[derive(Deserialize)]
+/// `content` read in the same pass as the rest of the message: a string,
+/// an array of blocks (each skimmed for the fields the skeleton needs), or
+/// anything else (ignored).
+enum ContentDe<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<BlockDe<'a>>),
+    Other,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ContentDe<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = ContentDe<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("message content")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ContentDe::Text(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ContentDe::Text(Cow::Owned(v.to_owned())))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut blocks = Vec::new();
+                // A block that is not an object (a string, a number) is kept
+                // as an empty block so positions stay right.
+                while let Some(b) = seq.next_element::<BlockOrOther<'a>>()? {
+                    blocks.push(b.0);
+                }
+                Ok(ContentDe::Blocks(blocks))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(ContentDe::Other)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ContentDe::Other)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(ContentDe::Other)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(ContentDe::Other)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ContentDe::Other)
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(ContentDe::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+struct BlockOrOther<'a>(BlockDe<'a>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for BlockOrOther<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
+            type Value = BlockOrOther<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a content block")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut b = BlockDe::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "type" => b.kind = Some(map.next_value()?),
+                        "id" => b.id = Some(map.next_value()?),
+                        "name" => b.name = Some(map.next_value()?),
+                        "text" => b.text = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(BlockOrOther(b))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(BlockOrOther(BlockDe::default()))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(BlockOrOther(BlockDe::default()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(BlockOrOther(BlockDe::default()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(BlockOrOther(BlockDe::default()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(BlockOrOther(BlockDe::default()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(BlockOrOther(BlockDe::default()))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(BlockOrOther(BlockDe::default()))
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
+}
+
+/// The fields of a content block the skeleton reads (raw, unparsed).
+#[derive(Default)]
 struct BlockDe<'a> {
-    #[serde(borrow, default, rename = "type")]
     kind: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     name: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     text: Option<&'a RawValue>,
 }
 
@@ -329,10 +465,8 @@ fn parse_skeleton(json: &str) -> Result<Skeleton, MessageError> {
         }
         _ => {}
     }
-    if let Some(content) = de.content {
-        let text = content.get();
-        if text.starts_with('[') {
-            let blocks: Vec<BlockDe> = serde_json::from_str(text).unwrap_or_default();
+    match de.content {
+        Some(ContentDe::Blocks(blocks)) => {
             for (i, block) in blocks.iter().enumerate() {
                 let kind = block.kind.map(|k| k.get());
                 match kind {
@@ -348,17 +482,17 @@ fn parse_skeleton(json: &str) -> Result<Skeleton, MessageError> {
                 }
                 if i == 0 && sk.role == Some(Role::User) {
                     if let Some(first) = raw_str(block.text) {
-                        sk.is_synthetic_chain = kind == Some("\"text\"")
-                            && first.trim_start().starts_with("<compressed-chain");
+                        sk.is_synthetic_chain =
+                            kind == Some("\"text\"") && first.trim_start().starts_with("<compressed-chain");
                         sk.compressed_chain_id = compressed_chain_id(&first);
                     }
                 }
             }
-        } else if text.starts_with('"') && sk.role == Some(Role::User) {
-            if let Ok(s) = serde_json::from_str::<String>(text) {
-                sk.is_synthetic_chain = s.trim_start().starts_with("<compressed-chain");
-            }
         }
+        Some(ContentDe::Text(text)) if sk.role == Some(Role::User) => {
+            sk.is_synthetic_chain = text.trim_start().starts_with("<compressed-chain");
+        }
+        _ => {}
     }
     Ok(sk)
 }

@@ -16,13 +16,20 @@
 //!   with exactly one occurrence.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::fxhash::FxHashMap;
 use crate::message::Message;
 
 use crate::occurrence::{split_occurrence, OccurrenceKey};
 use crate::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
+
+/// A record's content hash: the persisted one, else computed.
+fn record_hash(r: &ToolCallRecord) -> String {
+    r.content_hash
+        .clone()
+        .unwrap_or_else(|| crate::dedup::content_hash(&r.tool_name, &r.result_text))
+}
 
 /// Per-occurrence facts, grouped under the bare id.
 #[derive(Debug, Clone, Default)]
@@ -99,7 +106,10 @@ pub struct State {
     generation: u64,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
-    content_hashes: HashMap<String, OccurrenceKey>,
+    /// Records that seed dedup, in indexing order; hashed on first lookup
+    /// (a reload that never flushes never pays for SHA-1 over every output).
+    dedup_seeds: Vec<usize>,
+    content_hashes: OnceLock<FxHashMap<String, OccurrenceKey>>,
     summary_bodies: Vec<SummaryBody>,
     chains: BTreeMap<i64, ChainEntry>,
     next_block: u64,
@@ -147,15 +157,16 @@ impl State {
     /// are). Returns the record's key.
     pub fn add_record(&mut self, record: ToolCallRecord, seed_dedup: bool) -> OccurrenceKey {
         let key = record.key();
-        if seed_dedup {
-            let hash = record.content_hash.clone().unwrap_or_else(|| {
-                crate::dedup::content_hash(&record.tool_name, &record.result_text)
-            });
-            self.content_hashes
-                .entry(hash)
-                .or_insert_with(|| key.clone());
-        }
         let idx = self.records.len();
+        if seed_dedup {
+            match self.content_hashes.get_mut() {
+                // Already hashed: keep it current (first seen still wins).
+                Some(map) => {
+                    map.entry(record_hash(&record)).or_insert_with(|| key.clone());
+                }
+                None => self.dedup_seeds.push(idx),
+            }
+        }
         self.records.push(record);
         self.occurrence_mut(&key).record = Some(idx);
         key
@@ -391,7 +402,16 @@ impl State {
     /// The canonical record key for identical content, if an earlier flush
     /// indexed it.
     pub fn lookup_by_hash(&self, hash: &str) -> Option<&OccurrenceKey> {
-        self.content_hashes.get(hash)
+        self.content_hashes
+            .get_or_init(|| {
+                let mut map = FxHashMap::default();
+                for &i in &self.dedup_seeds {
+                    let r = &self.records[i];
+                    map.entry(record_hash(r)).or_insert_with(|| r.key());
+                }
+                map
+            })
+            .get(hash)
     }
 
     // ---- summaries ----------------------------------------------------------

@@ -424,7 +424,14 @@ fn fast_message_entry(
     if !body.starts_with('{') {
         return None;
     }
-    let message = Message::from_json(body).ok()?;
+    // Share the file's buffer when the body lies in it (it always does for a
+    // line read from the file); copy otherwise.
+    let (base, at) = (buf.as_ptr() as usize, body.as_ptr() as usize);
+    let message = if at >= base && at + body.len() <= base + buf.len() {
+        Message::from_shared(buf, at - base..at - base + body.len()).ok()?
+    } else {
+        Message::from_json(body).ok()?
+    };
     Some(Entry {
         line: line_no,
         kind: EntryType::Message,
