@@ -252,6 +252,24 @@ impl Engine {
         out
     }
 
+    /// `turn_end` comes before the next `context`: appends the turn's
+    /// assistant message and results to the copy (so a budget flush at turn
+    /// end rescans them, as pi-condense's `getBranch()` would), unless the
+    /// copy already ends with them (a pi that delivered `context` first).
+    fn sync_turn(&mut self, assistant: &Message, results: &[Message]) {
+        let turn: Vec<&Message> = std::iter::once(assistant).chain(results).collect();
+        let n = turn.len();
+        let already = self.messages.len() >= n
+            && self.messages[self.messages.len() - n..]
+                .iter()
+                .zip(&turn)
+                .all(|(a, b)| a.json() == b.json());
+        if !already {
+            self.messages.extend(turn.into_iter().cloned());
+            self.entry_ts.extend(std::iter::repeat_n(None, n));
+        }
+    }
+
     fn capture_now(&self, now: i64) -> Vec<CapturedBatch> {
         capture_pending(
             &self.messages,
@@ -373,6 +391,7 @@ impl Engine {
         now: i64,
     ) -> (Effects, Option<TriggerKind>) {
         let mut out = Effects::new();
+        self.sync_turn(assistant, results);
         if !self.config.enabled {
             return (out, None);
         }

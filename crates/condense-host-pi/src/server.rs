@@ -331,7 +331,7 @@ impl Server {
                 if let Some(t) = trigger {
                     effects.extend(self.flush(t, Delivery::Session, None).await);
                 }
-                Ok(json!({"effects": effects}))
+                Ok(json!({"effects": effects, "synced": true}))
             }
             "message.end" => {
                 let Some(message) = message_of(params.get("message")) else {
