@@ -67,6 +67,8 @@ impl Outbox {
 /// registry and pi-ai), so every provider and login pi supports works.
 pub struct ShimProvider {
     outbox: Outbox,
+    /// What the shim resolves: `"default"` (the session model) or `provider/id`.
+    spec: String,
 }
 
 fn usage_of(v: &Value) -> Usage {
@@ -85,7 +87,7 @@ impl Provider for ShimProvider {
         events: &EventSink,
     ) -> Result<Completion, ProviderError> {
         let params = json!({
-            "model": request.model,
+            "model": self.spec,
             "thinking": request.thinking.as_str(),
             "system": request.system,
             "user": request.user,
@@ -159,22 +161,36 @@ fn message_of(v: Option<&Value>) -> Option<Message> {
 impl Server {
     fn summarizer(&self) -> Summarizer {
         let config = self.engine.lock().expect("engine lock").config.clone();
-        let provider: Arc<dyn Provider> = Arc::new(ShimProvider {
-            outbox: self.outbox.clone(),
-        });
         let session = self.session_model.lock().expect("model lock").clone();
-        let primary = if config.summarizer_model == "default" {
-            session
-                .clone()
-                .unwrap_or_else(|| ModelRef::new("session", "default"))
-        } else {
-            ModelRef::parse(&config.summarizer_model)
-                .unwrap_or_else(|| ModelRef::new("session", "default"))
+        let shim = |spec: String| -> Arc<dyn Provider> {
+            Arc::new(ShimProvider {
+                outbox: self.outbox.clone(),
+                spec,
+            })
         };
-        let primary_target = Target::new(provider.clone(), primary);
-        let mut s = Summarizer::new(primary_target, SummarizerSettings::from_config(&config));
+        let (primary, primary_spec) = if config.summarizer_model == "default" {
+            (
+                session
+                    .clone()
+                    .unwrap_or_else(|| ModelRef::new("session", "default")),
+                "default".to_owned(),
+            )
+        } else {
+            (
+                ModelRef::parse(&config.summarizer_model)
+                    .unwrap_or_else(|| ModelRef::new("session", "default")),
+                config.summarizer_model.clone(),
+            )
+        };
+        let mut s = Summarizer::new(
+            Target::new(shim(primary_spec), primary),
+            SummarizerSettings::from_config(&config),
+        );
         if let Some(session) = session {
-            s = s.with_session_fallback(Target::new(provider, session), self.fallback.clone());
+            s = s.with_session_fallback(
+                Target::new(shim("default".to_owned()), session),
+                self.fallback.clone(),
+            );
         }
         s
     }
@@ -597,7 +613,9 @@ where
                         .to_owned();
                     match p.get("kind").and_then(Value::as_str) {
                         Some("thinking") => sink.thinking(delta),
-                        _ => sink.text(delta),
+                        Some("text") => sink.text(delta),
+                        // Usage and unknown kinds still show the call is alive.
+                        _ => sink.thinking(String::new()),
                     }
                 }
             }

@@ -24,7 +24,12 @@ impl Sidecar {
             .expect("sidecar starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        Sidecar { child, stdin, stdout, next: 0 }
+        Sidecar {
+            child,
+            stdin,
+            stdout,
+            next: 0,
+        }
     }
 
     fn send_line(&mut self, line: &str) {
@@ -60,7 +65,9 @@ impl Drop for Sidecar {
 }
 
 fn fixture(name: &str) -> String {
-    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../condense-store/tests/fixtures").join(name);
+    let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../condense-store/tests/fixtures")
+        .join(name);
     std::fs::read_to_string(p).unwrap()
 }
 
@@ -68,7 +75,10 @@ fn apply(steps: &[Value], input: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for s in steps {
         if let Some(k) = s.get("keep") {
-            let (a, b) = (k[0].as_u64().unwrap() as usize, k[1].as_u64().unwrap() as usize);
+            let (a, b) = (
+                k[0].as_u64().unwrap() as usize,
+                k[1].as_u64().unwrap() as usize,
+            );
             out.extend_from_slice(&input[a..b]);
         } else {
             out.push(s["message"].clone());
@@ -80,13 +90,20 @@ fn apply(steps: &[Value], input: &[Value]) -> Vec<Value> {
 #[test]
 fn renders_and_queries_the_fixture_like_pi_condense() {
     let text = fixture("pi-condense-2.9.1.jsonl");
-    let lines: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let branch: Vec<Value> = lines[1..].to_vec();
     // The messages pi hands to `context`: message entries and custom messages.
-    let expected: Vec<Value> = serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap();
+    let expected: Vec<Value> =
+        serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap();
 
     let mut s = Sidecar::start();
-    let hello = s.call("hello", json!({"protocol": 1, "shim": "test", "pi": "0.83.0"}));
+    let hello = s.call(
+        "hello",
+        json!({"protocol": 1, "shim": "test", "pi": "0.83.0"}),
+    );
     assert_eq!(hello["result"]["protocol"], 1);
     let bad = s.call("hello", json!({"protocol": 99}));
     assert_eq!(bad["error"]["code"], "protocol-mismatch");
@@ -115,7 +132,10 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
     assert_eq!(again["result"]["steps"], json!(steps));
 
     let q = s.call("query", json!({"toolCallIds": ["t2"]}));
-    assert_eq!(q["result"]["text"].as_str().unwrap(), fixture("pi-condense-2.9.1.query-t2.txt"));
+    assert_eq!(
+        q["result"]["text"].as_str().unwrap(),
+        fixture("pi-condense-2.9.1.query-t2.txt")
+    );
 
     // Garbage does not kill it.
     s.send_line("{not json");

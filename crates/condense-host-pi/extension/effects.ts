@@ -1,0 +1,149 @@
+// Carrying out the effects a sidecar answer lists (docs/protocol.md, "Effects").
+
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { saveContextPrune } from "./settings";
+import { errorText, logError } from "./sidecar";
+
+/** The footer key pi-condense uses. */
+export const STATUS_KEY = "context-prune";
+
+/** The session manager's write methods, which pi's readonly type omits. */
+interface SessionWriter {
+	appendCustomEntry?: (customType: string, data?: unknown) => string;
+	appendCustomMessageEntry?: (customType: string, content: unknown, display: boolean, details?: unknown) => string;
+}
+
+const widgetTimers = new Map<string, ReturnType<typeof setTimeout>>();
+const warnedKinds = new Set<string>();
+
+function hasUI(ctx: ExtensionContext | undefined): boolean {
+	try {
+		return !!ctx && (ctx as any).hasUI === true && !!(ctx as any).ui;
+	} catch {
+		// a stale ctx throws on every access
+		return false;
+	}
+}
+
+const debug = process.env.CONDENSE_PI_DEBUG === "1";
+
+function notify(ctx: ExtensionContext | undefined, text: string, level: string): void {
+	if (debug) logError(`condense notify [${level}]: ${text}`);
+	if (!hasUI(ctx)) return;
+	const type = level === "warning" || level === "error" ? level : "info";
+	(ctx as any).ui.notify(text, type);
+}
+
+function setWidget(ctx: ExtensionContext | undefined, key: string, lines: string[] | undefined, placement: unknown): void {
+	if (!hasUI(ctx)) return;
+	const ui = (ctx as any).ui;
+	if (typeof ui.setWidget !== "function") return;
+	if (placement === "aboveEditor" || placement === "belowEditor") ui.setWidget(key, lines, { placement });
+	else ui.setWidget(key, lines);
+}
+
+/** One effect. Throws on failure; the caller isolates effects from each other. */
+function applyEffect(effect: any, ctx: ExtensionContext | undefined, pi: ExtensionAPI): void {
+	switch (effect.kind) {
+		case "append": {
+			const customType = String(effect.customType);
+			const writer = ctx ? ((ctx as any).sessionManager as SessionWriter | undefined) : undefined;
+			if (effect.delivery === "session" && typeof writer?.appendCustomEntry === "function") {
+				writer.appendCustomEntry(customType, effect.data);
+			} else {
+				pi.appendEntry(customType, effect.data);
+			}
+			return;
+		}
+		case "appendMessage": {
+			const customType = String(effect.customType);
+			const display = effect.display === true;
+			const writer = ctx ? ((ctx as any).sessionManager as SessionWriter | undefined) : undefined;
+			if (effect.delivery === "session" && typeof writer?.appendCustomMessageEntry === "function") {
+				writer.appendCustomMessageEntry(customType, effect.content, display, effect.details);
+			} else {
+				pi.sendMessage(
+					{ customType, content: effect.content, display, details: effect.details } as any,
+					{ deliverAs: "steer" },
+				);
+			}
+			return;
+		}
+		case "notify":
+			notify(ctx, String(effect.text ?? ""), effect.level);
+			return;
+		case "status": {
+			if (!hasUI(ctx)) return;
+			const text = typeof effect.text === "string" ? effect.text : undefined;
+			(ctx as any).ui.setStatus(STATUS_KEY, text);
+			return;
+		}
+		case "widget": {
+			const key = String(effect.key);
+			const lines = Array.isArray(effect.lines) ? effect.lines.map((l: unknown) => String(l)) : undefined;
+			const old = widgetTimers.get(key);
+			if (old) {
+				clearTimeout(old);
+				widgetTimers.delete(key);
+			}
+			setWidget(ctx, key, lines, effect.placement);
+			const ttl = effect.ttlMs;
+			if (lines && typeof ttl === "number" && ttl > 0 && hasUI(ctx)) {
+				const timer = setTimeout(() => {
+					widgetTimers.delete(key);
+					try {
+						setWidget(ctx, key, undefined, effect.placement);
+					} catch {
+						// the ctx went stale (session replaced); its UI is gone too
+					}
+				}, ttl);
+				timer.unref?.();
+				widgetTimers.set(key, timer);
+			}
+			return;
+		}
+		case "saveSettings":
+			saveContextPrune(effect.contextPrune);
+			return;
+		case "cost":
+			pi.events.emit("cost:external", {
+				source: "condense",
+				totalCost: effect.totalCost,
+				inputTokens: effect.inputTokens,
+				outputTokens: effect.outputTokens,
+			});
+			return;
+		default:
+			if (!warnedKinds.has(String(effect.kind))) {
+				warnedKinds.add(String(effect.kind));
+				logError(`condense: ignoring unknown effect kind ${JSON.stringify(effect.kind)}`);
+			}
+	}
+}
+
+/** Carries out `effects` in order; one failing effect does not stop the rest. */
+export function applyEffects(effects: unknown, ctx: ExtensionContext | undefined, pi: ExtensionAPI): void {
+	if (!Array.isArray(effects)) return;
+	for (const effect of effects) {
+		if (!effect || typeof effect !== "object") continue;
+		try {
+			applyEffect(effect, ctx, pi);
+		} catch (err) {
+			const kind = (effect as any).kind;
+			logError(`condense: effect ${String(kind)} failed: ${errorText(err)}`);
+			if (kind === "saveSettings") {
+				try {
+					notify(ctx, `condense: could not save settings: ${errorText(err)}`, "error");
+				} catch {
+					// nothing more to do
+				}
+			}
+		}
+	}
+}
+
+/** Clears pending widget timers (shutdown). */
+export function clearWidgetTimers(): void {
+	for (const timer of widgetTimers.values()) clearTimeout(timer);
+	widgetTimers.clear();
+}

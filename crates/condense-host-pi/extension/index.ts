@@ -1,0 +1,605 @@
+// condense for pi: a thin shim. The condense-pi sidecar (Rust) owns all state
+// and logic; this extension turns pi's events into the sidecar requests of
+// docs/protocol.md and carries out what the answers ask for.
+//
+// Failing open is the rule: if the sidecar is missing, exits, answers
+// garbage or misses a deadline, pi carries on with its messages unchanged,
+// the user is told once, and a new sidecar starts at the next session start.
+
+import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { applyEffects, clearWidgetTimers } from "./effects";
+import { complete, LlmCalls } from "./llm";
+import { readSettings } from "./settings";
+import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
+import { applySteps, commonPrefix, messageKeys } from "./sync";
+
+/** Deadline for `context` answers (pi waits for them before every LLM call). */
+const CONTEXT_TIMEOUT_MS = 2_000;
+/** Deadline for every other request (a flush may run summarizer calls). */
+const REQUEST_TIMEOUT_MS = 300_000;
+/** Deadline for the `hello` handshake. */
+const HELLO_TIMEOUT_MS = 30_000;
+/** How long `session_shutdown` waits for the sidecar's goodbye. */
+const SHUTDOWN_TIMEOUT_MS = 2_000;
+/** How long `session_shutdown` lets unfinished work (a flush) finish when a user is waiting. */
+const SHUTDOWN_GRACE_UI_MS = 2_000;
+
+const QUERY_TOOL = "context_tree_query";
+const SUMMARY_TYPE = "context-prune-summary";
+const PRUNER_SUBCOMMANDS: [string, string][] = [
+	["settings", "Open the settings"],
+	["on", "Enable context pruning"],
+	["off", "Disable context pruning"],
+	["status", "Show configuration and state"],
+	["model", "Show or set the summarizer model"],
+	["thinking", "Show or set the summarizer thinking level"],
+	["prune-on", "When pending tool output is summarized"],
+	["batching", "Summarize per turn or per agent message"],
+	["stats", "Summarizer calls, tokens and cost"],
+	["tree", "Browse pruned tool calls"],
+	["now", "Summarize pending tool output now"],
+	["compact", "Compress every eligible chain now"],
+	["protected-tools", "Tools whose output is never pruned"],
+	["protected-paths", "Path globs whose reads are never pruned"],
+	["min-batch-chars", "Smallest batch worth a summarizer call"],
+	["recovery-grace", "Turns a recovered output stays verbatim"],
+	["dedup", "Content-hash deduplication on/off"],
+	["help", "Usage"],
+];
+
+function extensionDir(): string | undefined {
+	try {
+		return path.dirname(fileURLToPath(import.meta.url));
+	} catch {
+		// not an ES module here
+	}
+	try {
+		// @ts-ignore: CommonJS under some loaders
+		return typeof __dirname === "string" ? __dirname : undefined;
+	} catch {
+		return undefined;
+	}
+}
+
+/** The running pi's version, for `hello` (best effort). */
+async function piVersion(): Promise<string> {
+	for (const spec of ["@earendil-works/pi-coding-agent", "@mariozechner/pi-coding-agent"]) {
+		try {
+			const mod: any = await import(spec);
+			const v = mod?.VERSION ?? mod?.default?.VERSION;
+			if (typeof v === "string") return v;
+		} catch {
+			// try the next name
+		}
+	}
+	return "unknown";
+}
+
+function safe<T>(f: () => T): T | undefined {
+	try {
+		return f();
+	} catch {
+		return undefined;
+	}
+}
+
+function contentText(content: unknown): string {
+	if (typeof content === "string") return content;
+	if (!Array.isArray(content)) return "";
+	return content
+		.filter((b: any) => b?.type === "text" && typeof b.text === "string")
+		.map((b: any) => b.text)
+		.join("\n");
+}
+
+/** pi-tui's width helpers, loaded in the background (rendering is synchronous). */
+let tui: { wrapTextWithAnsi?: (t: string, w: number) => string[]; truncateToWidth?: (t: string, w: number) => string } | undefined;
+function loadTui(): void {
+	if (tui) return;
+	(async () => {
+		for (const spec of ["@earendil-works/pi-tui", "@mariozechner/pi-tui"]) {
+			try {
+				const mod: any = await import(spec);
+				const m = typeof mod?.wrapTextWithAnsi === "function" ? mod : mod?.default;
+				if (typeof m?.wrapTextWithAnsi === "function" && typeof m?.truncateToWidth === "function") {
+					tui = m;
+					return;
+				}
+			} catch {
+				// try the next name
+			}
+		}
+	})();
+}
+
+/** Terminal columns of one code point (wide scripts and emoji count two). */
+function columns(ch: string): number {
+	const cp = ch.codePointAt(0) ?? 0;
+	if (cp < 0x20 || (cp >= 0x7f && cp < 0xa0)) return 0;
+	return cp >= 0x1100 ? 2 : 1;
+}
+
+/** Splits `text` into rows of at most `width` columns. */
+function wrap(text: string, width: number): string[] {
+	const clean = text.replace(/\t/g, "    ");
+	if (typeof tui?.wrapTextWithAnsi === "function") {
+		try {
+			return tui.wrapTextWithAnsi(clean, width);
+		} catch {
+			// fall through to the plain split
+		}
+	}
+	const rows: string[] = [];
+	let row = "";
+	let used = 0;
+	for (const ch of clean) {
+		const w = columns(ch);
+		if (used + w > width && row !== "") {
+			rows.push(row);
+			row = "";
+			used = 0;
+		}
+		row += ch;
+		used += w;
+	}
+	rows.push(row);
+	return rows;
+}
+
+/** `text` cut to `width` columns. */
+function clip(text: string, width: number): string {
+	if (typeof tui?.truncateToWidth === "function") {
+		try {
+			return tui.truncateToWidth(text, width);
+		} catch {
+			// fall through
+		}
+	}
+	return wrap(text, width)[0] ?? "";
+}
+
+/** `[pruner] Turn <t> summary (<n> tool(s))`, and the summary when expanded. */
+function renderSummary(message: any, options: any, theme: any) {
+	const details = message?.details ?? {};
+	const refs = Array.isArray(details.toolCallRefs)
+		? details.toolCallRefs
+		: Array.isArray(details.toolCallIds)
+			? details.toolCallIds
+			: [];
+	const title = `[pruner] Turn ${details.turnIndex ?? "?"} summary (${refs.length} tool(s))`;
+	const body = options?.expanded ? contentText(message?.content) : "";
+	return {
+		render(width: number): string[] {
+			const w = Math.max(2, Math.floor(width) || 80);
+			const head = clip(title, w);
+			let styled = head;
+			try {
+				if (typeof theme?.fg === "function") styled = theme.fg("customMessageLabel", head);
+			} catch {
+				styled = head;
+			}
+			const lines = [styled];
+			if (body) for (const row of body.split("\n")) lines.push(...wrap(row, w));
+			return lines;
+		},
+		invalidate() {},
+	};
+}
+
+export default function condense(pi: ExtensionAPI) {
+	const extDir = extensionDir();
+	const timing = process.env.CONDENSE_PI_TIMING === "1";
+	const debug = process.env.CONDENSE_PI_DEBUG === "1";
+	const llm = new LlmCalls();
+	/** The sidecar events are forwarded to (after a successful handshake). */
+	let sidecar: Sidecar | undefined;
+	/** A sidecar between spawn and handshake. */
+	let handshaking: Sidecar | undefined;
+	let starting: Promise<Sidecar | undefined> | undefined;
+	/** One key per message the sidecar holds (sync.ts). */
+	let keys: string[] = [];
+	/** Bumped by every `context` request, to detect one racing a `turn.end`. */
+	let contextEpoch = 0;
+	let lastCtx: ExtensionContext | undefined;
+	let versionOfPi: Promise<string> | undefined;
+	let reportedMissing = false;
+	const loggedErrors = new Set<string>();
+	/** Forwarded event requests still waiting for their answer (flushes among them). */
+	const inflight = new Set<Promise<unknown>>();
+
+	function logOnce(key: string, text: string) {
+		if (loggedErrors.has(key)) return;
+		loggedErrors.add(key);
+		logError(text);
+	}
+
+	function tellUser(text: string) {
+		logError(text);
+		try {
+			const ctx: any = lastCtx;
+			if (ctx?.hasUI) ctx.ui.notify(text, "warning");
+		} catch {
+			// a stale ctx: the console line is all we can do
+		}
+	}
+
+	/** A sidecar broke (reported once per sidecar by Sidecar.fail). */
+	function onFailure(s: Sidecar, reason: string) {
+		llm.cancelAll();
+		if (sidecar !== s && handshaking !== s) return; // retired on purpose (shutdown): nothing to report
+		if (sidecar === s) sidecar = undefined;
+		if (handshaking === s) handshaking = undefined;
+		keys = [];
+		tellUser(`condense: ${reason}. Context pruning is off until the next session start; pi continues unpruned.`);
+	}
+
+	function hooksFor(get: () => Sidecar | undefined) {
+		return {
+			onRequest(method: string, params: any, id: string | number): Promise<unknown> {
+				if (method !== "llm.complete") {
+					return Promise.reject(new CodedError("unknown-method", `the shim does not handle ${method}`));
+				}
+				const controller = llm.start(id);
+				return complete(lastCtx, params, controller.signal, (kind, delta) =>
+					get()?.notify("llm.event", { requestId: id, kind, delta }),
+				)
+					.catch((err) => {
+						if (debug) logError(`condense: llm.complete ${String(id)} failed: ${errorText(err)}`);
+						throw err;
+					})
+					.finally(() => llm.finish(id));
+			},
+			onNotification(method: string, params: any) {
+				if (method === "llm.cancel") llm.cancel(params?.requestId);
+				else if (method === "protocol.error") {
+					// The sidecar discarded one of our lines: whatever it was, the two
+					// sides are out of step now.
+					get()?.fail(`the sidecar rejected a message: ${JSON.stringify(params?.message ?? params)}`);
+				}
+			},
+			onFailure(reason: string) {
+				const s = get();
+				if (s) onFailure(s, reason);
+			},
+		};
+	}
+
+	async function startSidecar(): Promise<Sidecar | undefined> {
+		const found = findSidecarBinary(extDir);
+		if (!found.path) {
+			if (!reportedMissing) {
+				reportedMissing = true;
+				tellUser(
+					`condense: the condense-pi sidecar was not found (tried ${found.tried.join(", ")}); set CONDENSE_PI_BIN. pi continues without context pruning.`,
+				);
+			}
+			return undefined;
+		}
+		let s: Sidecar | undefined;
+		s = new Sidecar(found.path, hooksFor(() => s));
+		handshaking = s;
+		try {
+			versionOfPi ??= piVersion();
+			const hello = await s.request(
+				"hello",
+				{ protocol: PROTOCOL_VERSION, shim: SHIM_VERSION, pi: await versionOfPi },
+				HELLO_TIMEOUT_MS,
+			);
+			if (hello?.protocol !== PROTOCOL_VERSION) {
+				s.fail(`the sidecar speaks protocol ${JSON.stringify(hello?.protocol)}, the shim ${PROTOCOL_VERSION}`);
+				return undefined;
+			}
+		} catch (err) {
+			if (s.alive) s.fail(`the sidecar refused the handshake: ${errorText(err)}`);
+			return undefined;
+		} finally {
+			if (handshaking === s) handshaking = undefined;
+		}
+		if (!s.alive) return undefined;
+		sidecar = s;
+		keys = [];
+		return s;
+	}
+
+	async function ensureSidecar(): Promise<Sidecar | undefined> {
+		if (sidecar?.alive) return sidecar;
+		if (!starting) {
+			starting = startSidecar().finally(() => {
+				starting = undefined;
+			});
+		}
+		return starting;
+	}
+
+	/** A request to the live sidecar; `undefined` when there is none or it failed. */
+	async function call(
+		method: string,
+		params: unknown,
+		timeoutMs = REQUEST_TIMEOUT_MS,
+		smaller?: () => unknown,
+	): Promise<any | undefined> {
+		const s = sidecar;
+		if (!s?.alive) return undefined;
+		const request = s.request(method, params, timeoutMs, smaller);
+		if (method !== "context") {
+			inflight.add(request);
+			const done = () => inflight.delete(request);
+			request.then(done, done);
+		}
+		try {
+			return await request;
+		} catch (err) {
+			const code = err instanceof CodedError ? err.code : "";
+			// Failures and deadlines were reported by onFailure; an error answer is the sidecar's own.
+			if (code !== "failed" && code !== "closed" && code !== "timeout") {
+				logOnce(`answer:${method}:${code}`, `condense: ${errorText(err)}`);
+			}
+			return undefined;
+		}
+	}
+
+	async function sendSessionStart(ctx: ExtensionContext, reason: string, tree: boolean) {
+		const sm: any = (ctx as any).sessionManager;
+		const branch = safe(() => sm.getBranch()) ?? [];
+		// What pi will hand `context`; the sidecar holds the same list afterwards.
+		const messages = safe(() => (typeof sm.buildSessionContext === "function" ? sm.buildSessionContext().messages : undefined));
+		const model: any = safe(() => (ctx as any).model);
+		const params = {
+			reason,
+			settings: readSettings(),
+			model: model && typeof model.provider === "string" && typeof model.id === "string" ? { provider: model.provider, id: model.id } : null,
+			sessionFile: safe(() => sm.getSessionFile()) ?? null,
+			sessionDir: safe(() => sm.getSessionDir()) ?? null,
+			sessionId: safe(() => sm.getSessionId()) ?? null,
+			branch,
+			messages: Array.isArray(messages) ? messages : null,
+			tree,
+		};
+		keys = [];
+		// `messages` duplicates what the sidecar can build from `branch`; drop it
+		// rather than exceed the line limit.
+		const res = await call("session.start", params, REQUEST_TIMEOUT_MS, () => ({ ...params, messages: null }));
+		if (!res) return;
+		if (Array.isArray(messages)) keys = messageKeys(messages);
+		applyEffects(res.effects, ctx, pi);
+	}
+
+	/** Wraps a handler: remembers the ctx and never lets an exception reach pi. */
+	function guard<E>(name: string, fn: (event: E, ctx: ExtensionContext) => Promise<any>) {
+		return async (event: E, ctx: ExtensionContext) => {
+			if (ctx) lastCtx = ctx;
+			try {
+				return await fn(event, ctx);
+			} catch (err) {
+				logOnce(`handler:${name}`, `condense: ${name} handler failed: ${errorText(err)}`);
+				return undefined;
+			}
+		};
+	}
+
+	const onSessionStart = guard("session_start", async (event: any, ctx) => {
+		const s = await ensureSidecar();
+		if (!s) return;
+		await sendSessionStart(ctx, typeof event?.reason === "string" ? event.reason : "startup", false);
+	});
+	pi.on("session_start", onSessionStart as any);
+	// pi 0.58 reported these separately; later versions fold them into session_start.
+	pi.on("session_switch" as any, onSessionStart as any);
+	pi.on("session_fork" as any, onSessionStart as any);
+
+	pi.on(
+		"session_tree",
+		guard("session_tree", async (_event: any, ctx) => {
+			if (!sidecar?.alive) return;
+			await sendSessionStart(ctx, "tree", true);
+		}) as any,
+	);
+
+	pi.on(
+		"turn_end",
+		guard("turn_end", async (event: any, ctx) => {
+			const s = sidecar;
+			if (!s?.alive) return;
+			const usage: any = safe(() => (ctx as any).getContextUsage?.());
+			const message = event?.message ?? null;
+			const toolResults = Array.isArray(event?.toolResults) ? event.toolResults : [];
+			const epoch = contextEpoch;
+			const held = keys.length;
+			const res = await call("turn.end", {
+				turnIndex: event?.turnIndex ?? 0,
+				message,
+				toolResults,
+				usage: {
+					tokens: typeof usage?.tokens === "number" ? usage.tokens : null,
+					contextWindow: typeof usage?.contextWindow === "number" ? usage.contextWindow : 0,
+				},
+				now: Date.now(),
+			});
+			if (!res) {
+				// An error answer leaves the sidecar's copy unknown: resend everything next time.
+				if (sidecar === s) keys = [];
+				return;
+			}
+			// A sidecar that appended the turn to its copy says `synced`; mirror it,
+			// unless a context request raced this one (then resend everything).
+			if (res.synced === true && sidecar === s) {
+				if (contextEpoch === epoch && keys.length === held && message) {
+					keys = keys.concat(messageKeys([message, ...toolResults]));
+				} else {
+					keys = [];
+				}
+			}
+			applyEffects(res.effects, ctx, pi);
+		}) as any,
+	);
+
+	pi.on(
+		"message_end",
+		guard("message_end", async (event: any, ctx) => {
+			if (!sidecar?.alive || event?.message?.role !== "assistant") return;
+			const res = await call("message.end", { message: event.message, now: Date.now() });
+			if (res) applyEffects(res.effects, ctx, pi);
+		}) as any,
+	);
+
+	pi.on(
+		"agent_end",
+		guard("agent_end", async (_event: any, ctx) => {
+			if (!sidecar?.alive) return;
+			const res = await call("agent.end", {});
+			if (res) applyEffects(res.effects, ctx, pi);
+		}) as any,
+	);
+
+	pi.on(
+		"context",
+		guard("context", async (event: any, ctx) => {
+			const s = sidecar;
+			const messages = event?.messages;
+			if (!s?.alive || !Array.isArray(messages)) return undefined;
+			const started = timing ? performance.now() : 0;
+			const next = messageKeys(messages);
+			const keep = commonPrefix(keys, next);
+			const append = messages.slice(keep);
+			keys = next;
+			contextEpoch++;
+			const res = await call("context", { keep, append }, CONTEXT_TIMEOUT_MS);
+			if (!res) {
+				// An error answer leaves the sidecar's copy unknown: resend everything next time.
+				if (sidecar === s) keys = [];
+				return undefined;
+			}
+			applyEffects(res.effects, ctx, pi);
+			let out: unknown[] | undefined;
+			if (res.unchanged !== true && res.steps !== undefined && res.steps !== null) {
+				out = applySteps(messages, res.steps);
+				if (!out) {
+					s.fail("the sidecar answered context with malformed render steps");
+					return undefined;
+				}
+			}
+			if (timing) {
+				const ms = performance.now() - started;
+				process.stderr.write(
+					`condense: context ${ms.toFixed(2)} ms (messages ${messages.length}, keep ${keep}, append ${append.length}, ${
+						out ? `steps ${res.steps.length} -> ${out.length} messages` : "unchanged"
+					})\n`,
+				);
+			}
+			return out ? { messages: out } : undefined;
+		}) as any,
+	);
+
+	pi.on(
+		"session_shutdown",
+		guard("session_shutdown", async (_event: any, ctx) => {
+			// Some pi versions (0.74) run extension handlers on a queue print mode
+			// does not wait for, so a flush in message_end may still be running:
+			// without a user waiting, let it finish (its own deadline bounds it).
+			if (inflight.size > 0) {
+				const interactive = safe(() => (ctx as any)?.hasUI === true) ?? false;
+				let timer: ReturnType<typeof setTimeout> | undefined;
+				await Promise.race([
+					Promise.allSettled([...inflight]),
+					new Promise((resolve) => {
+						timer = setTimeout(resolve, interactive ? SHUTDOWN_GRACE_UI_MS : REQUEST_TIMEOUT_MS);
+					}),
+				]);
+				if (timer) clearTimeout(timer);
+			}
+			const s = sidecar;
+			sidecar = undefined;
+			keys = [];
+			llm.cancelAll();
+			clearWidgetTimers();
+			if (!s) return;
+			try {
+				await s.request("shutdown", {}, SHUTDOWN_TIMEOUT_MS);
+			} catch {
+				// it is going away either way
+			}
+			s.close();
+		}) as any,
+	);
+
+	pi.registerTool({
+		name: QUERY_TOOL,
+		label: "Query Original Tool History",
+		description:
+			"Retrieve the original, full output of tool calls whose results were replaced by a pruner summary stub. " +
+			'Pass the short refs shown in the stubs or summaries, e.g. {"toolCallIds": ["t3", "t4"]}; raw tool call ids also work. ' +
+			"A reused raw id returns every occurrence.",
+		promptSnippet: "Retrieve original pruned tool outputs by short ref",
+		promptGuidelines: [
+			`When a tool result says it was summarized by the pruner and you need its exact content, call ${QUERY_TOOL} with its ref instead of re-running the tool.`,
+		],
+		parameters: {
+			type: "object",
+			properties: {
+				toolCallIds: {
+					type: "array",
+					items: { type: "string" },
+					description: 'Short refs such as "t12" (from pruner stubs and summaries) or raw tool call ids.',
+				},
+			},
+			required: ["toolCallIds"],
+		} as any,
+		async execute(_toolCallId: string, params: any, _signal: any, _onUpdate: any, ctx: ExtensionContext) {
+			if (ctx) lastCtx = ctx;
+			const s = sidecar;
+			if (!s?.alive) throw new Error(`${QUERY_TOOL} is unavailable: the condense sidecar is not running`);
+			const ids = Array.isArray(params?.toolCallIds) ? params.toolCallIds.map((x: unknown) => String(x)) : [];
+			let res: any;
+			try {
+				res = await s.request("query", { toolCallIds: ids }, REQUEST_TIMEOUT_MS);
+			} catch (err) {
+				throw new Error(`${QUERY_TOOL} failed: ${errorText(err)}`);
+			}
+			return {
+				content: [{ type: "text", text: typeof res?.text === "string" ? res.text : "" }],
+				details: res?.details ?? {},
+			};
+		},
+	} as any);
+
+	pi.registerCommand("pruner", {
+		description: "condense context pruning: status, settings, manual flush (/pruner help)",
+		getArgumentCompletions(prefix: string) {
+			const p = (prefix ?? "").trimStart();
+			if (p.includes(" ")) return null;
+			const items = PRUNER_SUBCOMMANDS.filter(([name]) => name.startsWith(p)).map(([name, description]) => ({
+				value: name,
+				label: name,
+				description,
+			}));
+			return items.length > 0 ? items : null;
+		},
+		handler: async (args: string, ctx: any) => {
+			if (ctx) lastCtx = ctx;
+			try {
+				if (!sidecar?.alive) {
+					const text = "condense: the sidecar is not running; /pruner is unavailable until the next session start";
+					if (ctx?.hasUI) ctx.ui.notify(text, "warning");
+					else logError(text);
+					return;
+				}
+				const res = await call("command", { args: typeof args === "string" ? args : "" });
+				if (res) applyEffects(res.effects, ctx, pi);
+			} catch (err) {
+				logOnce("command", `condense: /pruner failed: ${errorText(err)}`);
+			}
+		},
+	} as any);
+
+	const registerRenderer = (pi as any).registerMessageRenderer;
+	if (typeof registerRenderer === "function") {
+		loadTui();
+		try {
+			registerRenderer.call(pi, SUMMARY_TYPE, renderSummary);
+		} catch (err) {
+			logOnce("renderer", `condense: cannot register the summary renderer: ${errorText(err)}`);
+		}
+	}
+}

@@ -1,0 +1,836 @@
+//! condense inside real pi, end to end: pi 0.83 on Node 22 (installed by
+//! `support::pi_env`), the TypeScript shim in `extension/`, the `condense-pi`
+//! sidecar built by cargo, and the scripted fake LLM.
+//!
+//! * `flush_stub_and_recover`: a prompt reads three large files; the final
+//!   text reply flushes (three summarizer calls through the shim's
+//!   `llm.complete`), the session gets pi-condense's entries; the next prompt
+//!   in the same session sends stubs instead of the files, and
+//!   `context_tree_query` brings back the original.
+//! * `sidecar_crash_mid_flush_fails_open`: a wrapper kills the sidecar while
+//!   its second flush waits for the summarizer; pi finishes the prompt, the
+//!   model sees the unpruned context from then on, and the session holds the
+//!   first flush's entries whole and nothing of the second.
+//! * `missing_sidecar_fails_open`: no binary at all; pi runs as if condense
+//!   were not there.
+//!
+//! `CONDENSE_PI_TIMING=1` is set for the first test; the shim's per-`context`
+//! round-trip times are summarized on stderr (run with `--nocapture`).
+
+mod support;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use support::pi_env::{pi_message_text, read_jsonl, require_pi, session_messages, PiEnv, PiRun};
+
+/// The shim: this crate's `extension/` directory.
+fn extension_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("extension")
+}
+
+/// The sidecar cargo built for this test.
+fn sidecar_bin() -> PathBuf {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_condense-pi"));
+    assert!(
+        bin.is_file(),
+        "the sidecar binary is missing: {}",
+        bin.display()
+    );
+    bin
+}
+
+/// The settings every test starts from.
+fn condense_settings() -> Value {
+    json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}})
+}
+
+/// About `bytes` of text with `marker` on every line (so any excerpt shows it).
+fn big_file(marker: &str, bytes: usize) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < bytes {
+        out.push_str(&format!(
+            "{marker} line {i:04}: the quick brown fox jumps over the lazy dog\n"
+        ));
+        i += 1;
+    }
+    out
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// `type: "custom"` entries of this `customType`, in file order.
+fn custom_entries<'a>(entries: &'a [Value], custom_type: &str) -> Vec<&'a Value> {
+    entries
+        .iter()
+        .filter(|e| str_of(e, "type") == "custom" && str_of(e, "customType") == custom_type)
+        .collect()
+}
+
+/// `type: "custom_message"` entries of this `customType`, in file order.
+fn custom_messages<'a>(entries: &'a [Value], custom_type: &str) -> Vec<&'a Value> {
+    entries
+        .iter()
+        .filter(|e| str_of(e, "type") == "custom_message" && str_of(e, "customType") == custom_type)
+        .collect()
+}
+
+/// Every condense entry (custom or custom_message with a `context-prune-` type).
+fn condense_entries(entries: &[Value]) -> Vec<&Value> {
+    entries
+        .iter()
+        .filter(|e| str_of(e, "customType").starts_with("context-prune-"))
+        .collect()
+}
+
+/// Every index record, across `context-prune-index` entries.
+fn index_records(entries: &[Value]) -> Vec<Value> {
+    custom_entries(entries, "context-prune-index")
+        .into_iter()
+        .flat_map(|e| {
+            e.pointer("/data/toolCalls")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// The text of the `role: "tool"` message answering `call_id`.
+fn tool_result(request: &RecordedRequest, call_id: &str) -> String {
+    request
+        .tool_results()
+        .into_iter()
+        .find(|(id, _)| id == call_id)
+        .map(|(_, text)| text)
+        .unwrap_or_else(|| panic!("no tool result for {call_id} in {}", request.body))
+}
+
+fn stub_prefix(short_ref: &str) -> String {
+    format!("[Summarized in pruner summary, ref `{short_ref}`.")
+}
+
+/// Summarizes the shim's `CONDENSE_PI_TIMING` lines of a run.
+fn report_timing(label: &str, run: &PiRun) {
+    let mut ms: Vec<f64> = run
+        .output
+        .stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("condense: context "))
+        .filter_map(|rest| rest.split(" ms").next()?.parse().ok())
+        .collect();
+    if ms.is_empty() {
+        eprintln!("e2e timing [{label}]: no context timings logged");
+        return;
+    }
+    for line in run
+        .output
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("condense: context "))
+    {
+        eprintln!("e2e timing [{label}]: {line}");
+    }
+    ms.sort_by(|a, b| a.total_cmp(b));
+    let median = ms[ms.len() / 2];
+    let max = ms[ms.len() - 1];
+    eprintln!(
+        "e2e timing [{label}]: {} context calls, median {median:.2} ms, max {max:.2} ms",
+        ms.len()
+    );
+}
+
+/// The summary the fake model writes for a one-call batch of `read`.
+const SUMMARY_TEXT: &str =
+    "- [[1:read]] Read a text file: one marker line repeated, nothing else of note.";
+
+#[test]
+fn flush_stub_and_recover() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start([
+        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"}))
+            .with_text("Reading alpha."),
+        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"})),
+        Reply::tool_call("call_c", "read", json!({"path": "charlie.txt"})),
+        Reply::text("Done reading all three."),
+    ]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(condense_settings())
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+        .with_env("CONDENSE_PI_TIMING", "1");
+    let files = [
+        ("alpha.txt", "ALPHA-7f3e", "call_a"),
+        ("bravo.txt", "BRAVO-19c4", "call_b"),
+        ("charlie.txt", "CHARLIE-a02d", "call_c"),
+    ];
+    for (name, marker, _) in files {
+        fs::write(pi.work_dir.join(name), big_file(marker, 5000)).expect("write a file");
+    }
+
+    // Prompt 1: three tool turns, then the final text flushes.
+    let run = pi.prompt("Read alpha.txt, bravo.txt and charlie.txt.");
+    run.assert_success();
+    report_timing("prompt 1", &run);
+    llm.assert_script_consumed();
+    assert_eq!(llm.main_requests().len(), 4, "{}", run.report());
+
+    let summaries = llm.summary_requests();
+    assert_eq!(
+        summaries.len(),
+        3,
+        "one summarizer call per turn batch\n{}",
+        run.report()
+    );
+    for (_, marker, _) in files {
+        let request = summaries
+            .iter()
+            .find(|r| r.any_message_contains(marker))
+            .unwrap_or_else(|| panic!("no summarizer call saw {marker}"));
+        let prompt = request.texts_of_role("user").join("\n");
+        assert!(prompt.contains("<tool-call-batch>"), "{prompt}");
+        assert!(
+            prompt.contains("[[1:read]]"),
+            "the batch labels its call: {prompt}"
+        );
+        assert_eq!(
+            request.body["model"], "fake-1",
+            "the session model summarizes"
+        );
+    }
+
+    let session = pi.session_file(&run);
+    let entries = read_jsonl(&session);
+
+    // context-prune-index: one record per call, with its occurrence timestamp.
+    let records = index_records(&entries);
+    assert_eq!(records.len(), 3, "{records:#?}");
+    let messages = session_messages(&entries);
+    for (name, marker, call) in files {
+        let record = records
+            .iter()
+            .find(|r| str_of(r, "toolCallId") == call)
+            .unwrap_or_else(|| panic!("no index record for {call}: {records:#?}"));
+        assert_eq!(str_of(record, "toolName"), "read");
+        assert_eq!(record["args"]["path"], name);
+        assert_eq!(record["isError"], false);
+        assert!(str_of(record, "resultText").contains(marker));
+        assert!(record["turnIndex"].is_i64());
+        assert!(record["timestamp"].is_i64());
+        let result_ts = record["resultTimestamp"]
+            .as_i64()
+            .unwrap_or_else(|| panic!("resultTimestamp on {record}"));
+        let result = messages
+            .iter()
+            .find(|m| str_of(m, "role") == "toolResult" && str_of(m, "toolCallId") == call)
+            .expect("the tool result is in the session");
+        assert_eq!(
+            result["timestamp"].as_i64(),
+            Some(result_ts),
+            "keyed by the result's own timestamp"
+        );
+        assert!(
+            pi_message_text(result).contains(marker),
+            "the session keeps the original"
+        );
+    }
+
+    // context-prune-summary: hidden custom messages with short refs t1..t3.
+    let summary_entries = custom_messages(&entries, "context-prune-summary");
+    assert_eq!(summary_entries.len(), 3, "{summary_entries:#?}");
+    let mut refs = Vec::new();
+    for entry in &summary_entries {
+        assert_eq!(entry["display"], false, "{entry}");
+        let details = &entry["details"];
+        assert_eq!(details["toolNames"], json!(["read"]), "{entry}");
+        assert!(
+            details["turnIndex"].is_i64() && details["timestamp"].is_i64(),
+            "{entry}"
+        );
+        let content = match &entry["content"] {
+            Value::String(s) => s.clone(),
+            other => pi_message_text(&json!({"content": other})),
+        };
+        assert!(content.contains("**Summarized tool refs**"), "{content}");
+        assert!(
+            !content.contains("[[1:read]]"),
+            "inline labels are rewritten: {content}"
+        );
+        for r in details["toolCallRefs"].as_array().expect("toolCallRefs") {
+            assert!(r["resultTimestamp"].is_i64(), "{r}");
+            assert!(
+                content.contains(&format!("`{}`", str_of(r, "shortId"))),
+                "{content}"
+            );
+            refs.push((
+                str_of(r, "shortId").to_owned(),
+                str_of(r, "toolCallId").to_owned(),
+            ));
+        }
+    }
+    refs.sort();
+    assert_eq!(
+        refs,
+        vec![
+            ("t1".to_owned(), "call_a".to_owned()),
+            ("t2".to_owned(), "call_b".to_owned()),
+            ("t3".to_owned(), "call_c".to_owned())
+        ],
+        "short refs in batch order"
+    );
+
+    // context-prune-frontier, -stats, -flush-metrics.
+    let frontier = custom_entries(&entries, "context-prune-frontier");
+    assert_eq!(frontier.len(), 1);
+    let f = &frontier[0]["data"];
+    assert_eq!(f["lastAttemptedToolCallId"], "call_c", "{f}");
+    assert_eq!(f["lastAttemptedToolName"], "read", "{f}");
+    assert_eq!(f["outcome"], "summarized", "{f}");
+    assert_eq!(f["attemptedBatchCount"], 3, "{f}");
+    assert_eq!(f["attemptedToolCallCount"], 3, "{f}");
+    assert!(f["rawCharCount"].as_u64().unwrap_or(0) > f["summaryCharCount"].as_u64().unwrap_or(0));
+    let stats = custom_entries(&entries, "context-prune-stats");
+    assert_eq!(stats.len(), 1);
+    let s = &stats[0]["data"];
+    assert_eq!(s["callCount"], 3, "{s}");
+    assert!(s["totalInputTokens"].as_u64().unwrap_or(0) > 0, "{s}");
+    for key in [
+        "totalOutputTokens",
+        "totalCost",
+        "chainsCompressed",
+        "rangesSummarized",
+    ] {
+        assert!(s.get(key).is_some_and(Value::is_number), "stats.{key}: {s}");
+    }
+    let metrics = custom_entries(&entries, "context-prune-flush-metrics");
+    assert_eq!(metrics.len(), 1);
+    let m = &metrics[0]["data"];
+    assert_eq!(m["trigger"], "message-end", "{m}");
+    assert_eq!(m["capturedBatches"], 3, "{m}");
+    assert_eq!(m["processedBatches"], 3, "{m}");
+    assert_eq!(m["outcome"], "summarized", "{m}");
+    assert!(m["ts"].is_i64(), "{m}");
+    for key in [
+        "openCycleThinkingTokens",
+        "largestChainSharePct",
+        "frontierGapTokens",
+    ] {
+        assert!(
+            m["metrics"].get(key).is_some_and(Value::is_number),
+            "metrics.{key}: {m}"
+        );
+    }
+    // The flush ran in message_end, before pi persisted the final reply.
+    let last = entries.last().expect("entries");
+    assert_eq!(str_of(last, "type"), "message", "{last}");
+    assert_eq!(pi_message_text(&last["message"]), "Done reading all three.");
+
+    // Prompt 2 in the same session: stubs instead of the files, then a recovery.
+    llm.push(Reply::tool_call(
+        "call_q",
+        "context_tree_query",
+        json!({"toolCallIds": ["t1"]}),
+    ));
+    llm.push(Reply::text("Recovered alpha."));
+    let run2 = pi.prompt_in_session(&session, "What did alpha.txt say exactly?");
+    run2.assert_success();
+    report_timing("prompt 2", &run2);
+    llm.assert_script_consumed();
+    assert_eq!(run2.session_id(), run.session_id(), "same session");
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 6, "{}", run2.report());
+
+    let first = &main[4];
+    assert!(
+        first.tool_names().iter().any(|t| t == "context_tree_query"),
+        "the query tool is declared: {:?}",
+        first.tool_names()
+    );
+    for (i, (_, marker, call)) in files.iter().enumerate() {
+        let text = tool_result(first, call);
+        assert!(
+            text.starts_with(&stub_prefix(&format!("t{}", i + 1))),
+            "{call} is stubbed: {text}"
+        );
+        assert!(
+            !first.any_message_contains(marker),
+            "{marker} must not reach the model"
+        );
+    }
+    assert!(
+        first
+            .texts_of_role("user")
+            .iter()
+            .any(|t| t.contains("**Summarized tool refs**") && t.contains("`t1`")),
+        "the summaries ride along as user messages"
+    );
+
+    let second = &main[5];
+    let recovered = tool_result(second, "call_q");
+    assert!(recovered.starts_with("## toolRef: t1"), "{recovered}");
+    assert!(recovered.contains("Tool: read"), "{recovered}");
+    assert!(recovered.contains("ALPHA-7f3e line 0000"), "{recovered}");
+    assert!(
+        recovered.contains(&big_file("ALPHA-7f3e", 5000).trim_end().to_owned()),
+        "the whole original comes back"
+    );
+    assert!(tool_result(second, "call_b").starts_with(&stub_prefix("t2")));
+    assert!(tool_result(second, "call_c").starts_with(&stub_prefix("t3")));
+
+    // Every line of the session still parses, the first flush's entries are intact.
+    let entries = read_jsonl(&session);
+    assert_eq!(
+        index_records(&entries)
+            .iter()
+            .filter(|r| str_of(r, "toolCallId") == "call_a")
+            .count(),
+        1
+    );
+}
+
+/// What a [`sidecar_wrapper`] does to the real sidecar.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    /// Kill it when the shim sends its n-th answer (answers are the shim's
+    /// replies to `llm.complete`: a flush has its summary but has not
+    /// returned).
+    CrashOnAnswer(usize),
+    /// Swallow its answer to the n-th `context` request.
+    StallContext(usize),
+    /// Replace its answer to the n-th `context` request with a non-JSON line.
+    GarbageContext(usize),
+}
+
+/// An executable that runs the real sidecar behind a relay injecting
+/// `fault`. It appends what it did (`crashed`, `stalled`, `garbage`) to
+/// `marker`, so a test knows the fault happened.
+fn sidecar_wrapper(dir: &Path, node: &Path, real: &Path, fault: Fault, marker: &Path) -> PathBuf {
+    let (mode, n) = match fault {
+        Fault::CrashOnAnswer(n) => ("crash-on-answer", n),
+        Fault::StallContext(n) => ("stall-context", n),
+        Fault::GarbageContext(n) => ("garbage-context", n),
+    };
+    let script = dir.join(format!("{mode}-{n}.cjs"));
+    let body = format!(
+        r#"const {{ spawn }} = require("node:child_process");
+const fs = require("node:fs");
+const MODE = {mode}, N = {n}, MARKER = {marker};
+const child = spawn({real}, [], {{ stdio: ["pipe", "pipe", "inherit"] }});
+const methods = new Map();
+let answers = 0, contexts = 0;
+function lines(stream, onLine) {{
+  let buf = "";
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk) => {{
+    buf += chunk;
+    let i;
+    while ((i = buf.indexOf("\n")) >= 0) {{
+      const line = buf.slice(0, i + 1);
+      buf = buf.slice(i + 1);
+      onLine(line);
+    }}
+  }});
+}}
+function parse(line) {{ try {{ return JSON.parse(line); }} catch {{ return null; }} }}
+lines(process.stdin, (line) => {{
+  const msg = parse(line);
+  if (msg && msg.id !== undefined && msg.method !== undefined) methods.set(msg.id, msg.method);
+  if (MODE === "crash-on-answer" && msg && msg.id !== undefined && msg.method === undefined && ++answers >= N) {{
+    fs.appendFileSync(MARKER, "crashed\n");
+    child.kill("SIGKILL");
+    process.exit(70);
+  }}
+  child.stdin.write(line);
+}});
+process.stdin.on("end", () => child.stdin.end());
+lines(child.stdout, (line) => {{
+  const msg = parse(line);
+  if (msg && msg.id !== undefined && msg.method === undefined && methods.get(msg.id) === "context" && ++contexts === N) {{
+    if (MODE === "stall-context") {{ fs.appendFileSync(MARKER, "stalled\n"); return; }}
+    if (MODE === "garbage-context") {{
+      fs.appendFileSync(MARKER, "garbage\n");
+      process.stdout.write("this is not a protocol line\n");
+      return;
+    }}
+  }}
+  process.stdout.write(line);
+}});
+child.on("exit", (code) => process.exit(code ?? 1));
+"#,
+        mode = json!(mode),
+        real = json!(real.to_string_lossy()),
+        marker = json!(marker.to_string_lossy()),
+    );
+    fs::write(&script, body).expect("write the wrapper script");
+    let launcher = dir.join(format!("{mode}-{n}-condense-pi"));
+    fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\nexec '{}' '{}' \"$@\"\n",
+            node.display(),
+            script.display()
+        ),
+    )
+    .expect("write the launcher");
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&launcher, fs::Permissions::from_mode(0o755)).expect("chmod");
+    launcher
+}
+
+/// Three tool turns whose replies report a big prompt (20k of a 32k window),
+/// so with `autoBudgetThreshold: 0.1` every turn end is a budget flush.
+fn budget_script() -> Vec<Reply> {
+    vec![
+        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})).with_usage(20_000, 10),
+        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"})).with_usage(20_000, 10),
+        Reply::tool_call("call_c", "read", json!({"path": "charlie.txt"})).with_usage(20_000, 10),
+        Reply::text("All three read.").with_usage(20_000, 10),
+    ]
+}
+
+fn budget_env(install: &'static support::pi_env::PiInstall, llm: &FakeLlm, bin: &Path) -> PiEnv {
+    let mut settings = condense_settings();
+    settings["contextPrune"]["autoBudgetThreshold"] = json!(0.1);
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(settings)
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", bin.to_string_lossy())
+        .with_env("CONDENSE_PI_TIMING", "1");
+    for (name, marker) in [
+        ("alpha.txt", "ALPHA-5d21"),
+        ("bravo.txt", "BRAVO-88b0"),
+        ("charlie.txt", "CHARLIE-3e6f"),
+    ] {
+        fs::write(pi.work_dir.join(name), big_file(marker, 5000)).expect("write a file");
+    }
+    pi
+}
+
+fn debug_dump(run: &PiRun, pi: &PiEnv, llm: &FakeLlm) {
+    if std::env::var_os("CONDENSE_E2E_DEBUG").is_none() {
+        return;
+    }
+    eprintln!("{}", run.report());
+    for e in read_jsonl(&pi.session_file(run)) {
+        let mut t = e.to_string();
+        t.truncate(400);
+        eprintln!("ENTRY {t}");
+    }
+    for r in llm.main_requests() {
+        eprintln!(
+            "MAIN REQ tool results {:?}",
+            r.tool_results()
+                .iter()
+                .map(|(id, t)| (id.clone(), t.chars().take(60).collect::<String>()))
+                .collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn sidecar_crash_mid_flush_fails_open() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start(budget_script());
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let marker = scratch.path().join("crash-marker");
+    // The second summary answer kills the sidecar: the first budget flush
+    // that summarizes something completes, the next one dies mid-flight.
+    let wrapper = sidecar_wrapper(
+        scratch.path(),
+        &install.node,
+        &sidecar_bin(),
+        Fault::CrashOnAnswer(2),
+        &marker,
+    );
+    let pi = budget_env(install, &llm, &wrapper);
+
+    let run = pi.prompt("Read alpha.txt, bravo.txt and charlie.txt.");
+    debug_dump(&run, &pi, &llm);
+    run.assert_success();
+    llm.assert_script_consumed();
+    assert_eq!(
+        fs::read_to_string(&marker).unwrap_or_default(),
+        "crashed\n",
+        "the wrapper killed the sidecar\n{}",
+        run.report()
+    );
+    assert!(
+        run.output.stderr.contains("condense: the sidecar exited")
+            && run.output.stderr.contains("pi continues unpruned"),
+        "the shim says it fails open\n{}",
+        run.report()
+    );
+    assert_eq!(llm.summary_requests().len(), 2, "{}", run.report());
+
+    // Before the crash the model saw a stub for alpha; from the crash on, the
+    // plain context (every tool result verbatim).
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 4);
+    let stubbed = |r: &RecordedRequest| {
+        r.tool_results()
+            .iter()
+            .any(|(id, t)| id == "call_a" && t.starts_with(&stub_prefix("t1")))
+    };
+    let first_stub = main
+        .iter()
+        .position(stubbed)
+        .unwrap_or_else(|| panic!("alpha was never stubbed\n{}", run.report()));
+    let crash = first_stub
+        + 1
+        + main[first_stub + 1..]
+            .iter()
+            .position(|r| !stubbed(r))
+            .expect("a request after the crash");
+    for request in &main[crash..] {
+        for (id, text) in request.tool_results() {
+            assert!(
+                text.contains(" line 0000: "),
+                "{id} is verbatim after the crash: {text}"
+            );
+        }
+    }
+    assert!(tool_result(&main[3], "call_c").contains("CHARLIE-3e6f line 0000"));
+
+    // The session: every line parses (read_jsonl), the completed flush is
+    // whole, nothing of the abandoned one.
+    let entries = read_jsonl(&pi.session_file(&run));
+    let records = index_records(&entries);
+    assert_eq!(records.len(), 1, "{records:#?}");
+    assert_eq!(records[0]["toolCallId"], "call_a");
+    assert_eq!(custom_messages(&entries, "context-prune-summary").len(), 1);
+    assert_eq!(custom_entries(&entries, "context-prune-frontier").len(), 1);
+    assert_eq!(custom_entries(&entries, "context-prune-stats").len(), 1);
+    let summarized: Vec<_> = custom_entries(&entries, "context-prune-flush-metrics")
+        .into_iter()
+        .filter(|m| m["data"]["processedBatches"] != 0)
+        .collect();
+    assert_eq!(summarized.len(), 1, "{summarized:#?}");
+    assert_eq!(summarized[0]["data"]["trigger"], "budget");
+    assert_eq!(summarized[0]["data"]["outcome"], "summarized");
+    for entry in condense_entries(&entries) {
+        let text = entry.to_string();
+        assert!(
+            !text.contains("call_b") && !text.contains("call_c"),
+            "nothing of the abandoned flush: {entry}"
+        );
+    }
+    let messages = session_messages(&entries);
+    assert_eq!(
+        messages.last().map(pi_message_text).as_deref(),
+        Some("All three read.")
+    );
+}
+
+/// pi-condense flushes the turn that crossed the budget, at its `turn_end`
+/// (the batch is on pi's branch by then). The sidecar sees that turn only if
+/// it appends `turn.end`'s message and results to its copy (`synced`,
+/// docs/protocol.md); until it does, the flush rescans a copy one turn behind
+/// and summarizes nothing at turn 0.
+#[test]
+fn budget_flush_at_turn_end_includes_that_turn() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start(budget_script());
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let pi = budget_env(install, &llm, &sidecar_bin());
+    let run = pi.prompt("Read alpha.txt, bravo.txt and charlie.txt.");
+    debug_dump(&run, &pi, &llm);
+    run.assert_success();
+    report_timing("budget flushes", &run);
+    llm.assert_script_consumed();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 4);
+    // Each request after a tool turn already carries that turn's stub.
+    assert!(tool_result(&main[1], "call_a").starts_with(&stub_prefix("t1")));
+    assert!(tool_result(&main[2], "call_b").starts_with(&stub_prefix("t2")));
+    assert!(tool_result(&main[3], "call_c").starts_with(&stub_prefix("t3")));
+    let entries = read_jsonl(&pi.session_file(&run));
+    let budget: Vec<_> = custom_entries(&entries, "context-prune-flush-metrics")
+        .into_iter()
+        .filter(|m| m["data"]["trigger"] == "budget")
+        .collect();
+    assert_eq!(budget.len(), 3, "{budget:#?}");
+    assert!(
+        budget.iter().all(|m| m["data"]["outcome"] == "summarized"),
+        "no empty budget flush: {budget:#?}"
+    );
+}
+
+#[test]
+fn missing_sidecar_fails_open() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start([
+        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
+        Reply::text("Read it."),
+    ]);
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(condense_settings())
+        .with_extension(extension_dir())
+        .with_env(
+            "CONDENSE_PI_BIN",
+            scratch.path().join("no-such-condense-pi").to_string_lossy(),
+        );
+    fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA-0b9e", 5000)).unwrap();
+    let run = pi.prompt("Read alpha.txt.");
+    run.assert_success();
+    llm.assert_script_consumed();
+    assert!(
+        run.output
+            .stderr
+            .contains("condense-pi sidecar was not found"),
+        "{}",
+        run.report()
+    );
+    let main = llm.main_requests();
+    assert!(tool_result(&main[1], "call_a").contains("ALPHA-0b9e line 0000"));
+    assert!(llm.summary_requests().is_empty());
+    let entries = read_jsonl(&pi.session_file(&run));
+    assert!(condense_entries(&entries).is_empty());
+}
+
+/// A sidecar that misses the `context` deadline, then one that answers
+/// garbage: each time pi finishes with the plain context and the shim says
+/// so; the next pi process with a healthy sidecar prunes again.
+#[test]
+fn stalled_or_garbage_answers_fail_open() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start([
+        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
+        Reply::text("Read."),
+    ]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let marker = scratch.path().join("fault-marker");
+    let real = sidecar_bin();
+    let stall = sidecar_wrapper(
+        scratch.path(),
+        &install.node,
+        &real,
+        Fault::StallContext(1),
+        &marker,
+    );
+    let garbage = sidecar_wrapper(
+        scratch.path(),
+        &install.node,
+        &real,
+        Fault::GarbageContext(1),
+        &marker,
+    );
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(condense_settings())
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", real.to_string_lossy());
+    fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA-c4d0", 5000)).unwrap();
+
+    let run = pi.prompt("Read alpha.txt.");
+    run.assert_success();
+    let session = pi.session_file(&run);
+    assert_eq!(llm.summary_requests().len(), 1, "{}", run.report());
+
+    // The sidecar never answers the first `context`: after 2 s pi goes on unpruned.
+    let pi = pi.with_env("CONDENSE_PI_BIN", stall.to_string_lossy());
+    llm.push(Reply::text("Second."));
+    let run = pi.prompt_in_session(&session, "Again?");
+    run.assert_success();
+    assert_eq!(fs::read_to_string(&marker).unwrap_or_default(), "stalled\n");
+    assert!(
+        run.output
+            .stderr
+            .contains("no answer to context within 2000 ms")
+            && run.output.stderr.contains("pi continues unpruned"),
+        "{}",
+        run.report()
+    );
+    assert!(run.output.elapsed.as_secs_f64() >= 2.0);
+    let last = llm.main_requests().pop().expect("a request");
+    assert!(tool_result(&last, "call_a").contains("ALPHA-c4d0 line 0000"));
+
+    // The sidecar answers the first `context` with garbage.
+    let pi = pi.with_env("CONDENSE_PI_BIN", garbage.to_string_lossy());
+    llm.push(Reply::text("Third."));
+    let run = pi.prompt_in_session(&session, "And again?");
+    run.assert_success();
+    assert_eq!(
+        fs::read_to_string(&marker).unwrap_or_default(),
+        "stalled\ngarbage\n"
+    );
+    assert!(
+        run.output.stderr.contains("not JSON")
+            && run.output.stderr.contains("pi continues unpruned"),
+        "{}",
+        run.report()
+    );
+    let last = llm.main_requests().pop().expect("a request");
+    assert!(tool_result(&last, "call_a").contains("ALPHA-c4d0 line 0000"));
+
+    // A healthy sidecar again: pruned again.
+    let pi = pi.with_env("CONDENSE_PI_BIN", real.to_string_lossy());
+    llm.push(Reply::text("Fourth."));
+    let run = pi.prompt_in_session(&session, "Once more?");
+    run.assert_success();
+    llm.assert_script_consumed();
+    let last = llm.main_requests().pop().expect("a request");
+    assert!(tool_result(&last, "call_a").starts_with(&stub_prefix("t1")));
+    let entries = read_jsonl(&session);
+    assert_eq!(index_records(&entries).len(), 1);
+    assert_eq!(custom_messages(&entries, "context-prune-summary").len(), 1);
+}
+
+/// `/pruner off` and `/pruner on` in print mode: the command reaches the
+/// sidecar and its `saveSettings` effect rewrites only `contextPrune`.
+#[test]
+fn pruner_command_saves_settings() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let mut settings = condense_settings();
+    settings["contextPrune"]["minBatchChars"] = json!(2000);
+    settings["defaultThinkingLevel"] = json!("off");
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(settings)
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+
+    let run = pi.prompt("/pruner off");
+    run.assert_success();
+    let saved = pi.settings();
+    assert_eq!(
+        saved["contextPrune"]["enabled"],
+        false,
+        "{saved}\n{}",
+        run.report()
+    );
+    assert_eq!(saved["contextPrune"]["minBatchChars"], 2000, "{saved}");
+    assert_eq!(saved["compaction"]["enabled"], false, "{saved}");
+    assert_eq!(saved["defaultThinkingLevel"], "off", "{saved}");
+
+    let run = pi.prompt("/pruner on");
+    run.assert_success();
+    assert_eq!(pi.settings()["contextPrune"]["enabled"], true);
+    assert!(llm.requests().is_empty(), "a command makes no LLM call");
+    let leftovers: Vec<_> = fs::read_dir(&pi.agent_dir)
+        .expect("agent dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
