@@ -182,10 +182,11 @@ impl Message {
 
     /// Reads a message whose JSON is `buf[range]`, sharing the buffer
     /// instead of copying the text.
-    pub fn from_shared(buf: &Arc<String>, range: std::ops::Range<usize>) -> Result<Message, MessageError> {
-        let json = buf
-            .get(range.clone())
-            .ok_or(MessageError::NotAnObject)?;
+    pub fn from_shared(
+        buf: &Arc<String>,
+        range: std::ops::Range<usize>,
+    ) -> Result<Message, MessageError> {
+        let json = buf.get(range.clone()).ok_or(MessageError::NotAnObject)?;
         let skeleton = parse_skeleton(json)?;
         Ok(Message(Arc::new(Inner {
             size: js_len(json),
@@ -225,7 +226,8 @@ impl Message {
 
     /// The message as a JSON value (parses the full body).
     pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.json.as_str()).expect("message JSON was validated at construction")
+        serde_json::from_str(self.0.json.as_str())
+            .expect("message JSON was validated at construction")
     }
 
     /// Size of the JSON serialization in UTF-16 units (JavaScript's
@@ -307,7 +309,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentDe<'a> {
             fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
                 Ok(ContentDe::Text(Cow::Owned(v.to_owned())))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
                 let mut blocks = Vec::new();
                 // A block that is not an object (a string, a number) is kept
                 // as an empty block so positions stay right.
@@ -316,7 +321,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for ContentDe<'a> {
                 }
                 Ok(ContentDe::Blocks(blocks))
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
                 Ok(ContentDe::Other)
             }
@@ -350,7 +358,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for BlockOrOther<'a> {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a content block")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
                 let mut b = BlockDe::default();
                 while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                     match key.as_ref() {
@@ -365,7 +376,10 @@ impl<'de: 'a, 'a> Deserialize<'de> for BlockOrOther<'a> {
                 }
                 Ok(BlockOrOther(b))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
                 Ok(BlockOrOther(BlockDe::default()))
             }
@@ -482,8 +496,8 @@ fn parse_skeleton(json: &str) -> Result<Skeleton, MessageError> {
                 }
                 if i == 0 && sk.role == Some(Role::User) {
                     if let Some(first) = raw_str(block.text) {
-                        sk.is_synthetic_chain =
-                            kind == Some("\"text\"") && first.trim_start().starts_with("<compressed-chain");
+                        sk.is_synthetic_chain = kind == Some("\"text\"")
+                            && first.trim_start().starts_with("<compressed-chain");
                         sk.compressed_chain_id = compressed_chain_id(&first);
                     }
                 }

@@ -162,7 +162,8 @@ impl State {
             match self.content_hashes.get_mut() {
                 // Already hashed: keep it current (first seen still wins).
                 Some(map) => {
-                    map.entry(record_hash(&record)).or_insert_with(|| key.clone());
+                    map.entry(record_hash(&record))
+                        .or_insert_with(|| key.clone());
                 }
                 None => self.dedup_seeds.push(idx),
             }
