@@ -5,6 +5,8 @@
 //! session, unknown ref, malformed settings).
 
 mod compact;
+mod corpus;
+mod demo;
 mod gen;
 mod inspect;
 mod load;
@@ -121,6 +123,12 @@ enum Command {
     },
     /// Write a synthetic pi session (deterministic from a seed).
     Gen(gen::GenArgs),
+    /// Figures over every session under a directory: reclaim, re-query gaps,
+    /// session length, context metrics.
+    Corpus(corpus::CorpusArgs),
+    /// Generate a realistic session, compact it, and show what each
+    /// mechanism reclaimed.
+    Demo(demo::DemoArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -146,6 +154,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Stats { session, json } => inspect::stats(&load::load(&session)?, json),
         Command::Tree { session, json } => inspect::tree(&load::load(&session)?, json),
         Command::Gen(args) => gen::run(&args),
+        Command::Corpus(args) => corpus::run(&args),
+        Command::Demo(args) => demo::run(&args),
         Command::Query {
             mut args,
             latest,

@@ -1,0 +1,148 @@
+//! `condense demo`: runs in a fresh temporary directory, and every mechanism
+//! it lists reclaimed something.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("condense-demo-test-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Runs `condense` with an empty agent dir so no user settings leak in.
+fn condense(dir: &Path, args: &[&str]) -> Output {
+    let agent = dir.join("agent-home");
+    std::fs::create_dir_all(&agent).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .output()
+        .expect("condense runs")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "status {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+const MECHANISMS: [&str; 5] = [
+    "stubReplace",
+    "contentDedup",
+    "spill",
+    "errorPurge",
+    "chainCompression",
+];
+
+#[test]
+fn every_mechanism_reclaims_and_the_sizes_add_up() {
+    let dir = temp_dir("json");
+    let r = json_of(&condense(&dir, &["demo", "--json"]));
+    let n = |v: &Value| v.as_i64().unwrap();
+    for m in MECHANISMS {
+        let b = &r["mechanisms"][m];
+        assert!(n(&b["count"]) > 0, "{m}: {b}");
+        assert!(n(&b["reclaimedChars"]) > 0, "{m}: {b}");
+    }
+    assert!(n(&r["protection"]["count"]) >= 1);
+    assert!(n(&r["protection"]["keptChars"]) > 0);
+    assert!(n(&r["summariesAdded"]["count"]) > 0);
+    // before + summaries added - everything reclaimed = after, in chars.
+    let reclaimed: i64 = r["mechanisms"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|b| n(&b["reclaimedChars"]))
+        .sum();
+    assert_eq!(
+        n(&r["before"]["chars"]) + n(&r["summariesAdded"]["chars"]) - reclaimed,
+        n(&r["after"]["chars"])
+    );
+    assert!(n(&r["after"]["chars"]) * 3 < n(&r["before"]["chars"]));
+    // The counts agree with what the compactions wrote.
+    assert_eq!(
+        r["state"]["dedupAliases"],
+        r["mechanisms"]["contentDedup"]["count"]
+    );
+    assert_eq!(
+        r["state"]["spilledOutputs"],
+        r["mechanisms"]["spill"]["count"]
+    );
+    assert_eq!(
+        r["state"]["chainsCompressed"],
+        r["mechanisms"]["chainCompression"]["count"]
+    );
+    assert_eq!(r["compact"]["compactions"], r["prompts"]);
+    // The temporary session is gone.
+    assert_eq!(r["session"], Value::Null);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn kept_session_renders_to_the_reported_size() {
+    let dir = temp_dir("keep");
+    let keep = dir.join("demo");
+    let r = json_of(&condense(
+        &dir,
+        &["demo", "--json", "--dir", keep.to_str().unwrap()],
+    ));
+    let session = r["session"].as_str().unwrap().to_owned();
+    assert!(Path::new(&session).exists());
+    let settings = keep.join("settings.json");
+    let status = json_of(&condense(
+        &dir,
+        &[
+            "status",
+            "--json",
+            "--settings",
+            settings.to_str().unwrap(),
+            &session,
+        ],
+    ));
+    assert_eq!(
+        status["totals"]["liveReclaim"]["afterChars"],
+        r["after"]["chars"]
+    );
+    assert_eq!(
+        status["totals"]["chainsCompressed"],
+        r["state"]["chainsCompressed"]
+    );
+    // The session reads cleanly.
+    let out = condense(
+        &dir,
+        &["render", "--settings", settings.to_str().unwrap(), &session],
+    );
+    assert!(out.status.success() && out.stderr.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn readable_report_fits_a_terminal() {
+    let dir = temp_dir("text");
+    let out = condense(&dir, &["demo"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for row in [
+        "stub-replace",
+        "content dedup",
+        "spill",
+        "error purge",
+        "chain compression",
+        "summaries added",
+        "protection",
+    ] {
+        assert!(text.contains(row), "{row}: {text}");
+    }
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    let out = condense(&dir, &["demo", "--tasks", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
