@@ -105,6 +105,11 @@ function applyEffect(effect: any, ctx: ExtensionContext | undefined, pi: Extensi
 		case "saveSettings":
 			saveContextPrune(effect.contextPrune);
 			return;
+		case "select":
+		case "input":
+			// Dialogs belong to `command` answers (applyEffectsInteractive).
+			if (debug) logError(`condense: ${effect.kind} effect outside a command answer ignored`);
+			return;
 		case "cost":
 			pi.events.emit("cost:external", {
 				source: "condense",
@@ -146,4 +151,77 @@ export function applyEffects(effects: unknown, ctx: ExtensionContext | undefined
 export function clearWidgetTimers(): void {
 	for (const timer of widgetTimers.values()) clearTimeout(timer);
 	widgetTimers.clear();
+}
+
+/** Effect kinds a `ui.effects` notification may carry (docs/protocol.md). */
+const UI_KINDS = new Set(["notify", "status", "widget"]);
+
+/**
+ * Carries out the effects of a `ui.effects` notification (progress while a
+ * request runs). Only UI effects are honoured: entries and settings arrive in
+ * answers, so an abandoned request never leaves half of its writes behind.
+ */
+export function applyUiEffects(effects: unknown, ctx: ExtensionContext | undefined, pi: ExtensionAPI): void {
+	if (!Array.isArray(effects)) return;
+	applyEffects(
+		effects.filter((e: any) => e && typeof e === "object" && UI_KINDS.has(e.kind)),
+		ctx,
+		pi,
+	);
+}
+
+/** Sends `/pruner <args>` to the sidecar and carries out its answer. */
+export type CommandRunner = (args: string) => Promise<void>;
+
+/** Shows a `select` or `input` dialog; the command to send back, or undefined (cancelled, no UI). */
+async function dialog(effect: any, ctx: ExtensionContext | undefined): Promise<string | undefined> {
+	if (!hasUI(ctx)) return undefined;
+	const ui = (ctx as any).ui;
+	const then = typeof effect.then === "string" ? effect.then.trim() : "";
+	const withPrefix = (answer: string) => (then ? `${then} ${answer}` : answer).trim();
+	const title = String(effect.title ?? "");
+	if (effect.kind === "select") {
+		const options: string[] = Array.isArray(effect.options) ? effect.options.map((o: unknown) => String(o)) : [];
+		if (options.length === 0 || typeof ui.select !== "function") return undefined;
+		const choice = await ui.select(title, options);
+		if (typeof choice !== "string") return undefined;
+		const i = options.indexOf(choice);
+		const values = Array.isArray(effect.values) ? effect.values : undefined;
+		return withPrefix(values && i >= 0 && i < values.length ? String(values[i]) : choice);
+	}
+	if (typeof ui.input !== "function") return undefined;
+	const placeholder = typeof effect.placeholder === "string" && effect.placeholder !== "" ? effect.placeholder : undefined;
+	const answer = await ui.input(title, placeholder);
+	return typeof answer === "string" ? withPrefix(answer) : undefined;
+}
+
+/**
+ * Carries out a `command` answer: the effects in order, and for each dialog
+ * effect (`select`, `input`) the dialog, whose answer is sent back as a new
+ * `command` through `run` before the remaining effects. Without a UI (print
+ * mode) dialogs are skipped.
+ */
+export async function applyEffectsInteractive(
+	effects: unknown,
+	ctx: ExtensionContext | undefined,
+	pi: ExtensionAPI,
+	run: CommandRunner,
+): Promise<void> {
+	if (!Array.isArray(effects)) return;
+	for (const effect of effects) {
+		if (!effect || typeof effect !== "object") continue;
+		const kind = (effect as any).kind;
+		if (kind !== "select" && kind !== "input") {
+			applyEffects([effect], ctx, pi);
+			continue;
+		}
+		let next: string | undefined;
+		try {
+			next = await dialog(effect, ctx);
+		} catch (err) {
+			logError(`condense: the ${kind} dialog failed: ${errorText(err)}`);
+			continue;
+		}
+		if (next !== undefined) await run(next);
+	}
 }

@@ -9,7 +9,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
-import { applyEffects, clearWidgetTimers } from "./effects";
+import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimers } from "./effects";
 import { complete, LlmCalls } from "./llm";
 import { readSettings } from "./settings";
 import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
@@ -253,6 +253,7 @@ export default function condense(pi: ExtensionAPI) {
 			},
 			onNotification(method: string, params: any) {
 				if (method === "llm.cancel") llm.cancel(params?.requestId);
+				else if (method === "ui.effects") applyUiEffects(params?.effects, lastCtx, pi);
 				else if (method === "protocol.error") {
 					// The sidecar discarded one of our lines: whatever it was, the two
 					// sides are out of step now.
@@ -341,6 +342,7 @@ export default function condense(pi: ExtensionAPI) {
 	}
 
 	async function sendSessionStart(ctx: ExtensionContext, reason: string, tree: boolean) {
+		const started = timing ? performance.now() : 0;
 		const sm: any = (ctx as any).sessionManager;
 		const branch = safe(() => sm.getBranch()) ?? [];
 		// What pi will hand `context`; the sidecar holds the same list afterwards.
@@ -364,6 +366,13 @@ export default function condense(pi: ExtensionAPI) {
 		if (!res) return;
 		if (Array.isArray(messages)) keys = messageKeys(messages);
 		applyEffects(res.effects, ctx, pi);
+		if (timing) {
+			process.stderr.write(
+				`condense: session.start ${(performance.now() - started).toFixed(2)} ms (entries ${branch.length}, messages ${
+					Array.isArray(messages) ? messages.length : "none"
+				})\n`,
+			);
+		}
 	}
 
 	/** Wraps a handler: remembers the ctx and never lets an exception reach pi. */
@@ -585,8 +594,12 @@ export default function condense(pi: ExtensionAPI) {
 					else logError(text);
 					return;
 				}
-				const res = await call("command", { args: typeof args === "string" ? args : "" });
-				if (res) applyEffects(res.effects, ctx, pi);
+				// A dialog's answer comes back as another command (docs/protocol.md).
+				const run = async (text: string): Promise<void> => {
+					const res = await call("command", { args: text, utcOffsetMinutes: -new Date().getTimezoneOffset() });
+					if (res) await applyEffectsInteractive(res.effects, ctx, pi, run);
+				};
+				await run(typeof args === "string" ? args : "");
 			} catch (err) {
 				logOnce("command", `condense: /pruner failed: ${errorText(err)}`);
 			}

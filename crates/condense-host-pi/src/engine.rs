@@ -619,6 +619,85 @@ impl Engine {
         self.flushing = false;
     }
 
+    /// Plans `/pruner compact`: every eligible closed chain (K = 0), whether
+    /// or not `chainCompression.enabled`. `None` while a flush runs; else the
+    /// engine counts as flushing until [`Engine::finish_compact`] or
+    /// [`Engine::abandon_flush`].
+    pub fn begin_compact(&mut self) -> Option<ChainPlan> {
+        if self.flushing {
+            return None;
+        }
+        self.flushing = true;
+        Some(plan_chains(
+            &self.messages,
+            None,
+            &self.state,
+            &self.config,
+            &self.protection,
+            0,
+        ))
+    }
+
+    /// Applies a compact plan (runtime delivery). Returns the effects to
+    /// carry out (entries, diagnostics, cost, footer), the notices
+    /// `apply_chains` wrote, and the chains compressed.
+    pub fn finish_compact(
+        &mut self,
+        plan: ChainPlan,
+        fusion: Vec<JobResult>,
+        now: i64,
+    ) -> (
+        Effects,
+        Vec<Notice>,
+        Vec<condense_core::records::ChainEntry>,
+    ) {
+        let mut out = Effects::new();
+        let spills = self.write_chain_spills(&plan);
+        let r = apply_chains(plan, fusion, &spills, &mut self.state, &self.config, now);
+        out.extend(
+            r.effects
+                .iter()
+                .map(|e| append_effect(e, Delivery::Runtime)),
+        );
+        for d in &r.diagnostics {
+            if self.diagnostics.report(d) {
+                out.push(
+                    json!({"kind": "append", "customType": "context-prune-diagnostic",
+                    "data": {"kind": d.kind.as_str(), "detail": d.detail}, "delivery": "runtime"}),
+                );
+            }
+        }
+        if !r.compressed.is_empty() {
+            let s = &self.state.stats;
+            let b = &self.cost_baseline;
+            out.push(
+                json!({"kind": "cost", "totalCost": s.total_cost - b.total_cost,
+                "inputTokens": s.total_input_tokens - b.total_input_tokens,
+                "outputTokens": s.total_output_tokens - b.total_output_tokens}),
+            );
+        }
+        self.flushing = false;
+        self.refresh_metrics();
+        out.push(self.status_effect(true));
+        (out, r.notices, r.compressed)
+    }
+
+    /// Whether a reload found recoverable work no flush has run for yet
+    /// (`rearmed: yes` in `/pruner status`).
+    pub fn is_rearmed(&self) -> bool {
+        self.rearmed
+    }
+
+    /// The compiled protection rules of the current config.
+    pub fn protection(&self) -> &Protection {
+        &self.protection
+    }
+
+    /// The footer effect for the current state, sent even if unchanged.
+    pub fn footer(&mut self) -> Value {
+        self.status_effect(true)
+    }
+
     fn write_chain_spills(&self, plan: &ChainPlan) -> Vec<(usize, usize, WrittenSpill)> {
         let Some(dir) = &self.blob_dir else {
             return Vec::new();

@@ -2,7 +2,9 @@
 //!
 //! The `condense-pi` sidecar owns all state and logic; the TypeScript shim in
 //! `extension/` translates pi's events into the requests of
-//! `docs/protocol.md`. [`engine`] is the per-session state machine.
+//! `docs/protocol.md`. [`engine`] is the per-session state machine,
+//! [`commands`] the `/pruner` command.
 
+pub mod commands;
 pub mod engine;
 pub mod server;

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::commands::{self, CommandEnv, CommandHost};
 use crate::engine::{Delivery, Effects, Engine, StartParams};
 
 /// The protocol version this sidecar speaks.
@@ -386,109 +387,39 @@ impl Server {
                     .unwrap_or("")
                     .trim()
                     .to_owned();
-                Ok(json!({"effects": self.command(&args).await}))
+                let env = CommandEnv {
+                    utc_offset_minutes: params
+                        .get("utcOffsetMinutes")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0),
+                };
+                Ok(json!({"effects": self.command(&args, env).await}))
             }
             "shutdown" => Ok(json!({})),
             other => Err(("unknown-method".into(), format!("unknown method {other}"))),
         }
     }
 
-    async fn command(&self, args: &str) -> Effects {
-        let (sub, rest) = args.split_once(char::is_whitespace).unwrap_or((args, ""));
-        let rest = rest.trim();
-        let info = |t: String| json!({"kind": "notify", "level": "info", "text": t});
-        match sub {
-            "now" => {
-                let (enabled, pending) = {
-                    let e = self.engine.lock().expect("engine lock");
-                    (e.config.enabled, e.pending_len())
-                };
-                if !enabled {
-                    return vec![info(
-                        "Context pruning is disabled. Run /pruner on first.".into(),
-                    )];
-                }
-                let mut out = self
-                    .flush(TriggerKind::Manual, Delivery::Runtime, None)
-                    .await;
-                if pending == 0 && !out.iter().any(|e| e["kind"] == "appendMessage") {
-                    out.insert(
-                        0,
-                        info("pruner: nothing pending — no batches to summarize".into()),
-                    );
-                }
-                out
-            }
-            "on" | "off" => {
-                let mut e = self.engine.lock().expect("engine lock");
-                let mut c = e.config.clone();
-                c.enabled = sub == "on";
-                let save = e.set_config(c);
-                let text = if sub == "on" {
-                    "Context pruning enabled."
-                } else {
-                    "Context pruning disabled."
-                };
-                let status = json!({"kind": "status", "text": e.status_text()});
-                vec![save, info(text.into()), status]
-            }
-            "status" => {
-                let e = self.engine.lock().expect("engine lock");
-                let c = &e.config;
-                let s = &e.state.stats;
-                let secs = |ms: u64| {
-                    if ms == 0 {
-                        "disabled".to_owned()
-                    } else {
-                        format!("{}s", ms / 1000)
-                    }
-                };
-                let mut t = format!(
-                    "pruner status:\nenabled: {}\nmodel: {}\nthinking: {}\nidle to: {}\nmax to: {}\ntrigger: {}\nbatching: {}\ndedup: {}\nstatus: {}\n--- summarizer ---\n",
-                    c.enabled, c.summarizer_model, c.summarizer_thinking, secs(c.summarizer_idle_timeout_ms),
-                    secs(c.summarizer_max_timeout_ms), c.prune_on.name(), c.batching_mode.name(),
-                    if c.dedup_by_content_hash { "on" } else { "off" },
-                    e.status_text().unwrap_or_default(),
-                );
-                if s.call_count == 0 {
-                    t.push_str("(no summarizer calls yet)");
-                } else {
-                    t.push_str(&format!(
-                        "calls: {}\ninput: {}\noutput: {}\ncost: ${:.3}",
-                        s.call_count, s.total_input_tokens, s.total_output_tokens, s.total_cost
-                    ));
-                }
-                vec![info(t)]
-            }
-            "stats" => {
-                let e = self.engine.lock().expect("engine lock");
-                let s = &e.state.stats;
-                if s.call_count == 0 {
-                    vec![info("pruner stats: no summarizer calls yet.".into())]
-                } else {
-                    vec![info(format!(
-                        "pruner stats:\ncalls: {}\ninput: {}\noutput: {}\ncost: ${:.3}\nchains: {} compressed",
-                        s.call_count, s.total_input_tokens, s.total_output_tokens, s.total_cost, s.chains_compressed
-                    ))]
-                }
-            }
-            "" | "help" => vec![info(HELP.into())],
-            other => {
-                let _ = rest;
-                vec![info(format!(
-                    "Unknown subcommand: \"{other}\". Run /pruner help for usage."
-                ))]
-            }
-        }
+    /// `/pruner <args>` (see `commands.rs`).
+    async fn command(&self, args: &str, env: CommandEnv) -> Effects {
+        commands::run(self, args, env).await
     }
 }
 
-const HELP: &str = "pruner — condense context pruning\n\
-  /pruner on | off       enable or disable pruning\n\
-  /pruner status         config, summarizer stats, context metrics\n\
-  /pruner stats          summarizer calls, tokens, cost\n\
-  /pruner now            summarize pending tool calls now\n\
-  /pruner help           this text";
+impl CommandHost for Server {
+    fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.engine.lock().expect("engine lock")
+    }
+
+    fn summarizer(&self) -> Summarizer {
+        Server::summarizer(self)
+    }
+
+    fn ui(&self, effects: Effects) {
+        self.outbox
+            .send(&json!({"method": "ui.effects", "params": {"effects": effects}}));
+    }
+}
 
 /// Reads one line of at most `MAX_LINE` bytes. Returns `Ok(None)` at end of
 /// input, `Ok(Some(Err(())))` for an over-long line (discarded, without

@@ -1,0 +1,565 @@
+//! `/pruner` inside real pi, end to end (pi print mode runs a prompt that is
+//! a `/pruner …` command; the shim forwards it to the sidecar).
+//!
+//! `pruner_commands_in_pi`: a session whose tool output is still pending
+//! (`pruneOn: on-demand`), then in that session `/pruner status` (settings
+//! and the `--- context ---` block, `rearmed: yes`), `/pruner protected-tools
+//! todo, read` (saved; the reads stop counting as pending), `/pruner status`
+//! again, and `/pruner now`: the summarizer runs through the shim and the
+//! entries are appended by runtime delivery (`pi.sendMessage` /
+//! `pi.appendEntry`).
+//!
+//! Notifications are invisible in print mode; `CONDENSE_PI_DEBUG=1` makes
+//! the shim log each one to stderr as `condense notify [<level>]: <text>`.
+//!
+//! `pruner_dialogs_and_progress_over_rpc`: pi's RPC mode turns every
+//! `ctx.ui` call into an `extension_ui_request` line, so the dialog chain
+//! (`select` / `input` effects answered by follow-up `command`s) and the
+//! progress widget of `/pruner now` (`ui.effects` notifications while the
+//! flush runs) are seen exactly as a user's UI would get them.
+
+mod support;
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::fake_llm::{FakeLlm, Reply};
+use support::pi_env::{read_jsonl, require_pi, PiEnv, PiRun, MODEL, PROVIDER};
+
+fn extension_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("extension")
+}
+
+fn sidecar_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_condense-pi"))
+}
+
+fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn custom_count(entries: &[Value], entry_type: &str, custom_type: &str) -> usize {
+    entries
+        .iter()
+        .filter(|e| str_of(e, "type") == entry_type && str_of(e, "customType") == custom_type)
+        .count()
+}
+
+/// The notifications the shim logged (`CONDENSE_PI_DEBUG=1`), each with the
+/// lines that follow it until the next log line.
+fn notices(run: &PiRun) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut open = false;
+    for line in run.output.stderr.lines() {
+        if let Some(rest) = line.strip_prefix("condense notify [") {
+            out.push(rest.to_owned());
+            open = true;
+        } else if line.starts_with("condense") {
+            open = false;
+        } else if open {
+            let last = out.last_mut().expect("an open notice");
+            last.push('\n');
+            last.push_str(line);
+        }
+    }
+    out
+}
+
+fn notice_starting(run: &PiRun, prefix: &str) -> String {
+    notices(run)
+        .into_iter()
+        .find(|n| n.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no notice starting {prefix:?}\n{}", run.report()))
+}
+
+fn big_file(marker: &str, bytes: usize) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while out.len() < bytes {
+        out.push_str(&format!("{marker} line {i:04}: nothing to see here\n"));
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn pruner_commands_in_pi() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start([
+        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
+        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"})),
+        Reply::text("Read both."),
+    ]);
+    llm.set_default_summary(Reply::text(
+        "- [[1:read]] Read a text file: one marker line repeated.",
+    ));
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(json!({
+            "contextPrune": {"enabled": true, "pruneOn": "on-demand"},
+            "compaction": {"enabled": false},
+        }))
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+        .with_env("CONDENSE_PI_DEBUG", "1");
+    fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA", 5000)).expect("write");
+    fs::write(pi.work_dir.join("bravo.txt"), big_file("BRAVO", 5000)).expect("write");
+
+    // Two tool turns; on-demand: nothing is summarized.
+    let run = pi.prompt("Read alpha.txt and bravo.txt.");
+    run.assert_success();
+    llm.assert_script_consumed();
+    assert!(llm.summary_requests().is_empty(), "{}", run.report());
+    let session = pi.session_file(&run);
+    assert_eq!(
+        custom_count(
+            &read_jsonl(&session),
+            "custom_message",
+            "context-prune-summary"
+        ),
+        0
+    );
+
+    // /pruner status: the settings, then the context block; the reload
+    // found the two pending reads.
+    let run = pi.prompt_in_session(&session, "/pruner status");
+    run.assert_success();
+    let status = notice_starting(&run, "info]: pruner status:");
+    for line in [
+        "  enabled:  true",
+        "  trigger:  On demand",
+        "  batching: Per turn (turn)",
+        "  (no summarizer calls yet)",
+        "  --- context ---",
+        "  rearmed:      yes",
+    ] {
+        assert!(status.contains(line), "{line:?} missing from\n{status}");
+    }
+    assert!(
+        !status.contains("  frontier gap: 0 tokens"),
+        "the reads are pending: {status}"
+    );
+
+    // /pruner protected-tools todo, read: saved, only contextPrune changes.
+    let run = pi.prompt_in_session(&session, "/pruner protected-tools todo, read");
+    run.assert_success();
+    notice_starting(&run, "info]: Protected tools: todo, read");
+    let settings = pi.settings();
+    assert_eq!(
+        settings["contextPrune"]["protectedTools"],
+        json!(["todo", "read"]),
+        "{settings}"
+    );
+    assert_eq!(settings["contextPrune"]["pruneOn"], "on-demand");
+    assert_eq!(settings["compaction"]["enabled"], false, "{settings}");
+
+    // /pruner status again: protected reads are not pending any more.
+    let run = pi.prompt_in_session(&session, "/pruner status");
+    run.assert_success();
+    let status = notice_starting(&run, "info]: pruner status:");
+    assert!(status.contains("  frontier gap: 0 tokens"), "{status}");
+    assert!(!status.contains("rearmed"), "{status}");
+
+    // Unprotect read, then /pruner now: two summarizer calls through the
+    // shim, entries appended at runtime.
+    let run = pi.prompt_in_session(&session, "/pruner protected-tools todo");
+    run.assert_success();
+    let run = pi.prompt_in_session(&session, "/pruner now");
+    run.assert_success();
+    let done = notice_starting(&run, "info]: pruner: pruned ");
+    assert!(
+        done.starts_with("info]: pruner: pruned 2 tool calls from 2 batches — summary "),
+        "{done}"
+    );
+    assert_eq!(llm.summary_requests().len(), 2, "{}", run.report());
+    assert_eq!(llm.main_requests().len(), 3, "commands make no agent call");
+    let entries = read_jsonl(&session);
+    assert_eq!(
+        custom_count(&entries, "custom_message", "context-prune-summary"),
+        2,
+        "{}",
+        run.report()
+    );
+    assert_eq!(custom_count(&entries, "custom", "context-prune-index"), 2);
+    assert_eq!(
+        custom_count(&entries, "custom", "context-prune-frontier"),
+        1
+    );
+    assert_eq!(custom_count(&entries, "custom", "context-prune-stats"), 1);
+    let metrics: Vec<&Value> = entries
+        .iter()
+        .filter(|e| str_of(e, "customType") == "context-prune-flush-metrics")
+        .collect();
+    assert_eq!(metrics.len(), 1);
+    assert_eq!(metrics[0]["data"]["trigger"], "manual");
+    assert_eq!(metrics[0]["data"]["outcome"], "summarized");
+
+    // Nothing pending now; stats count the two calls.
+    let run = pi.prompt_in_session(&session, "/pruner now");
+    run.assert_success();
+    notice_starting(
+        &run,
+        "info]: pruner: nothing pending — no batches to summarize",
+    );
+    let run = pi.prompt_in_session(&session, "/pruner stats");
+    run.assert_success();
+    let stats = notice_starting(&run, "info]: pruner stats:");
+    assert!(stats.contains("  calls:       2"), "{stats}");
+}
+
+/// pi in RPC mode on a session, driven line by line.
+struct Rpc {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<Value>,
+    /// Every line read so far (for failure reports).
+    seen: Vec<Value>,
+}
+
+impl Rpc {
+    fn start(pi: &PiEnv, session: &Path) -> Rpc {
+        let mut cmd: Command = pi.install().command();
+        cmd.args([
+            "--offline",
+            "--no-extensions",
+            "--no-skills",
+            "--no-prompt-templates",
+            "--no-context-files",
+            "-e",
+        ])
+        .arg(extension_dir())
+        .args([
+            "--provider",
+            PROVIDER,
+            "--model",
+            MODEL,
+            "--mode",
+            "rpc",
+            "--session",
+        ])
+        .arg(session)
+        .current_dir(&pi.work_dir)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PI_CODING_AGENT_DIR", &pi.agent_dir)
+        .env("HOME", &pi.home_dir)
+        .env("PI_OFFLINE", "1")
+        .env("PI_SKIP_VERSION_CHECK", "1")
+        .env("PI_TELEMETRY", "0")
+        .env("NO_COLOR", "1")
+        .env("CONDENSE_PI_BIN", sidecar_bin())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("start pi --mode rpc");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Rpc {
+            child,
+            stdin,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    fn send(&mut self, v: Value) {
+        writeln!(self.stdin, "{v}").expect("write to pi");
+        self.stdin.flush().expect("flush");
+    }
+
+    fn prompt(&mut self, text: &str) {
+        self.send(json!({"type": "prompt", "message": text}));
+    }
+
+    /// The next line matching `want`, within 60 s.
+    fn expect(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(v) => {
+                    self.seen.push(v.clone());
+                    if want(&v) {
+                        return v;
+                    }
+                }
+                Err(_) => panic!(
+                    "no {what} from pi; lines so far:\n{}",
+                    self.seen
+                        .iter()
+                        .map(Value::to_string)
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+            }
+        }
+    }
+
+    /// The next UI request of `method` whose `field` satisfies `want`.
+    fn ui(&mut self, method: &str, field: &str, want: impl Fn(&str) -> bool) -> Value {
+        self.expect(&format!("{method} request"), |v| {
+            v["type"] == "extension_ui_request"
+                && v["method"] == method
+                && want(v[field].as_str().unwrap_or(""))
+        })
+    }
+
+    fn answer(&mut self, request: &Value, value: Option<&str>) {
+        let id = request["id"].clone();
+        match value {
+            Some(v) => self.send(json!({"type": "extension_ui_response", "id": id, "value": v})),
+            None => {
+                self.send(json!({"type": "extension_ui_response", "id": id, "cancelled": true}))
+            }
+        }
+    }
+}
+
+impl Drop for Rpc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn option_starting<'a>(request: &'a Value, prefix: &str) -> &'a str {
+    request["options"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .find(|o| o.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no option {prefix:?} in {request}"))
+}
+
+#[test]
+fn pruner_dialogs_and_progress_over_rpc() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start([
+        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
+        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"})),
+        Reply::text("Read both."),
+    ]);
+    llm.set_default_summary(Reply::text(
+        "- [[1:read]] Read a text file: one marker line repeated.",
+    ));
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(json!({
+            "contextPrune": {"enabled": true, "pruneOn": "on-demand"},
+            "compaction": {"enabled": false},
+        }))
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+    fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA", 5000)).expect("write");
+    fs::write(pi.work_dir.join("bravo.txt"), big_file("BRAVO", 5000)).expect("write");
+    let run = pi.prompt("Read alpha.txt and bravo.txt.");
+    run.assert_success();
+    let session = pi.session_file(&run);
+
+    let mut rpc = Rpc::start(&pi, &session);
+
+    // Bare /pruner: the subcommand picker; its answer runs that subcommand.
+    rpc.prompt("/pruner");
+    let picker = rpc.ui("select", "title", |t| t == "pruner — choose a subcommand");
+    let dedup = option_starting(&picker, "dedup").to_owned();
+    rpc.answer(&picker, Some(&dedup));
+    rpc.ui("notify", "message", |m| {
+        m.starts_with("Content-hash dedup is ON.")
+    });
+
+    // /pruner settings: the list, one setting's values, the list again.
+    rpc.prompt("/pruner settings");
+    let menu = rpc.ui("select", "title", |t| t == "pruner settings");
+    let row = option_starting(&menu, "Min batch chars:").to_owned();
+    assert!(row.ends_with(" 1000"), "{row}");
+    rpc.answer(&menu, Some(&row));
+    let values = rpc.ui("select", "title", |t| t == "Min batch chars (now 1000)");
+    rpc.answer(&values, Some("2000"));
+    rpc.ui("notify", "message", |m| m == "Min batch chars set to: 2000");
+    let menu = rpc.ui("select", "title", |t| t == "pruner settings");
+    assert!(option_starting(&menu, "Min batch chars:").ends_with(" 2000"));
+    rpc.answer(&menu, None);
+    assert_eq!(pi.settings()["contextPrune"]["minBatchChars"], 2000);
+
+    // /pruner protected-tools without a list: a text input.
+    rpc.prompt("/pruner protected-tools");
+    let ask = rpc.ui("input", "title", |t| t.starts_with("Protected tools ("));
+    rpc.answer(&ask, Some("todo bash"));
+    rpc.ui("notify", "message", |m| m == "Protected tools: todo, bash");
+    assert_eq!(
+        pi.settings()["contextPrune"]["protectedTools"],
+        json!(["todo", "bash"])
+    );
+
+    // /pruner now: the progress widget while the flush runs, then cleared.
+    rpc.prompt("/pruner now");
+    let first = rpc.ui("setWidget", "widgetKey", |k| k == "context-prune-progress");
+    assert_eq!(first["widgetPlacement"], "aboveEditor");
+    assert_eq!(
+        first["widgetLines"],
+        json!([
+            "○ Batch 1/2 · 1 tool call · pending",
+            "○ Batch 2/2 · 1 tool call · pending"
+        ])
+    );
+    let done = rpc.ui("setWidget", "widgetKey", |_| true);
+    let mut last = done;
+    while last["widgetLines"].is_array() {
+        let lines = last["widgetLines"].clone();
+        if lines[1].as_str().unwrap_or("").starts_with('✓') {
+            assert!(lines[0]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("✓ Batch 1/2 · 1 tool call · "));
+            assert!(
+                lines[1].as_str().unwrap_or("").ends_with(" raw chars"),
+                "{lines}"
+            );
+        }
+        last = rpc.ui("setWidget", "widgetKey", |k| k == "context-prune-progress");
+    }
+    assert!(last.get("widgetLines").is_none_or(Value::is_null), "{last}");
+    let widgets: Vec<&Value> = rpc
+        .seen
+        .iter()
+        .filter(|v| v["method"] == "setWidget" && v["widgetKey"] == "context-prune-progress")
+        .collect();
+    assert!(
+        widgets.iter().any(|w| w["widgetLines"][1]
+            .as_str()
+            .is_some_and(|l| l.starts_with("✓ Batch 2/2"))),
+        "both batches finish before the widget clears: {widgets:#?}"
+    );
+    rpc.ui("notify", "message", |m| {
+        m.starts_with("pruner: pruned 2 tool calls from 2 batches — summary ")
+    });
+    assert_eq!(llm.summary_requests().len(), 2);
+    drop(rpc);
+    let entries = read_jsonl(&session);
+    assert_eq!(
+        custom_count(&entries, "custom_message", "context-prune-summary"),
+        2
+    );
+}
+
+/// The `context` hook's cost per LLM call at 1M tokens, measured inside
+/// pi's process (`CONDENSE_PI_TIMING=1`: the shim logs each round trip, from
+/// the hook's entry to its return: keys, JSON encoding, the pipe, the
+/// sidecar's parse, sync and render, the answer's parse and the patch).
+///
+/// The session is `condense gen --tokens 1000000 --shape tasks --pruned`
+/// (the same generator and options, called in-process). Each of `RUNS` pi
+/// runs resumes it with a scripted prompt of `TURNS` tool turns (a small
+/// `read` each) and a text reply: one `context` call per LLM call.
+///
+/// Ignored by default (it wants the release sidecar):
+/// `cargo test --release -p condense-host-pi --test e2e_commands -- --ignored --nocapture context_hook`.
+#[test]
+#[ignore]
+fn context_hook_overhead_at_1m_tokens() {
+    const RUNS: usize = 3;
+    const TURNS: usize = 20;
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    llm.set_default_summary(Reply::text("- [[1:read]] Read a small file."));
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(json!({
+            "contextPrune": {"enabled": true},
+            "compaction": {"enabled": false},
+        }))
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+        .with_env("CONDENSE_PI_TIMING", "1")
+        .with_timeout(Duration::from_secs(600));
+    fs::write(pi.work_dir.join("small.txt"), "a small file\n").expect("write");
+    let dir = pi.sessions_dir().join("--bench--");
+    fs::create_dir_all(&dir).expect("sessions dir");
+    let session = dir.join("bench.jsonl");
+    let opts = condense_store::synth::SynthOptions {
+        tokens: Some(1_000_000),
+        shape: condense_store::synth::Shape::from_name("tasks").expect("tasks"),
+        pruned: true,
+        ..Default::default()
+    };
+    condense_store::synth::write(&session, &opts).expect("generate the session");
+    // pi resumes a session only in its stored working directory.
+    let text = fs::read_to_string(&session).expect("read the session");
+    let (header, rest) = text.split_once('\n').expect("a header line");
+    let mut header: Value = serde_json::from_str(header).expect("header JSON");
+    header["cwd"] = json!(pi.work_dir.to_string_lossy());
+    fs::write(&session, format!("{header}\n{rest}")).expect("write the session");
+    eprintln!(
+        "bench: session {} bytes",
+        fs::metadata(&session).map(|m| m.len()).unwrap_or(0)
+    );
+
+    let parse = |line: &str, prefix: &str| -> Option<f64> {
+        line.strip_prefix(prefix)?.split(" ms").next()?.parse().ok()
+    };
+    let mut firsts = Vec::new();
+    let mut starts = Vec::new();
+    let mut steady = Vec::new();
+    for run_no in 0..RUNS {
+        for t in 0..TURNS {
+            llm.push(Reply::tool_call(
+                format!("bench_{run_no}_{t}"),
+                "read",
+                json!({"path": "small.txt"}),
+            ));
+        }
+        llm.push(Reply::text("Done."));
+        let run = pi.prompt_in_session(&session, "Read small.txt twenty times.");
+        run.assert_success();
+        llm.assert_script_consumed();
+        let mut calls = Vec::new();
+        for line in run.output.stderr.lines() {
+            if let Some(ms) = parse(line, "condense: session.start ") {
+                eprintln!("bench run {run_no}: {line}");
+                starts.push(ms);
+            } else if let Some(ms) = parse(line, "condense: context ") {
+                if calls.is_empty() {
+                    eprintln!("bench run {run_no}: first {line}");
+                }
+                calls.push(ms);
+            }
+        }
+        assert_eq!(calls.len(), TURNS + 1, "{}", run.report());
+        eprintln!("bench run {run_no}: context ms {calls:?}");
+        firsts.push(calls[0]);
+        steady.extend_from_slice(&calls[1..]);
+    }
+    let stats = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[v.len() - 1])
+    };
+    let (start_med, start_max) = stats(&mut starts);
+    let (first_med, first_max) = stats(&mut firsts);
+    let (med, max) = stats(&mut steady);
+    eprintln!("bench: session.start median {start_med:.2} ms, max {start_max:.2} ms ({RUNS} runs)");
+    eprintln!("bench: first context median {first_med:.2} ms, max {first_max:.2} ms ({RUNS} runs)");
+    eprintln!(
+        "bench: later context median {med:.2} ms, max {max:.2} ms ({} calls)",
+        steady.len()
+    );
+}
