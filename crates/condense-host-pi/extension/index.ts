@@ -13,7 +13,7 @@ import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimer
 import { complete, LlmCalls } from "./llm";
 import { readSettings } from "./settings";
 import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
-import { applySteps, commonPrefix, messageKeys } from "./sync";
+import { applySteps, commonPrefix, messageKeys, syncedKeys, type Key } from "./sync";
 
 /** Deadline for `context` answers (pi waits for them before every LLM call). */
 const CONTEXT_TIMEOUT_MS = 2_000;
@@ -199,7 +199,7 @@ export default function condense(pi: ExtensionAPI) {
 	let handshaking: Sidecar | undefined;
 	let starting: Promise<Sidecar | undefined> | undefined;
 	/** One key per message the sidecar holds (sync.ts). */
-	let keys: string[] = [];
+	let keys: Key[] = [];
 	/** Bumped by every `context` request, to detect one racing a `turn.end`. */
 	let contextEpoch = 0;
 	let lastCtx: ExtensionContext | undefined;
@@ -469,10 +469,9 @@ export default function condense(pi: ExtensionAPI) {
 			const messages = event?.messages;
 			if (!s?.alive || !Array.isArray(messages)) return undefined;
 			const started = timing ? performance.now() : 0;
-			const next = messageKeys(messages);
-			const keep = commonPrefix(keys, next);
+			const keep = commonPrefix(keys, messages);
 			const append = messages.slice(keep);
-			keys = next;
+			keys = syncedKeys(keys, keep, messages);
 			contextEpoch++;
 			const res = await call("context", { keep, append }, CONTEXT_TIMEOUT_MS);
 			if (!res) {

@@ -2,10 +2,24 @@
 // prefix with what the sidecar holds, and applying the render steps it
 // answers with (docs/protocol.md, "Incremental messages" and "Render steps").
 
-/** Length part of a key: text length for strings; block count plus total text length for arrays. */
-function contentSize(content: unknown): string {
-	if (typeof content === "string") return `s${content.length}`;
-	if (!Array.isArray(content)) return "-";
+/**
+ * A message's key: role, timestamp, tool-call id and content size, kept as
+ * plain fields so comparing a message with its key allocates nothing (this
+ * runs over the whole branch before every LLM call).
+ */
+export interface Key {
+	readonly role: unknown;
+	readonly ts: unknown;
+	readonly id: unknown;
+	/** Content size: string length, or block count and total text length for arrays; -1 if neither. */
+	readonly size: number;
+	/** Length of `summary` / `output` for pi's roles without `content`. */
+	readonly alt: number;
+}
+
+function contentSize(content: unknown): number {
+	if (typeof content === "string") return content.length;
+	if (!Array.isArray(content)) return -1;
 	let chars = 0;
 	for (const block of content) {
 		if (!block || typeof block !== "object") continue;
@@ -14,35 +28,54 @@ function contentSize(content: unknown): string {
 		else if (typeof b.thinking === "string") chars += b.thinking.length;
 		else if (typeof b.data === "string") chars += b.data.length;
 	}
-	return `a${content.length}.${chars}`;
+	// Block count in the high part, text length in the low part.
+	return content.length * 4294967296 + chars;
 }
 
-/** A key per message: role, timestamp, tool-call id and content size. */
-export function messageKey(message: unknown): string {
-	if (!message || typeof message !== "object") return `?${typeof message}`;
+function altSize(m: Record<string, unknown>): number {
+	if (typeof m.summary === "string") return m.summary.length;
+	if (typeof m.output === "string") return m.output.length;
+	return -1;
+}
+
+export function messageKey(message: unknown): Key {
+	if (!message || typeof message !== "object") return { role: typeof message, ts: undefined, id: undefined, size: -2, alt: -2 };
 	const m = message as Record<string, unknown>;
-	let size = contentSize(m.content);
-	// pi's own roles without `content` carry their text elsewhere.
-	if (size === "-") {
-		if (typeof m.summary === "string") size = `y${m.summary.length}`;
-		else if (typeof m.output === "string") size = `o${m.output.length}`;
-	}
-	const id = typeof m.toolCallId === "string" ? m.toolCallId : "";
-	return `${String(m.role)}\u0000${String(m.timestamp)}\u0000${id}\u0000${size}`;
+	return { role: m.role, ts: m.timestamp, id: m.toolCallId, size: contentSize(m.content), alt: altSize(m) };
 }
 
-export function messageKeys(messages: readonly unknown[]): string[] {
-	const keys = new Array<string>(messages.length);
+/** True if `message` still has `key`. */
+export function sameKey(key: Key, message: unknown): boolean {
+	if (!message || typeof message !== "object") return key.size === -2 && key.role === typeof message;
+	const m = message as Record<string, unknown>;
+	return (
+		key.role === m.role &&
+		key.ts === m.timestamp &&
+		key.id === m.toolCallId &&
+		key.size === contentSize(m.content) &&
+		key.alt === altSize(m)
+	);
+}
+
+export function messageKeys(messages: readonly unknown[]): Key[] {
+	const keys = new Array<Key>(messages.length);
 	for (let i = 0; i < messages.length; i++) keys[i] = messageKey(messages[i]);
 	return keys;
 }
 
-/** Length of the common prefix of two key lists. */
-export function commonPrefix(a: readonly string[], b: readonly string[]): number {
-	const n = Math.min(a.length, b.length);
+/** Length of the prefix of `messages` that still has the held `keys`. */
+export function commonPrefix(keys: readonly Key[], messages: readonly unknown[]): number {
+	const n = Math.min(keys.length, messages.length);
 	let i = 0;
-	while (i < n && a[i] === b[i]) i++;
+	while (i < n && sameKey(keys[i], messages[i])) i++;
 	return i;
+}
+
+/** The keys after a sync: the held prefix kept, keys built only for what follows. */
+export function syncedKeys(keys: readonly Key[], keep: number, messages: readonly unknown[]): Key[] {
+	const out = keys.slice(0, keep);
+	for (let i = keep; i < messages.length; i++) out.push(messageKey(messages[i]));
+	return out;
 }
 
 /**

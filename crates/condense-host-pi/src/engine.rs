@@ -336,7 +336,7 @@ impl Engine {
     /// `context`: syncs the messages (`keep` of ours still match, then
     /// `append`) and renders. Returns the steps (`None` = unchanged) and
     /// effects (footer, diagnostics to persist).
-    pub fn context(&mut self, keep: usize, append: Vec<Message>) -> (Option<Vec<Value>>, Effects) {
+    pub fn context(&mut self, keep: usize, append: Vec<Message>) -> (Option<Vec<PlanStep>>, Effects) {
         let keep = keep.min(self.messages.len());
         self.messages.truncate(keep);
         self.entry_ts.truncate(keep);
@@ -363,14 +363,6 @@ impl Engine {
         let steps = r.plan.map(|plan| {
             self.reclaim = Some((plan.before_chars, plan.after_chars));
             plan.steps
-                .iter()
-                .map(|s| match s {
-                    PlanStep::Keep(range) => json!({"keep": [range.start, range.end]}),
-                    PlanStep::New(m) => {
-                        json!({"message": serde_json::from_str::<Value>(m.json()).unwrap_or(Value::Null)})
-                    }
-                })
-                .collect()
         });
         let status = self.status_effect(false);
         if !status.is_null() {

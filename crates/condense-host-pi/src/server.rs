@@ -15,6 +15,7 @@ use async_trait::async_trait;
 use condense_core::budget::TriggerKind;
 use condense_core::flush::{SummaryJob, Usage};
 use condense_core::message::Message;
+use condense_core::render::PlanStep;
 use condense_summarizer::{
     CancelToken, Completion, CompletionRequest, EventSink, FallbackController, ModelRef, Provider,
     ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
@@ -141,6 +142,22 @@ impl Provider for ShimProvider {
     }
 }
 
+/// A `context` request, its messages left as raw JSON.
+#[derive(serde::Deserialize)]
+struct ContextRequest {
+    id: Box<serde_json::value::RawValue>,
+    method: String,
+    params: ContextParams,
+}
+
+#[derive(serde::Deserialize)]
+struct ContextParams {
+    #[serde(default)]
+    keep: usize,
+    #[serde(default)]
+    append: Vec<Box<serde_json::value::RawValue>>,
+}
+
 /// Shared state of the server.
 pub struct Server {
     engine: Mutex<Engine>,
@@ -249,6 +266,39 @@ impl Server {
         notices
     }
 
+    /// `context`, answered as a pre-serialized `result`: the plan's new
+    /// messages are written from their JSON text as is, never rebuilt into
+    /// `Value` trees (this runs before every LLM call).
+    fn context_raw(&self, keep: usize, append: Vec<Message>) -> String {
+        let (steps, effects) = self.engine.lock().expect("engine lock").context(keep, append);
+        let effects = serde_json::to_string(&effects).unwrap_or_else(|_| "[]".into());
+        let Some(steps) = steps else {
+            return format!(r#"{{"unchanged":true,"effects":{effects}}}"#);
+        };
+        let mut out = String::with_capacity(steps.iter().map(|s| match s {
+            PlanStep::New(m) => m.json().len() + 16,
+            PlanStep::Keep(_) => 24,
+        }).sum::<usize>() + effects.len() + 32);
+        out.push_str(r#"{"steps":["#);
+        for (i, step) in steps.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match step {
+                PlanStep::Keep(r) => out.push_str(&format!(r#"{{"keep":[{},{}]}}"#, r.start, r.end)),
+                PlanStep::New(m) => {
+                    out.push_str(r#"{"message":"#);
+                    out.push_str(m.json());
+                    out.push('}');
+                }
+            }
+        }
+        out.push_str(r#"],"effects":"#);
+        out.push_str(&effects);
+        out.push('}');
+        out
+    }
+
     async fn handle(&self, method: &str, params: Value) -> Result<Value, (String, String)> {
         match method {
             "hello" => {
@@ -294,27 +344,6 @@ impl Server {
                 };
                 let effects = self.engine.lock().expect("engine lock").start(p);
                 Ok(json!({"effects": effects}))
-            }
-            "context" => {
-                let keep = params.get("keep").and_then(Value::as_u64).unwrap_or(0) as usize;
-                let append: Vec<Message> = params
-                    .get("append")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|m| Message::from_value(m).ok())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let (steps, effects) = self
-                    .engine
-                    .lock()
-                    .expect("engine lock")
-                    .context(keep, append);
-                Ok(match steps {
-                    Some(steps) => json!({"steps": steps, "effects": effects}),
-                    None => json!({"unchanged": true, "effects": effects}),
-                })
             }
             "turn.end" => {
                 let Some(message) = message_of(params.get("message")) else {
@@ -505,6 +534,25 @@ where
         };
         if line.trim().is_empty() {
             continue;
+        }
+        // A `context` request is read with its messages as raw JSON slices
+        // (each becomes a `Message` without a `Value` tree in between); every
+        // other line is read as a `Value`.
+        if let Ok(ctx) = serde_json::from_str::<ContextRequest>(&line) {
+            if ctx.method == "context" {
+                let server = server.clone();
+                tokio::spawn(async move {
+                    let append = ctx
+                        .params
+                        .append
+                        .iter()
+                        .filter_map(|m| Message::from_json(m.get()).ok())
+                        .collect();
+                    let result = server.context_raw(ctx.params.keep, append);
+                    let _ = server.outbox.tx.send(format!(r#"{{"id":{},"result":{result}}}"#, ctx.id.get()));
+                });
+                continue;
+            }
         }
         let Ok(msg) = serde_json::from_str::<Value>(&line) else {
             outbox.send(
