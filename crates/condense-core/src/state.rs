@@ -78,6 +78,44 @@ impl StubCell {
     }
 }
 
+/// Chain-phase results kept between renders: each compressed chain's
+/// synthetic message and its stripped final assistant. Tagged with the state
+/// generation; the stripped copy also with the original it was made from.
+#[derive(Debug, Default)]
+pub(crate) struct ChainMemo(Mutex<FxHashMap<String, ChainMemoEntry>>);
+
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ChainMemoEntry {
+    pub(crate) generation: u64,
+    pub(crate) synthetic: Option<Message>,
+    pub(crate) stripped: Option<(Message, Message)>,
+}
+
+impl Clone for ChainMemo {
+    fn clone(&self) -> Self {
+        ChainMemo::default()
+    }
+}
+
+impl ChainMemo {
+    pub(crate) fn get(&self, block: &str, generation: u64) -> ChainMemoEntry {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|m| m.get(block).filter(|e| e.generation == generation).cloned())
+            .unwrap_or(ChainMemoEntry {
+                generation,
+                ..ChainMemoEntry::default()
+            })
+    }
+
+    pub(crate) fn put(&self, block: &str, entry: ChainMemoEntry) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(block.to_owned(), entry);
+        }
+    }
+}
+
 /// What the stub phase needs to know about a tool result's occurrence, found
 /// with one lookup.
 pub(crate) struct StubTarget<'a> {
@@ -104,6 +142,7 @@ pub struct State {
     records: Vec<ToolCallRecord>,
     by_id: FxHashMap<String, Vec<Occurrence>>,
     generation: u64,
+    chain_memo: ChainMemo,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
     /// Records that seed dedup, in indexing order; hashed on first lookup
@@ -260,7 +299,12 @@ impl State {
         })
     }
 
-    /// Increases on every change that can alter a stub.
+    /// The chain phase's memo.
+    pub(crate) fn chain_memo(&self) -> &ChainMemo {
+        &self.chain_memo
+    }
+
+    /// Increases on every change that can alter a render.
     pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
@@ -419,6 +463,7 @@ impl State {
 
     /// Stores a per-batch summary body keyed by the occurrences it covers.
     pub fn register_summary_body(&mut self, keys: Vec<OccurrenceKey>, text: String) {
+        self.generation += 1;
         if text.is_empty() || keys.is_empty() {
             return;
         }
@@ -463,6 +508,7 @@ impl State {
 
     /// Registers a compressed chain (keyed by its start timestamp; last wins).
     pub fn register_chain(&mut self, entry: ChainEntry) {
+        self.generation += 1;
         if let Some(n) = entry
             .block_id
             .strip_prefix('b')

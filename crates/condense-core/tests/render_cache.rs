@@ -98,3 +98,52 @@ fn a_record_turned_spilled_changes_the_stub() {
     state.register_dedup_alias(&OccurrenceKey::parse("c9@8"), &OccurrenceKey::parse("c1@3"));
     assert!(state.is_summarized("c9", Some(8)));
 }
+
+#[test]
+fn a_replaced_chain_entry_replaces_the_memoized_synthetic() {
+    let config = Config::default();
+    let protection = Protection::new(&config);
+    let messages: Vec<Message> = [
+        json!({"role":"user","content":"go","timestamp":1}),
+        json!({"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"toolCall","id":"c1","name":"read","arguments":{}}],"timestamp":2}),
+        json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":3}),
+        json!({"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"text","text":"done"}],"timestamp":4}),
+    ]
+    .iter()
+    .map(|v| Message::from_value(v).unwrap())
+    .collect();
+    let chain = |text: &str| -> condense_core::records::ChainEntry {
+        serde_json::from_value(
+            json!({"blockId":"b1","startUserTimestamp":1,"droppedToolCallIds":["c1"],
+            "finalAssistantTimestamp":4,"toolRefs":[],"compressedAt":9,"rangeSummaryText":text}),
+        )
+        .unwrap()
+    };
+    let synthetic = |state: &State| -> Value {
+        let r = render(
+            &messages,
+            state,
+            &RenderSettings {
+                config: &config,
+                protection: &protection,
+            },
+        );
+        let out = r.messages(&messages);
+        assert_eq!(out.len(), 3, "start, synthetic, final assistant");
+        assert_eq!(
+            out[2].skeleton().thinking_blocks,
+            0,
+            "final thinking stripped"
+        );
+        out[1].to_value()["content"][0]["text"].clone()
+    };
+    let mut state = State::new();
+    state.register_chain(chain("FIRST"));
+    assert!(synthetic(&state).as_str().unwrap().contains("FIRST"));
+    assert!(
+        synthetic(&state).as_str().unwrap().contains("FIRST"),
+        "memoized render identical"
+    );
+    state.register_chain(chain("SECOND"));
+    assert!(synthetic(&state).as_str().unwrap().contains("SECOND"));
+}

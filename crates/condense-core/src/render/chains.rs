@@ -204,6 +204,7 @@ pub(crate) fn apply(
     let mut in_range = vec![false; n];
     let mut strip_at: HashSet<usize> = HashSet::new();
     let mut insert_after: HashMap<usize, Message> = HashMap::new();
+    let mut strip_blocks: HashMap<usize, String> = HashMap::new();
     let mut dropped_bare: HashSet<String> = HashSet::new();
     let mut dropped_occ: HashSet<OccurrenceKey> = HashSet::new();
 
@@ -268,13 +269,31 @@ pub(crate) fn apply(
         if strip_final_thinking {
             strip_at.insert(r.end);
         }
-        let body = substitute_block_refs(&state.chain_body(entry), &entry.block_id, |b| {
-            state
-                .chain_by_block(b)
-                .map(|e| state.chain_body(e))
-                .filter(|t| !t.is_empty())
-        });
-        let text = synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs);
+        // A chain without protected outputs renders the same synthetic until
+        // the state changes: memoized (render runs before every LLM call).
+        let mut memo = state.chain_memo().get(&entry.block_id, state.generation());
+        let synthetic = match (&memo.synthetic, protected_outputs.is_empty()) {
+            (Some(m), true) => m.clone(),
+            (_, cacheable) => {
+                let body = substitute_block_refs(&state.chain_body(entry), &entry.block_id, |b| {
+                    state
+                        .chain_by_block(b)
+                        .map(|e| state.chain_body(e))
+                        .filter(|t| !t.is_empty())
+                });
+                let text =
+                    synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs);
+                let m = synthetic_message(entry, &text);
+                if cacheable {
+                    memo.synthetic = Some(m.clone());
+                    state.chain_memo().put(&entry.block_id, memo.clone());
+                }
+                m
+            }
+        };
+        if strip_final_thinking {
+            strip_blocks.insert(r.end, entry.block_id.clone());
+        }
         // Idempotency: a synthetic of this block already right after the
         // start (a re-render of rendered output) is not inserted twice. Only
         // that exact position counts, so a user prompt that merely starts
@@ -286,7 +305,7 @@ pub(crate) fn apply(
                 && next.timestamp() == Some(entry.compressed_at)
         };
         if !already {
-            insert_after.insert(r.start, synthetic_message(entry, &text));
+            insert_after.insert(r.start, synthetic);
         }
     }
 
@@ -314,7 +333,20 @@ pub(crate) fn apply(
             continue;
         }
         if strip_at.contains(&i) && m.is(&Role::Assistant) && m.skeleton().thinking_blocks > 0 {
-            if let Some(s) = without_thinking(m) {
+            let block = strip_blocks.get(&i).map(String::as_str).unwrap_or("");
+            let mut memo = state.chain_memo().get(block, state.generation());
+            let cached = memo
+                .stripped
+                .as_ref()
+                .filter(|(orig, _)| orig == m)
+                .map(|(_, s)| s.clone());
+            let s = cached.or_else(|| {
+                let s = without_thinking(m)?;
+                memo.stripped = Some((m.clone(), s.clone()));
+                state.chain_memo().put(block, memo);
+                Some(s)
+            });
+            if let Some(s) = s {
                 stripped.insert(i, s);
             }
         }
