@@ -7,7 +7,7 @@
 //!
 //! * `ci`    – the full CI gate; see [`steps::CI_STEPS`] for the ordered list.
 //! * `bench` – `cargo bench --workspace`, forwarding any extra arguments.
-//! * `soak`  – placeholder; exits with status 1 until it is implemented.
+//! * `soak`  – the long simulation run; see [`steps::SOAK_STEPS`].
 
 mod runner;
 mod steps;
@@ -31,7 +31,10 @@ Commands:
                      and pi from the npm registry with the system npm)
              doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
   bench    Run `cargo bench --workspace`; extra ARGS are passed to cargo bench
-  soak     Soak test (not built yet; always exits 1)
+  soak     The long simulation (docs/reliability.md):
+             cargo test --release -p condense-store --test simulation -- --nocapture
+             with CONDENSE_SOAK_SECONDS=600, CONDENSE_SOAK_STEPS=60,
+             CONDENSE_SOAK_MAX_OUTPUT=64 MiB unless already set
   help     Print this message
 
 Options:
@@ -44,6 +47,7 @@ Environment:
                      (default: <workspace>/.cache/pi-e2e)
   CONDENSE_SKIP_E2E  =1 skips the e2e tests in a plain `cargo test`
                      (developer convenience; the e2e step removes it)
+  CONDENSE_SOAK_*    SESSIONS, STEPS, MAX_OUTPUT, SECONDS, SEED of `soak`
 ";
 
 /// A parsed command line.
@@ -55,7 +59,7 @@ enum Command {
     Ci,
     /// Run the benchmarks, forwarding the given extra arguments.
     Bench(Vec<String>),
-    /// Placeholder for the soak test.
+    /// The long simulation run.
     Soak,
 }
 
@@ -106,10 +110,7 @@ fn main() -> ExitCode {
             &Ctx::from_env().with_extra_args(extra),
             steps::BENCH_STEPS,
         ),
-        Command::Soak => {
-            eprintln!("xtask: `cargo xtask soak` is not built yet (placeholder); nothing was run.");
-            ExitCode::FAILURE
-        }
+        Command::Soak => runner::run_steps("soak", &Ctx::from_env(), steps::SOAK_STEPS),
     }
 }
 

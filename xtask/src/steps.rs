@@ -35,6 +35,42 @@ pub const BENCH_STEPS: &[Step] = &[Step {
     run: bench,
 }];
 
+/// The `cargo xtask soak` pipeline.
+pub const SOAK_STEPS: &[Step] = &[Step {
+    name: "soak",
+    run: soak,
+}];
+
+/// The long run's knobs (environment variable, default), kept when set.
+pub const SOAK_DEFAULTS: &[(&str, &str)] = &[
+    ("CONDENSE_SOAK_SECONDS", "600"),
+    ("CONDENSE_SOAK_SESSIONS", "1000000"),
+    ("CONDENSE_SOAK_STEPS", "60"),
+    ("CONDENSE_SOAK_MAX_OUTPUT", "67108864"),
+];
+
+/// `cargo test --release -p condense-store --test simulation -- --nocapture`
+/// with the long run's knobs: simulated sessions until the time budget is
+/// spent (docs/reliability.md), tool outputs up to 64 MiB.
+fn soak(ctx: &Ctx) -> Result<(), StepError> {
+    let mut cmd = ctx.cargo([
+        "test",
+        "--release",
+        "-p",
+        "condense-store",
+        "--test",
+        "simulation",
+        "--",
+        "--nocapture",
+    ]);
+    for (name, default) in SOAK_DEFAULTS {
+        if std::env::var_os(name).filter(|v| !v.is_empty()).is_none() {
+            cmd.env(name, default);
+        }
+    }
+    ctx.run(&mut cmd)
+}
+
 /// `cargo fmt --all --check`: fails if any file is not rustfmt-clean.
 fn fmt(ctx: &Ctx) -> Result<(), StepError> {
     ctx.run(&mut ctx.cargo(["fmt", "--all", "--check"]))
@@ -127,6 +163,15 @@ mod tests {
     fn ci_order_is_fixed() {
         let names: Vec<_> = CI_STEPS.iter().map(|s| s.name).collect();
         assert_eq!(names, ["fmt", "clippy", "test", "e2e", "doc"]);
+    }
+
+    #[test]
+    fn soak_runs_the_simulation_with_long_knobs() {
+        let names: Vec<_> = SOAK_STEPS.iter().map(|s| s.name).collect();
+        assert_eq!(names, ["soak"]);
+        assert!(SOAK_DEFAULTS
+            .iter()
+            .all(|(k, v)| k.starts_with("CONDENSE_SOAK_") && v.parse::<u64>().is_ok()));
     }
 
     #[test]

@@ -780,7 +780,9 @@ fn the_sidecar_sources_run_no_shell_and_open_no_port() {
             "UdpSocket",
             "UnixListener",
             "UnixStream",
-            "HttpProvider",
+            "condense_summarizer::http",
+            "Anthropic::new",
+            "OpenAiCompatible::new",
             "reqwest",
         ] {
             assert!(!text.contains(needle), "{} uses {needle}", p.display());

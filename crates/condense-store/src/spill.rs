@@ -16,9 +16,13 @@ use condense_core::occurrence::OccurrenceKey;
 use condense_core::records::ToolCallRecord;
 
 /// The blob directory of a session file with the given session id.
+///
+/// The id comes from the file's header, which a crafted session controls, so
+/// it is sanitized like a file name: the directory is always beside the
+/// session file (a UUID, as pi writes, is kept as is).
 pub fn blob_dir(session_file: &Path, session_id: &str) -> PathBuf {
     let dir = session_file.parent().unwrap_or(Path::new("."));
-    dir.join(format!("{session_id}-blobs"))
+    dir.join(format!("{}-blobs", sanitize_file_stem(session_id)))
 }
 
 /// Turns a tool-call key into a safe file name: anything but ASCII
@@ -42,6 +46,36 @@ pub fn sanitize_file_stem(key: &str) -> String {
         s.push('_');
     }
     s
+}
+
+/// Longest blob file stem kept as is; a longer one is cut and hashed (file
+/// names are limited to 255 bytes, and the temporary name adds ~40).
+const MAX_STEM: usize = 160;
+
+/// The file stem of a key's blob: [`sanitize_file_stem`] of the key, and,
+/// when sanitizing changed it or it is too long, a `~` and a 128-bit hash of
+/// the key. No sanitized name contains `~`, and different keys that sanitize
+/// alike (`w/1`, `w:1`, `w_1`) get different hashes, so two occurrences never
+/// share a blob file. Keys of plain characters (every provider's usual ids)
+/// keep their plain names.
+pub fn blob_stem(key: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut stem = sanitize_file_stem(key);
+    if stem == key && stem.len() <= MAX_STEM {
+        return stem;
+    }
+    let half = |salt: &str| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        salt.hash(&mut h);
+        key.hash(&mut h);
+        h.finish()
+    };
+    stem.truncate(MAX_STEM - 40);
+    format!(
+        "{stem}~{:016x}{:016x}",
+        half("condense-blob-1"),
+        half("condense-blob-2")
+    )
 }
 
 /// The path a record's spill may be read from, if it lies inside `blobs`.
@@ -84,8 +118,8 @@ impl WrittenBlob {
     }
 }
 
-/// Writes a spilled output to `<blob_dir>/<sanitized key>.txt`, creating the
-/// directory when needed.
+/// Writes a spilled output to `<blob_dir>/<`[`blob_stem`]` of the key>.txt`,
+/// creating the directory when needed.
 ///
 /// The text goes to a temporary file in the same directory, is synced, and
 /// is then renamed into place, so the blob is either absent or whole: a
@@ -99,7 +133,7 @@ pub fn write_blob(
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     std::fs::create_dir_all(blob_dir)?;
     let dir = blob_dir.canonicalize()?;
-    let stem = sanitize_file_stem(&key.to_string());
+    let stem = blob_stem(&key.to_string());
     let path = dir.join(format!("{stem}.txt"));
     let tmp = dir.join(format!(
         ".{stem}.{}.{}.tmp",
@@ -137,5 +171,24 @@ mod tests {
         assert_eq!(sanitize_file_stem(".."), "_.");
         assert_eq!(sanitize_file_stem(""), "_");
         assert_eq!(sanitize_file_stem("a/b\\c:d"), "a_b_c_d");
+    }
+
+    #[test]
+    fn blob_stems_are_plain_or_hashed_never_shared() {
+        assert_eq!(blob_stem("toolu_01Ab@17"), "toolu_01Ab@17");
+        let a = blob_stem("w/1@5");
+        let b = blob_stem("w:1@5");
+        assert!(
+            a.starts_with("w_1@5~") && b.starts_with("w_1@5~"),
+            "{a} {b}"
+        );
+        assert_ne!(a, b);
+        assert_ne!(a, blob_stem("w_1@5"));
+        let long = blob_stem(&"x".repeat(400));
+        assert!(long.len() <= MAX_STEM && long.contains('~'), "{long}");
+        assert_eq!(
+            blob_dir(Path::new("/s/a.jsonl"), "/etc/x"),
+            Path::new("/s/_etc_x-blobs")
+        );
     }
 }
