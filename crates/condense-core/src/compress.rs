@@ -53,6 +53,8 @@ pub enum ChainWork {
         range: ChainRange,
         /// Its fusion job, when it has two or more distinct summaries.
         fusion: Option<usize>,
+        /// Results of the range no summary covers, to backfill (with refs).
+        backfill: Vec<ToolCallRecord>,
     },
     /// No summary covers it: backfill, then a deterministic body.
     Uncovered {
@@ -84,7 +86,12 @@ impl ChainPlan {
     pub fn spills(&self, config: &Config) -> Vec<(usize, usize, &ToolCallRecord)> {
         let mut out = Vec::new();
         for (w, work) in self.work.iter().enumerate() {
-            if let ChainWork::Uncovered { backfill, .. } = work {
+            let backfill = match work {
+                ChainWork::Uncovered { backfill, .. } | ChainWork::Covered { backfill, .. } => {
+                    backfill
+                }
+            };
+            {
                 for (r, rec) in backfill.iter().enumerate() {
                     if js_len(&rec.result_text) as u64 >= config.spill_threshold {
                         out.push((w, r, rec));
@@ -127,6 +134,73 @@ fn call_args(messages: &[Message]) -> BTreeMap<String, Value> {
     out
 }
 
+/// The unprotected results of a closed chain: records to backfill (not
+/// indexed, or indexed without a short ref, such as eager spills: the model
+/// could not name them once the range is gone) and records already indexed
+/// with a ref.
+fn chain_records(
+    messages: &[Message],
+    range: &ChainRange,
+    state: &State,
+    protection: &Protection,
+) -> (Vec<ToolCallRecord>, Vec<ToolCallRecord>) {
+    let end = range.end_index.expect("eligible chains are closed");
+    // Arguments by position: a reused provider id elsewhere on the branch
+    // must not lend this chain its arguments.
+    let args = call_args(&messages[range.start_index..end]);
+    let protected: HashSet<&str> = range
+        .protected_tool_call_ids
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let mut backfill = Vec::new();
+    let mut indexed = Vec::new();
+    for m in &messages[range.start_index + 1..end] {
+        if !m.is(&Role::ToolResult) {
+            continue;
+        }
+        let sk = m.skeleton();
+        let (Some(id), Some(ts)) = (sk.tool_call_id.as_deref(), sk.timestamp) else {
+            continue;
+        };
+        if protected.contains(id) {
+            continue;
+        }
+        if let Some(r) = state.record_exact(id, Some(ts)) {
+            if state.short_ref(id, Some(ts)).is_some() {
+                indexed.push(r.clone());
+            } else {
+                backfill.push(r.clone());
+            }
+            continue;
+        }
+        let call_args = args
+            .get(id)
+            .cloned()
+            .unwrap_or(Value::Object(Default::default()));
+        let tool_name = sk.tool_name.clone().unwrap_or_default();
+        if protection.is_protected(&tool_name, &call_args) {
+            continue;
+        }
+        backfill.push(ToolCallRecord {
+            tool_call_id: id.to_owned(),
+            tool_name,
+            args: call_args,
+            result_text: tool_result_text(&m.to_value()),
+            is_error: sk.is_error,
+            turn_index: -1,
+            timestamp: ts,
+            result_timestamp: Some(ts),
+            spill_path: None,
+            spill_bytes: None,
+            result_preview: None,
+            content_hash: None,
+            extra: Default::default(),
+        });
+    }
+    (backfill, indexed)
+}
+
 fn key_texts(keys: &[OccurrenceKey]) -> Vec<String> {
     keys.iter().map(ToString::to_string).collect()
 }
@@ -164,63 +238,24 @@ pub fn plan_chains(
                     });
                     plan.fusion_jobs.len() - 1
                 });
+            // Results no flush indexed (a trivial or oversized skip, work
+            // still pending) would vanish with the range: backfilled, so
+            // nothing becomes unrecoverable (pi-condense dropped them).
+            let (backfill, _) = chain_records(&messages, range, state, protection);
             plan.work.push(ChainWork::Covered {
                 range: range.clone(),
                 fusion,
+                backfill,
             });
             continue;
         }
         // Uncovered: every unprotected result of the range, indexed or not.
-        let end = range.end_index.expect("eligible chains are closed");
-        // Arguments by position: a reused provider id elsewhere on the
-        // branch must not lend this chain its arguments.
-        let args = call_args(&messages[range.start_index..end]);
         let protected: HashSet<&str> = range
             .protected_tool_call_ids
             .iter()
             .map(String::as_str)
             .collect();
-        let mut backfill = Vec::new();
-        let mut indexed = Vec::new();
-        for m in &messages[range.start_index + 1..end] {
-            if !m.is(&Role::ToolResult) {
-                continue;
-            }
-            let sk = m.skeleton();
-            let (Some(id), Some(ts)) = (sk.tool_call_id.as_deref(), sk.timestamp) else {
-                continue;
-            };
-            if protected.contains(id) {
-                continue;
-            }
-            if let Some(r) = state.record_exact(id, Some(ts)) {
-                indexed.push(r.clone());
-                continue;
-            }
-            let call_args = args
-                .get(id)
-                .cloned()
-                .unwrap_or(Value::Object(Default::default()));
-            let tool_name = sk.tool_name.clone().unwrap_or_default();
-            if protection.is_protected(&tool_name, &call_args) {
-                continue;
-            }
-            backfill.push(ToolCallRecord {
-                tool_call_id: id.to_owned(),
-                tool_name,
-                args: call_args,
-                result_text: tool_result_text(&m.to_value()),
-                is_error: sk.is_error,
-                turn_index: -1,
-                timestamp: ts,
-                result_timestamp: Some(ts),
-                spill_path: None,
-                spill_bytes: None,
-                result_preview: None,
-                content_hash: None,
-                extra: Default::default(),
-            });
-        }
+        let (backfill, indexed) = chain_records(&messages, range, state, protection);
         if backfill.is_empty() && indexed.is_empty() {
             let fully_protected = !range.middle_tool_call_ids.is_empty()
                 && range
@@ -328,6 +363,58 @@ pub struct ChainResult {
     pub notices: Vec<Notice>,
 }
 
+/// Backfills a chain's records (spilled ones need their file): allocates
+/// their refs, appends the backfilled index entry before anything mutates,
+/// registers them. `None` (and a warning) when a spill file is missing: the
+/// chain is then not compressed, so nothing becomes unrecoverable.
+#[allow(clippy::too_many_arguments)]
+fn backfill_records(
+    w: usize,
+    mut backfill: Vec<ToolCallRecord>,
+    range: &ChainRange,
+    needs_spill: &HashSet<(usize, usize)>,
+    spills: &[(usize, usize, WrittenSpill)],
+    state: &mut State,
+    config: &Config,
+    out: &mut ChainResult,
+) -> Option<Vec<ToolCallRecord>> {
+    for (r, rec) in backfill.iter_mut().enumerate() {
+        if !needs_spill.contains(&(w, r)) {
+            continue;
+        }
+        let Some((_, _, file)) = spills.iter().find(|(sw, sr, _)| *sw == w && *sr == r) else {
+            out.notices.push(Notice {
+                level: NoticeLevel::Warning,
+                text: format!(
+                    "pruner: chain starting at {} not compressed: a spill file could not be written",
+                    range.start_user_timestamp
+                ),
+            });
+            return None;
+        };
+        rec.result_preview =
+            Some(head_preview(&rec.result_text, config.spill_preview_bytes as usize).to_owned());
+        rec.content_hash = Some(crate::dedup::content_hash(&rec.tool_name, &rec.result_text));
+        rec.result_text = String::new();
+        rec.spill_path = Some(file.path.clone());
+        rec.spill_bytes = Some(file.bytes);
+    }
+    let keys: Vec<OccurrenceKey> = backfill.iter().map(ToolCallRecord::key).collect();
+    let refs = state.allocate_short_refs(&keys);
+    if !backfill.is_empty() {
+        out.effects.push(FlushEffect::Index {
+            records: backfill.clone(),
+            backfilled: true,
+            refs: Some(refs.clone()),
+        });
+    }
+    state.register_summary_refs(&refs);
+    for rec in &backfill {
+        state.add_record(rec.clone(), false);
+    }
+    Some(backfill)
+}
+
 /// The short refs of a chain's results, in order.
 fn chain_refs(state: &State, range: &ChainRange) -> Vec<String> {
     range
@@ -365,7 +452,23 @@ pub fn apply_chains(
     let mut fusion: Vec<Option<JobResult>> = fusion.into_iter().map(Some).collect();
     for (w, work) in plan.work.into_iter().enumerate() {
         let (range, range_summary, body_source) = match work {
-            ChainWork::Covered { range, fusion: job } => {
+            ChainWork::Covered {
+                range,
+                fusion: job,
+                backfill,
+            } => {
+                let Some(_) = backfill_records(
+                    w,
+                    backfill,
+                    &range,
+                    &needs_spill,
+                    spills,
+                    state,
+                    config,
+                    &mut out,
+                ) else {
+                    continue;
+                };
                 let fused = job.and_then(|j| fusion.get_mut(j).and_then(Option::take));
                 let text = match fused {
                     Some(JobResult::Summary { text, usage }) => {
@@ -384,53 +487,21 @@ pub fn apply_chains(
             }
             ChainWork::Uncovered {
                 range,
-                mut backfill,
+                backfill,
                 indexed,
             } => {
-                // Spilled outputs first; a missing file skips the chain.
-                let mut missing = false;
-                for (r, rec) in backfill.iter_mut().enumerate() {
-                    if !needs_spill.contains(&(w, r)) {
-                        continue;
-                    }
-                    match spills.iter().find(|(sw, sr, _)| *sw == w && *sr == r) {
-                        Some((_, _, file)) => {
-                            rec.result_preview = Some(
-                                head_preview(&rec.result_text, config.spill_preview_bytes as usize)
-                                    .to_owned(),
-                            );
-                            rec.content_hash =
-                                Some(crate::dedup::content_hash(&rec.tool_name, &rec.result_text));
-                            rec.result_text = String::new();
-                            rec.spill_path = Some(file.path.clone());
-                            rec.spill_bytes = Some(file.bytes);
-                        }
-                        None => missing = true,
-                    }
-                }
-                if missing {
-                    out.notices.push(Notice {
-                        level: NoticeLevel::Warning,
-                        text: format!(
-                            "pruner: chain starting at {} not compressed: a spill file could not be written",
-                            range.start_user_timestamp
-                        ),
-                    });
+                let Some(backfill) = backfill_records(
+                    w,
+                    backfill,
+                    &range,
+                    &needs_spill,
+                    spills,
+                    state,
+                    config,
+                    &mut out,
+                ) else {
                     continue;
-                }
-                let keys: Vec<OccurrenceKey> = backfill.iter().map(ToolCallRecord::key).collect();
-                let refs = state.allocate_short_refs(&keys);
-                if !backfill.is_empty() {
-                    out.effects.push(FlushEffect::Index {
-                        records: backfill.clone(),
-                        backfilled: true,
-                        refs: Some(refs.clone()),
-                    });
-                }
-                state.register_summary_refs(&refs);
-                for rec in &backfill {
-                    state.add_record(rec.clone(), false);
-                }
+                };
                 let mut all: Vec<ToolCallRecord> = indexed.into_iter().chain(backfill).collect();
                 all.sort_by_key(|r| r.result_timestamp.unwrap_or(r.timestamp));
                 // The chain's refs; bare ids only when it has none at all.

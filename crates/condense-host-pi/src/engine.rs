@@ -228,9 +228,14 @@ impl Engine {
         let (state, _problems) = condense_store::replay::replay_branch(&branch);
         self.state = state;
         self.cost_baseline = self.state.stats.clone();
-        self.blob_dir = p
-            .session_dir
-            .map(|d| d.join(format!("{}-blobs", p.session_id)));
+        // The id is the session's to claim: sanitized, so a crafted one
+        // cannot move spills out of the session directory.
+        self.blob_dir = p.session_dir.map(|d| {
+            d.join(format!(
+                "{}-blobs",
+                condense_store::spill::sanitize_file_stem(&p.session_id)
+            ))
+        });
         self.pending.clear();
         self.budget.reset();
         self.rearmed = false;
@@ -336,7 +341,11 @@ impl Engine {
     /// `context`: syncs the messages (`keep` of ours still match, then
     /// `append`) and renders. Returns the steps (`None` = unchanged) and
     /// effects (footer, diagnostics to persist).
-    pub fn context(&mut self, keep: usize, append: Vec<Message>) -> (Option<Vec<PlanStep>>, Effects) {
+    pub fn context(
+        &mut self,
+        keep: usize,
+        append: Vec<Message>,
+    ) -> (Option<Vec<PlanStep>>, Effects) {
         let keep = keep.min(self.messages.len());
         self.messages.truncate(keep);
         self.entry_ts.truncate(keep);

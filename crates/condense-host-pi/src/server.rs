@@ -270,22 +270,35 @@ impl Server {
     /// messages are written from their JSON text as is, never rebuilt into
     /// `Value` trees (this runs before every LLM call).
     fn context_raw(&self, keep: usize, append: Vec<Message>) -> String {
-        let (steps, effects) = self.engine.lock().expect("engine lock").context(keep, append);
+        let (steps, effects) = self
+            .engine
+            .lock()
+            .expect("engine lock")
+            .context(keep, append);
         let effects = serde_json::to_string(&effects).unwrap_or_else(|_| "[]".into());
         let Some(steps) = steps else {
             return format!(r#"{{"unchanged":true,"effects":{effects}}}"#);
         };
-        let mut out = String::with_capacity(steps.iter().map(|s| match s {
-            PlanStep::New(m) => m.json().len() + 16,
-            PlanStep::Keep(_) => 24,
-        }).sum::<usize>() + effects.len() + 32);
+        let mut out = String::with_capacity(
+            steps
+                .iter()
+                .map(|s| match s {
+                    PlanStep::New(m) => m.json().len() + 16,
+                    PlanStep::Keep(_) => 24,
+                })
+                .sum::<usize>()
+                + effects.len()
+                + 32,
+        );
         out.push_str(r#"{"steps":["#);
         for (i, step) in steps.iter().enumerate() {
             if i > 0 {
                 out.push(',');
             }
             match step {
-                PlanStep::Keep(r) => out.push_str(&format!(r#"{{"keep":[{},{}]}}"#, r.start, r.end)),
+                PlanStep::Keep(r) => {
+                    out.push_str(&format!(r#"{{"keep":[{},{}]}}"#, r.start, r.end))
+                }
                 PlanStep::New(m) => {
                     out.push_str(r#"{"message":"#);
                     out.push_str(m.json());
@@ -549,7 +562,10 @@ where
                         .filter_map(|m| Message::from_json(m.get()).ok())
                         .collect();
                     let result = server.context_raw(ctx.params.keep, append);
-                    let _ = server.outbox.tx.send(format!(r#"{{"id":{},"result":{result}}}"#, ctx.id.get()));
+                    let _ = server
+                        .outbox
+                        .tx
+                        .send(format!(r#"{{"id":{},"result":{result}}}"#, ctx.id.get()));
                 });
                 continue;
             }

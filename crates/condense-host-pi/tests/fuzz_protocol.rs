@@ -796,7 +796,6 @@ fn the_sidecar_sources_run_no_shell_and_open_no_port() {
 /// controls (pi passes its header id). A spill must still land beside the
 /// session, never at an absolute or `..` path the id names.
 #[test]
-#[ignore = "bug: engine.rs builds the blob dir as sessionDir.join(sessionId + \"-blobs\"); an absolute or ../ sessionId writes spills outside the session directory"]
 fn a_crafted_session_id_cannot_move_spills_out_of_the_session_directory() {
     let dir = tempfile::tempdir().expect("tempdir");
     let sessions = dir.path().join("sessions");

@@ -1872,11 +1872,14 @@ mod tests {
         assert_eq!(synth.stats.spilled, 1);
         assert_eq!(synth.blobs.len(), 1);
         assert!(synth.blobs[0].text.len() > 65_536);
-        let spilled: Vec<_> = state
+        // One spilled output (a chain compression may re-index it to give
+        // it a ref, so count distinct occurrences).
+        let mut spilled: Vec<_> = state
             .records()
             .iter()
             .filter(|r| r.spill_path.is_some())
             .collect();
+        spilled.dedup_by_key(|r| r.key());
         assert_eq!(spilled.len(), 1);
         assert_eq!(spilled[0].tool_name, "web_fetch");
         // The skill file is never indexed; the failed write is.

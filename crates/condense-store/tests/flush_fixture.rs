@@ -101,6 +101,7 @@ fn every_fixture_flush_is_reproduced() {
 
     let mut flushes = 0;
     let mut chains = 0;
+    let mut backfilled_extra = 0;
     let mut i = 0;
     while i < branch.len() {
         if !is_effect(branch[i]) {
@@ -207,11 +208,41 @@ fn every_fixture_flush_is_reproduced() {
             })
             .collect();
         let chain_result = apply_chains(chain_plan, fusion, &[], &mut state, &config, now);
-        let actual_chain: Vec<(String, Value)> = chain_result
+        let mut actual_chain: Vec<(String, Value)> = chain_result
             .effects
             .iter()
             .map(|e| ours(entry_for(e)))
             .collect();
+        // A deliberate difference (docs/decisions.md): condense backfills a
+        // covered chain's results no flush indexed (here call_4, skipped as
+        // trivial), with refs, where pi-condense dropped them unrecoverably.
+        // Take that entry out, check it, and compare the rest as written.
+        if expected_chain.first().map(|(k, _)| k.as_str()) != Some("context-prune-index")
+            && actual_chain.first().map(|(k, _)| k.as_str()) == Some("context-prune-index")
+        {
+            let (_, extra) = actual_chain.remove(0);
+            assert_eq!(extra["backfilled"], true);
+            let ids: Vec<&str> = extra["toolCalls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["toolCallId"].as_str().unwrap())
+                .collect();
+            assert_eq!(ids, ["call_4"], "only the trivially skipped result");
+            let extra_refs: Vec<Value> = extra["refs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["shortId"].clone())
+                .collect();
+            for (kind, a) in actual_chain.iter_mut() {
+                if kind == "context-prune-chain" {
+                    let refs = a["toolRefs"].as_array_mut().unwrap();
+                    refs.retain(|r| !extra_refs.contains(r));
+                }
+            }
+            backfilled_extra += 1;
+        }
         assert_eq!(
             kinds(&actual_chain),
             kinds(&expected_chain),
@@ -232,4 +263,8 @@ fn every_fixture_flush_is_reproduced() {
     }
     assert_eq!(flushes, 6, "the fixture holds six flushes");
     assert_eq!(chains, 3, "and three chain compressions");
+    assert_eq!(
+        backfilled_extra, 1,
+        "call_4 is the one result pi-condense left unrecoverable"
+    );
 }

@@ -122,7 +122,6 @@ fn a_crash_at_every_point_of_a_flush_replays_consistently() {
 
 /// The simulation in strict mode: known bugs fail it too.
 #[test]
-#[ignore = "bug: known bugs of docs/reliability.md (covered chains drop unindexed results; float parse)"]
 fn strict_generated_sessions_keep_every_guarantee() {
     let mut knobs = Knobs::from_env(20, 30, 2 << 20);
     knobs.strict = true;
@@ -248,7 +247,6 @@ mod repro {
 /// summary, a batch still pending after a summarizer failure) vanishes: not
 /// in the render, not in the index, `context_tree_query` says "not found".
 #[test]
-#[ignore = "bug: a covered chain drops results no flush indexed (compress.rs backfills only uncovered chains)"]
 fn bug_covered_chain_drops_unindexed_results() {
     let (messages, state, out) = repro::covered_chain_with_a_trivial_batch();
     assert_eq!(state.chains().len(), 1, "the chain is compressed");
@@ -265,7 +263,6 @@ fn bug_covered_chain_drops_unindexed_results() {
 /// serde_json parses floats without `float_roundtrip`, so a `totalCost`
 /// written as `0.009500000000000001` replays as `0.0095`.
 #[test]
-#[ignore = "bug: serde_json is built without float_roundtrip; replayed totalCost can be one ulp off"]
 fn bug_replayed_total_cost_is_exact() {
     use condense_core::flush::FlushEffect;
     use condense_core::records::SummarizerStats;
@@ -298,7 +295,6 @@ fn bug_replayed_total_cost_is_exact() {
 /// summaries, so nothing the model sees names the spilled output any more:
 /// it is in the index, but no visible ref leads to it.
 #[test]
-#[ignore = "bug: a spilled output inside a covered compressed chain has no ref anywhere in the render"]
 fn bug_spilled_output_in_a_compressed_chain_has_no_visible_ref() {
     use condense_core::capture::{capture_pending, capture_turn};
     use condense_core::compress::{apply_chains, plan_chains};
