@@ -19,6 +19,10 @@ pub const MAX_BYTES: usize = 50 * 1024;
 /// Text shown when a spill file cannot be read and no preview exists.
 pub const SPILL_UNAVAILABLE: &str = "(spilled output unavailable — sidecar file missing)";
 
+/// First line of a spilled output shown from its preview only.
+pub const SPILL_PREVIEW_ONLY: &str =
+    "(full output unavailable — spill file missing or outside this session's blob directory; preview follows)";
+
 /// The tool's answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryOutput {
@@ -94,8 +98,16 @@ pub fn query(
                 record.turn_index
             ));
             let body = if record.spill_path.is_some() {
+                // A spill that cannot be read (missing, or refused because its
+                // recorded path lies outside the session's blob directory)
+                // shows its preview, saying so.
                 read_spill(&record)
-                    .or_else(|| record.result_preview.clone())
+                    .or_else(|| {
+                        record
+                            .result_preview
+                            .as_ref()
+                            .map(|p| format!("{SPILL_PREVIEW_ONLY}\n{p}"))
+                    })
                     .unwrap_or_else(|| SPILL_UNAVAILABLE.to_owned())
             } else {
                 record.result_text.clone()

@@ -645,8 +645,11 @@ fn spill_paths_outside_the_blob_dir_are_refused() {
         let out = query(&state, &[id.to_owned()], |r| read_spill(&blobs, r));
         assert_eq!(
             out.text,
-            format!("## toolRef: {id}\nTool: bash\nArgs: {{\n  \"command\": \"cat\"\n}}\nStatus: OK\nTurn: 0\n\nPREVIEW ONLY"),
-            "{path}: the query falls back to the preview"
+            format!(
+                "## toolRef: {id}\nTool: bash\nArgs: {{\n  \"command\": \"cat\"\n}}\nStatus: OK\nTurn: 0\n\n{}\nPREVIEW ONLY",
+                condense_core::query::SPILL_PREVIEW_ONLY
+            ),
+            "{path}: the query falls back to the preview, with a diagnostic line"
         );
     }
 }
