@@ -36,21 +36,35 @@ pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
     let mut errors: HashMap<(usize, &str), usize> = HashMap::new();
     let mut turn = 0usize;
     let mut open: Option<usize> = None;
+    // The first result for an id answers it (a repeat is an orphan the sweep
+    // removes), so only the first result's error counts.
+    let mut answered: Vec<&str> = Vec::new();
     for (i, m) in work.iter().enumerate() {
         match m.role() {
             Some(Role::Assistant) => {
                 turn += 1;
                 open = Some(i);
+                answered.clear();
             }
             Some(Role::ToolResult) => {
                 let sk = m.skeleton();
-                if let (true, Some(id), Some(a)) = (sk.is_error, sk.tool_call_id.as_deref(), open) {
-                    if work.get(a).skeleton().tool_calls.iter().any(|c| c.id == id) {
-                        errors.insert((a, id), turn);
-                    }
+                let (Some(id), Some(a)) = (sk.tool_call_id.as_deref(), open) else {
+                    continue;
+                };
+                if answered.contains(&id)
+                    || !work.get(a).skeleton().tool_calls.iter().any(|c| c.id == id)
+                {
+                    continue;
+                }
+                answered.push(id);
+                if sk.is_error {
+                    errors.insert((a, id), turn);
                 }
             }
-            _ => open = None,
+            _ => {
+                open = None;
+                answered.clear();
+            }
         }
     }
     if errors.is_empty() {
