@@ -202,6 +202,8 @@ export default function condense(pi: ExtensionAPI) {
 	let keys: Key[] = [];
 	/** Bumped by every `context` request, to detect one racing a `turn.end`. */
 	let contextEpoch = 0;
+	/** The last `turn.end` request: `context` waits for it. */
+	let turnEnd: Promise<unknown> | undefined;
 	let lastCtx: ExtensionContext | undefined;
 	let versionOfPi: Promise<string> | undefined;
 	let reportedMissing = false;
@@ -416,7 +418,7 @@ export default function condense(pi: ExtensionAPI) {
 			const toolResults = Array.isArray(event?.toolResults) ? event.toolResults : [];
 			const epoch = contextEpoch;
 			const held = keys.length;
-			const res = await call("turn.end", {
+			const res = await (turnEnd = call("turn.end", {
 				turnIndex: event?.turnIndex ?? 0,
 				message,
 				toolResults,
@@ -425,7 +427,7 @@ export default function condense(pi: ExtensionAPI) {
 					contextWindow: typeof usage?.contextWindow === "number" ? usage.contextWindow : 0,
 				},
 				now: Date.now(),
-			});
+			}));
 			if (!res) {
 				// An error answer leaves the sidecar's copy unknown: resend everything next time.
 				if (sidecar === s) keys = [];
@@ -465,6 +467,10 @@ export default function condense(pi: ExtensionAPI) {
 	pi.on(
 		"context",
 		guard("context", async (event: any, ctx) => {
+			// pi 0.73/0.74 run turn_end handlers on a queue the agent loop does not
+			// wait for: let a flush at turn end finish, so it prunes this call as on
+			// later versions (a no-op there: the turn.end was answered already).
+			if (turnEnd) await turnEnd.catch(() => undefined);
 			const s = sidecar;
 			const messages = event?.messages;
 			if (!s?.alive || !Array.isArray(messages)) return undefined;

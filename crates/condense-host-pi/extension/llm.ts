@@ -1,10 +1,19 @@
 // `llm.complete`: the sidecar asks the shim to run a completion through pi's
 // model registry and pi-ai, so keys, OAuth and provider quirks stay pi's.
+//
+// Where the streaming call lives depends on pi's version, so it is
+// feature-detected, never chosen by version number:
+// - pi 1.x: `ctx.modelRegistry.stream(model, context, options)` resolves
+//   credentials (and a credential-specific base URL) at request time;
+// - pi 0.83 (and 1.x, deprecated there): `stream` in `@earendil-works/pi-ai/compat`;
+// - pi 0.74-0.82: `stream` in `@earendil-works/pi-ai`;
+// - pi 0.73 and older: `stream` in `@mariozechner/pi-ai` (the only scope its
+//   extension loader aliases).
 
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { CodedError, errorText, logError } from "./sidecar";
 
-/** The pi-ai entry points, newest first: 0.83+/1.x keep `stream` in `/compat`. */
+/** The pi-ai entry points that may export `stream`, newest first. */
 const PI_AI_MODULES = [
 	"@earendil-works/pi-ai/compat",
 	"@mariozechner/pi-ai/compat",
@@ -14,15 +23,23 @@ const PI_AI_MODULES = [
 
 type StreamFn = (model: any, context: any, options?: any) => any;
 
-let streamFn: Promise<StreamFn> | undefined;
+/** A streaming entry point and where it came from (for `CONDENSE_PI_DEBUG`). */
+interface Streamer {
+	stream: StreamFn;
+	source: string;
+	/** True if it resolves credentials itself (the key and headers are not passed). */
+	ownAuth: boolean;
+}
 
-async function importFirst(specs: string[], pick: (mod: any) => unknown): Promise<any> {
+let piAiStream: Promise<Streamer> | undefined;
+
+async function importFirst(specs: string[], pick: (mod: any) => unknown): Promise<{ mod: any; spec: string }> {
 	const errors: string[] = [];
 	for (const spec of specs) {
 		try {
 			const mod: any = await import(spec);
 			for (const candidate of [mod, mod?.default]) {
-				if (candidate && pick(candidate)) return candidate;
+				if (candidate && pick(candidate)) return { mod: candidate, spec };
 			}
 			errors.push(`${spec}: no usable export`);
 		} catch (err) {
@@ -32,14 +49,31 @@ async function importFirst(specs: string[], pick: (mod: any) => unknown): Promis
 	throw new Error(errors.join("; "));
 }
 
-function loadStream(): Promise<StreamFn> {
-	if (!streamFn) {
-		streamFn = importFirst(PI_AI_MODULES, (m) => typeof m.stream === "function").then((m) => m.stream as StreamFn);
-		streamFn.catch(() => {
-			streamFn = undefined; // try again next time
+function loadPiAiStream(): Promise<Streamer> {
+	if (!piAiStream) {
+		piAiStream = importFirst(PI_AI_MODULES, (m) => typeof m.stream === "function").then(({ mod, spec }) => ({
+			stream: mod.stream as StreamFn,
+			source: spec,
+			ownAuth: false,
+		}));
+		piAiStream.catch(() => {
+			piAiStream = undefined; // try again next time
 		});
 	}
-	return streamFn;
+	return piAiStream;
+}
+
+/** The registry's own `stream` (pi 1.x), else pi-ai's. */
+async function loadStreamer(ctx: ExtensionContext): Promise<Streamer> {
+	const registry = (ctx as any).modelRegistry;
+	if (typeof registry?.stream === "function") {
+		return {
+			stream: (model, context, options) => registry.stream(model, context, options),
+			source: "ctx.modelRegistry.stream",
+			ownAuth: true,
+		};
+	}
+	return loadPiAiStream();
 }
 
 const warned = new Set<string>();
@@ -114,6 +148,9 @@ async function resolveAuth(ctx: ExtensionContext, model: any): Promise<{ apiKey?
 	return { apiKey, headers, model };
 }
 
+const debug = process.env.CONDENSE_PI_DEBUG === "1";
+const loggedSource = new Set<string>();
+
 export interface LlmEventSink {
 	(kind: "text" | "thinking" | "usage", delta: unknown): void;
 }
@@ -131,16 +168,24 @@ export async function complete(
 	if (!ctx) throw new CodedError("transient", "no pi session is active");
 	let model = resolveModel(ctx, params?.model);
 	if (!model) throw new CodedError("auth", "no model is selected in pi");
+	// Also where the registry streams by itself: a missing credential is an
+	// `auth` failure, not a transient one.
 	const auth = await resolveAuth(ctx, model);
-	model = auth.model;
 	if (signal.aborted) throw new CodedError("aborted", "cancelled");
-	const stream = await loadStream().catch((err) => {
+	const streamer = await loadStreamer(ctx).catch((err) => {
 		throw new CodedError("transient", `pi-ai is not available: ${errorText(err)}`);
 	});
+	if (debug && !loggedSource.has(streamer.source)) {
+		loggedSource.add(streamer.source);
+		logError(`condense: llm.complete streams through ${streamer.source}`);
+	}
 
 	const options: Record<string, unknown> = { signal };
-	if (auth.apiKey !== undefined) options.apiKey = auth.apiKey;
-	if (auth.headers !== undefined) options.headers = auth.headers;
+	if (!streamer.ownAuth) {
+		model = auth.model;
+		if (auth.apiKey !== undefined) options.apiKey = auth.apiKey;
+		if (auth.headers !== undefined) options.headers = auth.headers;
+	}
 	if (typeof params?.maxTokens === "number" && params.maxTokens > 0) options.maxTokens = params.maxTokens;
 	const thinking = params?.thinking;
 	if (typeof thinking === "string" && thinking !== "" && thinking !== "default" && thinking !== "off") {
@@ -155,7 +200,7 @@ export async function complete(
 
 	let message: any;
 	try {
-		const events = stream(model, context, options);
+		const events = streamer.stream(model, context, options);
 		for await (const ev of events as AsyncIterable<any>) {
 			if (ev?.type === "text_delta") onEvent("text", ev.delta);
 			else if (ev?.type === "thinking_delta") onEvent("thinking", ev.delta);
