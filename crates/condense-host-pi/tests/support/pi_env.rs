@@ -1,21 +1,28 @@
-//! Node 22 + pi for end-to-end tests, and headless pi runs against a fake LLM.
+//! Node + pi for end-to-end tests, and headless pi runs against a fake LLM.
 //!
 //! # Installation
 //!
-//! [`require_pi`] (or [`PiInstall::get`]) finds or installs the pinned
-//! [`NODE_VERSION`] (the npm package `node`, which carries a Node binary) and
-//! [`PI_PACKAGE`]@[`PI_VERSION`] with the system `npm`, into
-//! `<cache>/pi-<PI_VERSION>-node-<NODE_VERSION>/`. The cache directory is
-//! `$CONDENSE_E2E_CACHE`, or `<workspace>/.cache/pi-e2e` (git-ignored). An
-//! install goes to a staging directory first and is renamed into place only
-//! after `node --version` and `pi --version` answer as expected, so a broken
-//! or concurrent install never leaves a half-filled cache behind.
+//! A [`PiTarget`] names one combination of pi package, pi version and Node
+//! version. [`require_pi`] (or [`PiInstall::get`]) uses the default target,
+//! [`PiTarget::default_target`]: [`PI_PACKAGE`]@[`PI_VERSION`] on Node
+//! [`NODE_VERSION`]. [`require_pi_target`] (or [`PiInstall::get_target`])
+//! takes any other, e.g. [`PiTarget::pi_1_6`] or [`PiTarget::pi_0_73`].
 //!
-//! If Node or pi cannot be had, [`require_pi`] **panics** with the reason: an
-//! end-to-end test never passes or skips silently. The one exception is a
-//! developer convenience: with `CONDENSE_SKIP_E2E=1` in the environment,
-//! [`require_pi`] returns `None` without trying, and the test returns early
-//! saying so. CI never sets it.
+//! A target is installed with the system `npm`: the npm package `node` (which
+//! carries a Node binary) at the target's Node version, and the pi package,
+//! into `<cache>/<PiTarget::dir_name>/` (`pi-<version>-node-<node>` for
+//! [`PI_PACKAGE`], the scope added for other package names). The cache
+//! directory is `$CONDENSE_E2E_CACHE`, or `<workspace>/.cache/pi-e2e`
+//! (git-ignored). An install goes to a staging directory first and is renamed
+//! into place only after `node --version` and `pi --version` answer as
+//! expected, so a broken or concurrent install never leaves a half-filled
+//! cache behind. Each target is installed at most once per test process.
+//!
+//! If Node or pi cannot be had, [`require_pi`] and [`require_pi_target`]
+//! **panic** with the reason: an end-to-end test never passes or skips
+//! silently. The one exception is a developer convenience: with
+//! `CONDENSE_SKIP_E2E=1` in the environment, they return `None` without
+//! trying, and the test returns early saying so. CI never sets it.
 //!
 //! # Running pi
 //!
@@ -27,14 +34,14 @@
 //! with a timeout; [`PiEnv::prompt_in_session`] adds `--session <file>`.
 //! [`PiRun`] holds the exit status, stdout (json-mode events) and stderr.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs;
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::{mpsc, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -48,6 +55,14 @@ pub const PI_PACKAGE: &str = "@earendil-works/pi-coding-agent";
 /// The pinned pi version: the line pi-condense 2.9.1 targets (`^0.83`) and the
 /// version that wrote `fixtures/pi-condense-2.9.1`.
 pub const PI_VERSION: &str = "0.83.0";
+/// pi's package name up to 0.73 (0.74 moved to [`PI_PACKAGE`]).
+pub const PI_PACKAGE_LEGACY: &str = "@mariozechner/pi-coding-agent";
+/// The last pi under [`PI_PACKAGE_LEGACY`]; it declares Node ≥ 20.6.
+pub const PI_VERSION_LEGACY: &str = "0.73.1";
+/// A Node 20 the npm registry's `node` package has (`npm view node@20 version`).
+pub const NODE_20_VERSION: &str = "20.20.2";
+/// The current pi 1.x line tested besides the pinned version.
+pub const PI_VERSION_1_6: &str = "1.6.0";
 
 /// Set to `1` to skip end-to-end tests (developer convenience; CI never sets it).
 pub const SKIP_ENV: &str = "CONDENSE_SKIP_E2E";
@@ -55,6 +70,11 @@ pub const SKIP_ENV: &str = "CONDENSE_SKIP_E2E";
 pub const CACHE_ENV: &str = "CONDENSE_E2E_CACHE";
 /// Overrides [`PI_VERSION`] (developer convenience, to try another pi).
 pub const PI_VERSION_ENV: &str = "CONDENSE_E2E_PI_VERSION";
+/// Overrides [`PI_PACKAGE`] for the default target (developer convenience,
+/// e.g. `@mariozechner/pi-coding-agent` with `CONDENSE_E2E_PI_VERSION=0.73.1`).
+pub const PI_PACKAGE_ENV: &str = "CONDENSE_E2E_PI_PACKAGE";
+/// Overrides [`NODE_VERSION`] for the default target (developer convenience).
+pub const NODE_VERSION_ENV: &str = "CONDENSE_E2E_NODE_VERSION";
 
 /// The provider name written to `models.json`.
 pub const PROVIDER: &str = "fake";
@@ -70,23 +90,102 @@ pub const DEFAULT_RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// Staging directories older than this are leftovers of killed installs.
 const STALE_STAGING: Duration = Duration::from_secs(6 * 60 * 60);
 
+/// One (pi package, pi version, Node version) combination to install and run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PiTarget {
+    /// The pi package on the npm registry, e.g. [`PI_PACKAGE`].
+    pub package: String,
+    /// The pi version, e.g. [`PI_VERSION`].
+    pub version: String,
+    /// The version of the npm package `node` (the Node binary), e.g. [`NODE_VERSION`].
+    pub node: String,
+}
+
+impl PiTarget {
+    /// Any combination.
+    pub fn new(package: &str, version: &str, node: &str) -> Self {
+        Self {
+            package: package.to_owned(),
+            version: version.to_owned(),
+            node: node.to_owned(),
+        }
+    }
+
+    /// The default: [`PI_PACKAGE`] at [`pi_version`] (the pinned
+    /// [`PI_VERSION`]) on Node [`NODE_VERSION`]. `$CONDENSE_E2E_PI_PACKAGE`,
+    /// `$CONDENSE_E2E_PI_VERSION` and `$CONDENSE_E2E_NODE_VERSION` override
+    /// each part, to run every end-to-end test on another pi.
+    pub fn default_target() -> Self {
+        Self::new(
+            &env_or(PI_PACKAGE_ENV, PI_PACKAGE),
+            &pi_version(),
+            &env_or(NODE_VERSION_ENV, NODE_VERSION),
+        )
+    }
+
+    /// [`PI_PACKAGE`]@[`PI_VERSION_1_6`] on Node [`NODE_VERSION`].
+    pub fn pi_1_6() -> Self {
+        Self::new(PI_PACKAGE, PI_VERSION_1_6, NODE_VERSION)
+    }
+
+    /// [`PI_PACKAGE_LEGACY`]@[`PI_VERSION_LEGACY`] on Node [`NODE_20_VERSION`].
+    pub fn pi_0_73() -> Self {
+        Self::new(PI_PACKAGE_LEGACY, PI_VERSION_LEGACY, NODE_20_VERSION)
+    }
+
+    /// The install directory's name inside the cache: `pi-<version>-node-<node>`
+    /// for [`PI_PACKAGE`] (the name the default install always had), with the
+    /// package's scope in front for any other package
+    /// (`pi-mariozechner-0.73.1-node-20.20.2`).
+    pub fn dir_name(&self) -> String {
+        if self.package == PI_PACKAGE {
+            return format!("pi-{}-node-{}", self.version, self.node);
+        }
+        let scope: String = self
+            .package
+            .split('/')
+            .next()
+            .unwrap_or("")
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect();
+        format!("pi-{scope}-{}-node-{}", self.version, self.node)
+    }
+}
+
+impl std::fmt::Display for PiTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}@{} on Node {}", self.package, self.version, self.node)
+    }
+}
+
 /// A verified Node + pi installation.
 #[derive(Debug, Clone)]
 pub struct PiInstall {
-    /// The install directory (`<cache>/pi-<ver>-node-<ver>`).
+    /// The install directory (`<cache>/<PiTarget::dir_name>`).
     pub dir: PathBuf,
-    /// The Node 22 binary.
+    /// The Node binary.
     pub node: PathBuf,
     /// pi's CLI entry script (from its package.json `bin.pi`).
     pub cli: PathBuf,
     /// The pi version installed.
     pub pi_version: String,
+    /// What was installed.
+    pub target: PiTarget,
 }
 
-/// Returns the installation, or `None` if `CONDENSE_SKIP_E2E=1`.
+/// Returns the default installation ([`PiTarget::default_target`]), or
+/// `None` if `CONDENSE_SKIP_E2E=1`.
 ///
-/// Panics with a clear message if Node 22 or pi cannot be found or installed.
+/// Panics with a clear message if Node or pi cannot be found or installed.
 pub fn require_pi() -> Option<&'static PiInstall> {
+    require_pi_target(&PiTarget::default_target())
+}
+
+/// Returns the installation of `target`, or `None` if `CONDENSE_SKIP_E2E=1`.
+///
+/// Panics with a clear message if Node or pi cannot be found or installed.
+pub fn require_pi_target(target: &PiTarget) -> Option<&'static PiInstall> {
     if std::env::var(SKIP_ENV).is_ok_and(|v| v == "1") {
         eprintln!(
             "e2e: {SKIP_ENV}=1 is set: skipping this end-to-end test (developer convenience; \
@@ -94,24 +193,29 @@ pub fn require_pi() -> Option<&'static PiInstall> {
         );
         return None;
     }
-    match PiInstall::get() {
+    match PiInstall::get_target(target) {
         Ok(install) => Some(install),
         Err(err) => panic!(
-            "e2e: Node {NODE_VERSION} and {PI_PACKAGE}@{} are needed for this end-to-end test \
-             and could not be installed:\n{err}\n\nFix: make `npm` available (Debian: \
-             `apt-get install -y nodejs npm`) with access to the npm registry, or set \
-             {SKIP_ENV}=1 to skip end-to-end tests locally.",
-            pi_version()
+            "e2e: {target} is needed for this end-to-end test and could not be \
+             installed:\n{err}\n\nFix: make `npm` available (Debian: `apt-get install -y nodejs \
+             npm`) with access to the npm registry, or set {SKIP_ENV}=1 to skip end-to-end \
+             tests locally."
         ),
     }
 }
 
 /// The pi version to use: `$CONDENSE_E2E_PI_VERSION` or [`PI_VERSION`].
 pub fn pi_version() -> String {
-    std::env::var(PI_VERSION_ENV)
+    env_or(PI_VERSION_ENV, PI_VERSION)
+}
+
+/// `$key` trimmed, or `default` when it is unset or blank.
+fn env_or(key: &str, default: &str) -> String {
+    std::env::var(key)
         .ok()
-        .filter(|v| !v.trim().is_empty())
-        .unwrap_or_else(|| PI_VERSION.to_owned())
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| default.to_owned())
 }
 
 /// The workspace root (two levels above this crate's manifest).
@@ -139,29 +243,45 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
+/// One target's install result, computed at most once per test process.
+type InstallCell = Arc<OnceLock<Result<&'static PiInstall, String>>>;
+
 impl PiInstall {
-    /// Finds or installs Node + pi once per test process.
+    /// Finds or installs the default target ([`PiTarget::default_target`])
+    /// once per test process.
     pub fn get() -> Result<&'static PiInstall, String> {
-        static INSTALL: OnceLock<Result<PiInstall, String>> = OnceLock::new();
-        INSTALL
-            .get_or_init(|| {
-                let started = Instant::now();
-                let result = find_or_install(&cache_dir(), &pi_version());
-                if let Ok(install) = &result {
-                    eprintln!(
-                        "e2e: pi {} on Node {NODE_VERSION} ready in {:.1}s at {}",
-                        install.pi_version,
-                        started.elapsed().as_secs_f64(),
-                        install.dir.display()
-                    );
-                }
-                result
-            })
-            .as_ref()
-            .map_err(Clone::clone)
+        Self::get_target(&PiTarget::default_target())
     }
 
-    /// A `Command` running pi's CLI with the pinned Node binary.
+    /// Finds or installs `target` once per test process. Tests asking for
+    /// the same target at the same time wait for one install; different
+    /// targets install independently.
+    pub fn get_target(target: &PiTarget) -> Result<&'static PiInstall, String> {
+        static INSTALLS: OnceLock<Mutex<HashMap<PiTarget, InstallCell>>> = OnceLock::new();
+        let cell = {
+            let mut map = INSTALLS
+                .get_or_init(Default::default)
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            Arc::clone(map.entry(target.clone()).or_default())
+        };
+        cell.get_or_init(|| {
+            let started = Instant::now();
+            let result = find_or_install(&cache_dir(), target);
+            if let Ok(install) = &result {
+                eprintln!(
+                    "e2e: {target} ready in {:.1}s at {}",
+                    started.elapsed().as_secs_f64(),
+                    install.dir.display()
+                );
+            }
+            // Installs live for the whole test process.
+            result.map(|install| &*Box::leak(Box::new(install)))
+        })
+        .clone()
+    }
+
+    /// A `Command` running pi's CLI with the install's Node binary.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.node);
         cmd.arg(&self.cli);
@@ -169,11 +289,11 @@ impl PiInstall {
     }
 }
 
-fn find_or_install(cache: &Path, pi_version: &str) -> Result<PiInstall, String> {
-    let name = format!("pi-{pi_version}-node-{NODE_VERSION}");
+fn find_or_install(cache: &Path, pi: &PiTarget) -> Result<PiInstall, String> {
+    let name = pi.dir_name();
     let target = cache.join(&name);
     if target.join(".complete").is_file() {
-        if let Ok(install) = verify(&target, pi_version) {
+        if let Ok(install) = verify(&target, pi) {
             return Ok(install);
         }
         eprintln!(
@@ -189,7 +309,7 @@ fn find_or_install(cache: &Path, pi_version: &str) -> Result<PiInstall, String> 
         .unwrap_or_default()
         .as_nanos();
     let staging = cache.join(format!(".staging-{}-{nanos}", std::process::id()));
-    let result = install_into(&staging, pi_version).and_then(|_| {
+    let result = install_into(&staging, pi).and_then(|_| {
         fs::write(staging.join(".complete"), format!("{name}\n"))
             .map_err(|e| format!("cannot write the completion marker: {e}"))?;
         if target.exists() && !target.join(".complete").is_file() {
@@ -211,19 +331,19 @@ fn find_or_install(cache: &Path, pi_version: &str) -> Result<PiInstall, String> 
         let _ = fs::remove_dir_all(&staging);
     }
     result?;
-    verify(&target, pi_version)
+    verify(&target, pi)
 }
 
-/// Runs `npm install` for the pinned packages in `dir` and verifies it.
-fn install_into(dir: &Path, pi_version: &str) -> Result<(), String> {
+/// Runs `npm install` for the target's packages in `dir` and verifies it.
+fn install_into(dir: &Path, pi: &PiTarget) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let manifest = json!({
         "name": "condense-pi-e2e",
         "private": true,
         "description": "Node + pi for condense's end-to-end tests (generated; safe to delete)",
         "dependencies": {
-            "node": NODE_VERSION,
-            PI_PACKAGE: pi_version,
+            "node": pi.node,
+            pi.package.as_str(): pi.version,
         },
         // npm 11 asks for install scripts to be approved; `node` needs its
         // preinstall script to fetch the platform binary.
@@ -240,7 +360,10 @@ fn install_into(dir: &Path, pi_version: &str) -> Result<(), String> {
             .to_owned()
     })?;
     eprintln!(
-        "e2e: installing node@{NODE_VERSION} and {PI_PACKAGE}@{pi_version} into {} …",
+        "e2e: installing node@{} and {}@{} into {} …",
+        pi.node,
+        pi.package,
+        pi.version,
         dir.display()
     );
     let mut cmd = Command::new(&npm);
@@ -263,25 +386,26 @@ fn install_into(dir: &Path, pi_version: &str) -> Result<(), String> {
             tail(&out.stderr, 8000)
         ));
     }
-    verify(dir, pi_version).map(|_| ())
+    verify(dir, pi).map(|_| ())
 }
 
-/// Checks that `dir` holds a working Node [`NODE_VERSION`] and pi `pi_version`.
-fn verify(dir: &Path, pi_version: &str) -> Result<PiInstall, String> {
+/// Checks that `dir` holds a working Node and pi of the target's versions.
+fn verify(dir: &Path, pi: &PiTarget) -> Result<PiInstall, String> {
     let node = dir.join("node_modules/node/bin/node");
     let out = run_bounded(Command::new(&node).arg("--version"), VERSION_TIMEOUT)
         .map_err(|e| format!("cannot run {}: {e}", node.display()))?;
     let got = out.stdout.trim();
-    if !out.success() || got != format!("v{NODE_VERSION}") {
+    if !out.success() || got != format!("v{}", pi.node) {
         return Err(format!(
-            "{} --version printed {got:?} ({}), expected v{NODE_VERSION}; stderr: {}",
+            "{} --version printed {got:?} ({}), expected v{}; stderr: {}",
             node.display(),
             out.describe_status(),
+            pi.node,
             tail(&out.stderr, 2000)
         ));
     }
 
-    let pkg_dir = dir.join("node_modules").join(PI_PACKAGE);
+    let pkg_dir = dir.join("node_modules").join(&pi.package);
     let pkg_json = pkg_dir.join("package.json");
     let pkg: Value = fs::read_to_string(&pkg_json)
         .ok()
@@ -298,15 +422,21 @@ fn verify(dir: &Path, pi_version: &str) -> Result<PiInstall, String> {
         dir: dir.to_path_buf(),
         node,
         cli,
-        pi_version: pi_version.to_owned(),
+        pi_version: pi.version.clone(),
+        target: pi.clone(),
     };
     let out = run_bounded(install.command().arg("--version"), VERSION_TIMEOUT)
         .map_err(|e| format!("cannot run pi: {e}"))?;
-    if !out.success() || out.stdout.trim() != pi_version {
+    // pi ≥ 0.74 prints its version on stdout, 0.73 on stderr.
+    let printed = match out.stdout.trim() {
+        "" => out.stderr.trim(),
+        stdout => stdout,
+    };
+    if !out.success() || printed != pi.version {
         return Err(format!(
-            "`pi --version` printed {:?} ({}), expected {pi_version}; stderr: {}",
-            out.stdout.trim(),
+            "`pi --version` printed {printed:?} ({}), expected {}; stderr: {}",
             out.describe_status(),
+            pi.version,
             tail(&out.stderr, 2000)
         ));
     }
