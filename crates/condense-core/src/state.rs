@@ -20,6 +20,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::fxhash::FxHashMap;
 use crate::message::Message;
+use crate::render::chain_memo::ChainMemo;
 
 use crate::occurrence::{split_occurrence, OccurrenceKey};
 use crate::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
@@ -74,44 +75,6 @@ impl StubCell {
     pub(crate) fn set(&self, value: CachedStub) {
         if let Ok(mut guard) = self.0.lock() {
             *guard = Some(value);
-        }
-    }
-}
-
-/// Chain-phase results kept between renders: each compressed chain's
-/// synthetic message and its stripped final assistant. Tagged with the state
-/// generation; the stripped copy also with the original it was made from.
-#[derive(Debug, Default)]
-pub(crate) struct ChainMemo(Mutex<FxHashMap<String, ChainMemoEntry>>);
-
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ChainMemoEntry {
-    pub(crate) generation: u64,
-    pub(crate) synthetic: Option<Message>,
-    pub(crate) stripped: Option<(Message, Message)>,
-}
-
-impl Clone for ChainMemo {
-    fn clone(&self) -> Self {
-        ChainMemo::default()
-    }
-}
-
-impl ChainMemo {
-    pub(crate) fn get(&self, block: &str, generation: u64) -> ChainMemoEntry {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|m| m.get(block).filter(|e| e.generation == generation).cloned())
-            .unwrap_or(ChainMemoEntry {
-                generation,
-                ..ChainMemoEntry::default()
-            })
-    }
-
-    pub(crate) fn put(&self, block: &str, entry: ChainMemoEntry) {
-        if let Ok(mut m) = self.0.lock() {
-            m.insert(block.to_owned(), entry);
         }
     }
 }

@@ -13,7 +13,18 @@ import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimer
 import { complete, LlmCalls } from "./llm";
 import { readSettings } from "./settings";
 import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
-import { applySteps, commonPrefix, messageKeys, syncedKeys, type Key } from "./sync";
+import {
+	answerSteps,
+	applySteps,
+	commonPrefix,
+	heldIntact,
+	holdAnswer,
+	messageKeys,
+	syncedKeys,
+	withoutSystemMessages,
+	type HeldAnswer,
+	type Key,
+} from "./sync";
 
 /** Deadline for `context` answers (pi waits for them before every LLM call). */
 const CONTEXT_TIMEOUT_MS = 2_000;
@@ -200,6 +211,10 @@ export default function condense(pi: ExtensionAPI) {
 	let starting: Promise<Sidecar | undefined> | undefined;
 	/** One key per message the sidecar holds (sync.ts). */
 	let keys: Key[] = [];
+	/** The last render steps applied, for incremental answers (sync.ts). */
+	let held: HeldAnswer | undefined;
+	/** The sidecar that sent `held` (answer numbers are per sidecar process). */
+	let heldFrom: Sidecar | undefined;
 	/** Bumped by every `context` request, to detect one racing a `turn.end`. */
 	let contextEpoch = 0;
 	/** The last `turn.end` request: `context` waits for it. */
@@ -348,7 +363,13 @@ export default function condense(pi: ExtensionAPI) {
 		const sm: any = (ctx as any).sessionManager;
 		const branch = safe(() => sm.getBranch()) ?? [];
 		// What pi will hand `context`; the sidecar holds the same list afterwards.
-		const messages = safe(() => (typeof sm.buildSessionContext === "function" ? sm.buildSessionContext().messages : undefined));
+		// pi 1.6 keeps `system` messages in the session context but never hands
+		// them to `context` handlers (the sidecar's copy leaves them out too).
+		const messages = safe(() =>
+			typeof sm.buildSessionContext === "function"
+				? withoutSystemMessages(sm.buildSessionContext().messages)
+				: undefined,
+		);
 		const model: any = safe(() => (ctx as any).model);
 		const params = {
 			reason,
@@ -478,28 +499,46 @@ export default function condense(pi: ExtensionAPI) {
 			const keep = commonPrefix(keys, messages);
 			const append = messages.slice(keep);
 			keys = syncedKeys(keys, keep, messages);
+			if (held && (heldFrom !== s || !heldIntact(held))) held = undefined;
+			const base = held?.seq;
 			contextEpoch++;
-			const res = await call("context", { keep, append }, CONTEXT_TIMEOUT_MS);
+			const keyed = timing ? performance.now() : 0;
+			const params: Record<string, unknown> = { keep, append };
+			if (base !== undefined) params.base = base;
+			if (timing) params.timing = true;
+			const res = await call("context", params, CONTEXT_TIMEOUT_MS);
+			const answered = timing ? performance.now() : 0;
 			if (!res) {
 				// An error answer leaves the sidecar's copy unknown: resend everything next time.
-				if (sidecar === s) keys = [];
+				if (sidecar === s) {
+					keys = [];
+					held = undefined;
+				}
 				return undefined;
 			}
 			applyEffects(res.effects, ctx, pi);
 			let out: unknown[] | undefined;
-			if (res.unchanged !== true && res.steps !== undefined && res.steps !== null) {
-				out = applySteps(messages, res.steps);
-				if (!out) {
+			let stepCount = 0;
+			if (res.unchanged !== true) {
+				const steps = answerSteps(held, base, res);
+				out = steps && applySteps(messages, steps);
+				if (!steps || !out) {
+					held = undefined;
 					s.fail("the sidecar answered context with malformed render steps");
 					return undefined;
 				}
+				stepCount = steps.length;
+				held = holdAnswer(res.seq, steps, held, typeof res.reuse === "number" ? res.reuse : 0);
+				heldFrom = s;
 			}
 			if (timing) {
-				const ms = performance.now() - started;
+				const done = performance.now();
+				const ms = done - started;
+				const sidecarMs = typeof res.micros === "number" ? (res.micros / 1000).toFixed(2) : "?";
 				process.stderr.write(
 					`condense: context ${ms.toFixed(2)} ms (messages ${messages.length}, keep ${keep}, append ${append.length}, ${
-						out ? `steps ${res.steps.length} -> ${out.length} messages` : "unchanged"
-					})\n`,
+						out ? `steps ${stepCount} (${res.steps.length} sent) -> ${out.length} messages` : "unchanged"
+					}; keys ${(keyed - started).toFixed(2)} ms, round trip ${(answered - keyed).toFixed(2)} ms (sidecar ${sidecarMs} ms, parse ${s.lastParseMs.toFixed(2)} ms), apply ${(done - answered).toFixed(2)} ms)\n`,
 				);
 			}
 			return out ? { messages: out } : undefined;

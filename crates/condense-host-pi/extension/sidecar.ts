@@ -99,6 +99,8 @@ export class Sidecar {
 	private pending = new Map<number, Pending>();
 	private pieces: string[] = [];
 	private pieceLength = 0;
+	/** Time the last line's `JSON.parse` took (for `CONDENSE_PI_TIMING`). */
+	lastParseMs = 0;
 	private stderrTail = "";
 	private logFd: number | undefined;
 	private closed = false;
@@ -320,7 +322,9 @@ export class Sidecar {
 		if (line.trim() === "") return;
 		let message: any;
 		try {
+			const parseStart = performance.now();
 			message = JSON.parse(line);
+			this.lastParseMs = performance.now() - parseStart;
 		} catch {
 			this.fail(`the sidecar sent a line that is not JSON: ${line.slice(0, 200)}`);
 			return;

@@ -57,6 +57,12 @@ export function sameKey(key: Key, message: unknown): boolean {
 	);
 }
 
+/** The messages pi hands to `context` handlers: all but `system` ones (pi 1.6). */
+export function withoutSystemMessages(messages: unknown): unknown[] | undefined {
+	if (!Array.isArray(messages)) return undefined;
+	return messages.filter((m) => !(m && typeof m === "object" && (m as Record<string, unknown>).role === "system"));
+}
+
 export function messageKeys(messages: readonly unknown[]): Key[] {
 	const keys = new Array<Key>(messages.length);
 	for (let i = 0; i < messages.length; i++) keys[i] = messageKey(messages[i]);
@@ -109,4 +115,56 @@ export function applySteps(input: readonly unknown[], steps: unknown): unknown[]
 		}
 	}
 	return out;
+}
+
+/**
+ * The last steps answer the shim applied, which the next answer may build on
+ * ("the first `reuse` steps of answer `seq`, then these"). Its messages are
+ * handed to pi on every call; `keys` (one per step, `undefined` for `keep`
+ * steps) tells whether anything changed them since (another extension's
+ * handler, say), in which case they are not reused.
+ */
+export interface HeldAnswer {
+	readonly seq: number;
+	readonly steps: readonly unknown[];
+	readonly keys: readonly (Key | undefined)[];
+}
+
+function stepKey(step: unknown): Key | undefined {
+	const m = (step as Record<string, unknown>).message;
+	return m === undefined ? undefined : messageKey(m);
+}
+
+/**
+ * Keeps a steps answer for the next call; the keys of the `reused` steps
+ * taken from the answer it was built on were checked just before.
+ */
+export function holdAnswer(seq: unknown, steps: readonly unknown[], base?: HeldAnswer, reused = 0): HeldAnswer | undefined {
+	if (typeof seq !== "number" || !Number.isSafeInteger(seq)) return undefined;
+	const keys = base && reused > 0 ? base.keys.slice(0, reused) : [];
+	for (let i = keys.length; i < steps.length; i++) keys.push(stepKey(steps[i]));
+	return { seq, steps, keys };
+}
+
+/** True if none of the held answer's messages was changed since it was applied. */
+export function heldIntact(held: HeldAnswer): boolean {
+	for (let i = 0; i < held.steps.length; i++) {
+		const key = held.keys[i];
+		if (key !== undefined && !sameKey(key, (held.steps[i] as Record<string, unknown>).message)) return false;
+	}
+	return true;
+}
+
+/**
+ * The whole step list of an answer: its own steps after the first `reuse`
+ * steps of the held answer. `undefined` if the answer builds on something
+ * the shim does not hold (the caller fails open).
+ */
+export function answerSteps(held: HeldAnswer | undefined, base: number | undefined, answer: Record<string, unknown>): unknown[] | undefined {
+	const steps = answer.steps;
+	if (!Array.isArray(steps)) return undefined;
+	const reuse = answer.reuse;
+	if (reuse === undefined || reuse === 0) return steps;
+	if (!held || base !== held.seq || !Number.isInteger(reuse) || (reuse as number) < 0 || (reuse as number) > held.steps.length) return undefined;
+	return held.steps.slice(0, reuse as number).concat(steps);
 }

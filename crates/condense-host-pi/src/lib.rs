@@ -5,6 +5,8 @@
 //! `docs/protocol.md`. [`engine`] is the per-session state machine,
 //! [`commands`] the `/pruner` command.
 
+pub mod answer;
 pub mod commands;
 pub mod engine;
 pub mod server;
+pub mod stdio;

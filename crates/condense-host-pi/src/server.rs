@@ -15,7 +15,6 @@ use async_trait::async_trait;
 use condense_core::budget::TriggerKind;
 use condense_core::flush::{SummaryJob, Usage};
 use condense_core::message::Message;
-use condense_core::render::PlanStep;
 use condense_summarizer::{
     CancelToken, Completion, CompletionRequest, EventSink, FallbackController, ModelRef, Provider,
     ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
@@ -24,6 +23,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::answer::ContextAnswers;
 use crate::commands::{self, CommandEnv, CommandHost};
 use crate::engine::{Delivery, Effects, Engine, StartParams};
 
@@ -156,14 +156,38 @@ struct ContextParams {
     keep: usize,
     #[serde(default)]
     append: Vec<Box<serde_json::value::RawValue>>,
+    /// The answer the shim holds, which this one may build on.
+    #[serde(default)]
+    base: Option<u64>,
+    /// Asks for the sidecar's own time in the answer (`micros`).
+    #[serde(default)]
+    timing: bool,
 }
 
 /// Shared state of the server.
 pub struct Server {
     engine: Mutex<Engine>,
+    /// The last `context` answer, for incremental answers.
+    answers: Mutex<ContextAnswers>,
     outbox: Outbox,
     fallback: Arc<FallbackController>,
     session_model: Mutex<Option<ModelRef>>,
+}
+
+/// Syncs and renders for a `context` request and writes the answer object:
+/// the plan's new messages go out as their JSON text as is (never rebuilt
+/// into `Value` trees; this runs before every LLM call), and only the steps
+/// after those the shim already holds from answer `base`.
+pub fn context_answer(
+    engine: &mut Engine,
+    answers: &mut ContextAnswers,
+    keep: usize,
+    append: Vec<Message>,
+    base: Option<u64>,
+) -> String {
+    let (steps, effects) = engine.context(keep, append);
+    let effects = serde_json::to_string(&effects).unwrap_or_else(|_| "[]".into());
+    answers.write(base, steps, &effects)
 }
 
 fn now_ms() -> i64 {
@@ -266,50 +290,11 @@ impl Server {
         notices
     }
 
-    /// `context`, answered as a pre-serialized `result`: the plan's new
-    /// messages are written from their JSON text as is, never rebuilt into
-    /// `Value` trees (this runs before every LLM call).
-    fn context_raw(&self, keep: usize, append: Vec<Message>) -> String {
-        let (steps, effects) = self
-            .engine
-            .lock()
-            .expect("engine lock")
-            .context(keep, append);
-        let effects = serde_json::to_string(&effects).unwrap_or_else(|_| "[]".into());
-        let Some(steps) = steps else {
-            return format!(r#"{{"unchanged":true,"effects":{effects}}}"#);
-        };
-        let mut out = String::with_capacity(
-            steps
-                .iter()
-                .map(|s| match s {
-                    PlanStep::New(m) => m.json().len() + 16,
-                    PlanStep::Keep(_) => 24,
-                })
-                .sum::<usize>()
-                + effects.len()
-                + 32,
-        );
-        out.push_str(r#"{"steps":["#);
-        for (i, step) in steps.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            match step {
-                PlanStep::Keep(r) => {
-                    out.push_str(&format!(r#"{{"keep":[{},{}]}}"#, r.start, r.end))
-                }
-                PlanStep::New(m) => {
-                    out.push_str(r#"{"message":"#);
-                    out.push_str(m.json());
-                    out.push('}');
-                }
-            }
-        }
-        out.push_str(r#"],"effects":"#);
-        out.push_str(&effects);
-        out.push('}');
-        out
+    /// `context`, answered as a pre-serialized `result` (see [`context_answer`]).
+    fn context_raw(&self, keep: usize, append: Vec<Message>, base: Option<u64>) -> String {
+        let mut engine = self.engine.lock().expect("engine lock");
+        let mut answers = self.answers.lock().expect("answers lock");
+        context_answer(&mut engine, &mut answers, keep, append, base)
     }
 
     async fn handle(&self, method: &str, params: Value) -> Result<Value, (String, String)> {
@@ -531,6 +516,7 @@ where
     };
     let server = Arc::new(Server {
         engine: Mutex::new(Engine::default()),
+        answers: Mutex::new(ContextAnswers::default()),
         outbox: outbox.clone(),
         fallback: Arc::new(FallbackController::new(Arc::new(TokioClock::new()))),
         session_model: Mutex::new(None),
@@ -553,20 +539,27 @@ where
         // other line is read as a `Value`.
         if let Ok(ctx) = serde_json::from_str::<ContextRequest>(&line) {
             if ctx.method == "context" {
-                let server = server.clone();
-                tokio::spawn(async move {
-                    let append = ctx
-                        .params
-                        .append
-                        .iter()
-                        .filter_map(|m| Message::from_json(m.get()).ok())
-                        .collect();
-                    let result = server.context_raw(ctx.params.keep, append);
-                    let _ = server
-                        .outbox
-                        .tx
-                        .send(format!(r#"{{"id":{},"result":{result}}}"#, ctx.id.get()));
-                });
+                // Answered right here, not on a task: pi waits for it before
+                // every LLM call, and a hand-over to another thread costs
+                // more than the render (the engine lock is never held
+                // across an await, so this cannot stall behind a flush).
+                let started = std::time::Instant::now();
+                let append = ctx
+                    .params
+                    .append
+                    .iter()
+                    .filter_map(|m| Message::from_json(m.get()).ok())
+                    .collect();
+                let mut result = server.context_raw(ctx.params.keep, append, ctx.params.base);
+                if ctx.params.timing {
+                    // The answer is an object: insert the field before its closing brace.
+                    result.pop();
+                    result.push_str(&format!(r#","micros":{}}}"#, started.elapsed().as_micros()));
+                }
+                let _ = server
+                    .outbox
+                    .tx
+                    .send(format!(r#"{{"id":{},"result":{result}}}"#, ctx.id.get()));
                 continue;
             }
         }

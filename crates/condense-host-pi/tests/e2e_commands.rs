@@ -538,9 +538,8 @@ fn context_hook_overhead_at_1m_tokens() {
                 eprintln!("bench run {run_no}: {line}");
                 starts.push(ms);
             } else if let Some(ms) = parse(line, "condense: context ") {
-                if calls.is_empty() {
-                    eprintln!("bench run {run_no}: first {line}");
-                }
+                let which = if calls.is_empty() { "first " } else { "" };
+                eprintln!("bench run {run_no}: {which}{line}");
                 calls.push(ms);
             }
         }

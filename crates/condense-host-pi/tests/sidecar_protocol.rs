@@ -130,6 +130,46 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
     // Nothing new: keep everything, append nothing, same plan.
     let again = s.call("context", json!({"keep": messages.len(), "append": []}));
     assert_eq!(again["result"]["steps"], json!(steps));
+    assert!(again["result"].get("reuse").is_none(), "no base, no reuse");
+
+    // Built on the answer the shim holds: nothing re-sent, same output.
+    let seq = again["result"]["seq"].as_u64().expect("seq");
+    let incremental = s.call(
+        "context",
+        json!({"keep": messages.len(), "append": [], "base": seq}),
+    );
+    assert_eq!(incremental["result"]["reuse"], json!(steps.len()));
+    assert_eq!(incremental["result"]["steps"], json!([]));
+    assert_eq!(incremental["result"]["seq"], json!(seq + 1));
+
+    // A new message at the end: the plan's unchanged head is reused, the
+    // rest is sent, and together they render what a whole answer would.
+    let mut longer = messages.clone();
+    longer.push(
+        json!({"role": "user", "content": "one more thing", "timestamp": 1_900_000_000_000i64}),
+    );
+    let grown = s.call(
+        "context",
+        json!({"keep": messages.len(), "append": [longer.last().unwrap()], "base": seq + 1}),
+    );
+    let reuse = grown["result"]["reuse"].as_u64().expect("reuse") as usize;
+    assert!(reuse > 0 && reuse < steps.len() + 1, "reuse {reuse}");
+    let mut whole: Vec<Value> = steps[..reuse].to_vec();
+    whole.extend(grown["result"]["steps"].as_array().unwrap().iter().cloned());
+    let mut expected_longer = expected.clone();
+    expected_longer.push(longer.last().unwrap().clone());
+    assert_eq!(apply(&whole, &longer), expected_longer);
+
+    // A base the sidecar no longer has (the shim dropped an answer) gets a whole answer.
+    let stale = s.call(
+        "context",
+        json!({"keep": longer.len(), "append": [], "base": seq}),
+    );
+    assert!(stale["result"].get("reuse").is_none());
+    assert_eq!(
+        apply(stale["result"]["steps"].as_array().unwrap(), &longer),
+        expected_longer
+    );
 
     let q = s.call("query", json!({"toolCallIds": ["t2"]}));
     assert_eq!(

@@ -13,6 +13,9 @@
 //!   `{"role":"compactionSummary","summary","tokensBefore","timestamp"}`
 //!   first, then the messages of the entries from its `firstKeptEntryId` up
 //!   to the compaction, then those after it (earlier entries are dropped);
+//! - a `message` entry whose message has role `system` (pi 1.6 records its
+//!   system prompt so) gives nothing: pi filters those out of what `context`
+//!   handlers get;
 //! - `custom`, `label`, `session_info`, `model_change`,
 //!   `thinking_level_change` and unknown entries give nothing.
 //!
@@ -135,7 +138,13 @@ pub fn build_context(branch: &[&Entry]) -> SessionContext {
 fn push_entry(ctx: &mut SessionContext, entry: &Entry) {
     match entry.kind {
         EntryType::Message => {
-            if let Some(message) = &entry.message {
+            // pi 1.6 records its system prompt as `system` messages on the
+            // branch but filters them out of what `context` handlers see.
+            if let Some(message) = entry
+                .message
+                .as_ref()
+                .filter(|m| !matches!(m.role(), Some(Role::Other(r)) if r == "system"))
+            {
                 ctx.messages.push(message.clone());
                 ctx.entry_ids.push(entry.id.clone());
             }
@@ -305,6 +314,26 @@ mod tests {
         );
         assert_eq!(ctx.entry_ids, vec!["a", "b", "d"]);
         assert_eq!(s.entries[3].payload_raw(), None);
+    }
+
+    #[test]
+    fn system_messages_are_not_context_messages() {
+        // pi 1.6: the system prompt (and tool loadout changes) as messages.
+        let s = session(&[
+            r#"{"type":"message","id":"s","parentId":null,"timestamp":"t","message":{"role":"system","content":"You are pi.","timestamp":1}}"#,
+            r#"{"type":"message","id":"u","parentId":"s","timestamp":"t","message":{"role":"user","content":"hi","timestamp":2}}"#,
+            r#"{"type":"message","id":"s2","parentId":"u","timestamp":"t","message":{"role":"system","content":"","toolsAdded":[],"timestamp":3}}"#,
+            r#"{"type":"message","id":"a","parentId":"s2","timestamp":"t","message":{"role":"assistant","content":[],"timestamp":4}}"#,
+        ]);
+        let ctx = s.context(None);
+        assert_eq!(
+            jsons(&ctx),
+            vec![
+                r#"{"role":"user","content":"hi","timestamp":2}"#,
+                r#"{"role":"assistant","content":[],"timestamp":4}"#,
+            ]
+        );
+        assert_eq!(ctx.entry_ids, vec!["u", "a"]);
     }
 
     #[test]

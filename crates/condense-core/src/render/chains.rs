@@ -17,11 +17,10 @@
 //! batching appends them after the range). Protected outputs in the range are
 //! relocated verbatim into the synthetic body.
 
-use std::collections::{HashMap, HashSet};
-
 use crate::diagnostics::{Collector, DiagnosticKind};
+use crate::fxhash::{FxHashMap, FxHashSet};
 use crate::message::{tool_result_text, Message, Role, Skeleton};
-use crate::occurrence::{bare_id, OccurrenceKey};
+use crate::occurrence::bare_id;
 use crate::records::ChainEntry;
 use crate::state::State;
 
@@ -105,15 +104,18 @@ pub struct ResolvedRange {
 
 /// Index of boundary messages by (role, timestamp): match count and first position.
 pub struct BoundaryIndex {
-    users: HashMap<i64, (u32, usize)>,
-    assistants: HashMap<i64, (u32, usize)>,
+    users: FxHashMap<i64, (u32, usize)>,
+    assistants: FxHashMap<i64, (u32, usize)>,
 }
 
 impl BoundaryIndex {
     /// Indexes user and assistant messages by timestamp.
     pub fn new<'m>(messages: impl Iterator<Item = &'m Message>) -> Self {
-        let mut users = HashMap::new();
-        let mut assistants = HashMap::new();
+        let mut users = FxHashMap::default();
+        let mut assistants = FxHashMap::default();
+        let (lower, _) = messages.size_hint();
+        users.reserve(lower / 8);
+        assistants.reserve(lower / 2);
         for (i, m) in messages.enumerate() {
             let Some(ts) = m.timestamp() else { continue };
             let map = match m.role() {
@@ -170,7 +172,7 @@ pub(crate) fn apply(
     }
 
     let mut accepted: Vec<&Accepted<'_>> = Vec::new();
-    let mut claimed: HashSet<usize> = HashSet::new();
+    let mut claimed: FxHashSet<usize> = FxHashSet::default();
     for c in &resolved {
         let nests_in = resolved.iter().find(|o| {
             !std::ptr::eq(*o, c) && c.range.start > o.range.start && c.range.start < o.range.end
@@ -201,74 +203,40 @@ pub(crate) fn apply(
     }
 
     let n = work.len();
+    let chains: Vec<(&ChainEntry, ResolvedRange)> =
+        accepted.iter().map(|a| (a.entry, a.range)).collect();
+    let scan = state
+        .chain_memo()
+        .scan(state.generation(), &chains, work.base);
     let mut in_range = vec![false; n];
-    let mut strip_at: HashSet<usize> = HashSet::new();
-    let mut insert_after: HashMap<usize, Message> = HashMap::new();
-    let mut strip_blocks: HashMap<usize, String> = HashMap::new();
-    let mut dropped_bare: HashSet<String> = HashSet::new();
-    let mut dropped_occ: HashSet<OccurrenceKey> = HashSet::new();
+    // Per position (vectors, not maps: the rebuild visits every position).
+    let mut insert_after: Vec<Option<Message>> = vec![None; n];
+    let mut inserted = 0usize;
+    // Final assistants whose thinking is stripped, with their chain's block id.
+    let mut strip_blocks: Vec<Option<&str>> = vec![None; n];
 
-    for a in &accepted {
-        let (entry, r) = (a.entry, a.range);
-        let protected_ids: HashSet<&str> = entry
-            .protected_tool_call_ids
-            .iter()
-            .flatten()
-            .map(String::as_str)
-            .collect();
-        let mut protected_outputs: Vec<(String, String)> = Vec::new();
-        let mut actual: HashSet<String> = HashSet::new();
-        for (i, flag) in in_range
-            .iter_mut()
-            .enumerate()
-            .take(r.end)
-            .skip(r.start + 1)
-        {
-            *flag = true;
-            let m = work.get(i);
-            let sk = m.skeleton();
-            match m.role() {
-                Some(Role::ToolResult) => {
-                    let id = sk.tool_call_id.clone().unwrap_or_default();
-                    dropped_occ.insert(OccurrenceKey::new(id.clone(), sk.timestamp));
-                    if protected_ids.contains(id.as_str()) {
-                        protected_outputs.push((
-                            sk.tool_name.clone().unwrap_or_default(),
-                            tool_result_text(&m.to_value()),
-                        ));
-                    }
-                    actual.insert(id.clone());
-                    dropped_bare.insert(id);
-                }
-                Some(Role::Assistant) => {
-                    for c in &sk.tool_calls {
-                        actual.insert(c.id.clone());
-                        dropped_bare.insert(c.id.clone());
-                    }
-                }
-                _ => {}
-            }
-        }
-        let recorded: HashSet<&str> = entry
-            .dropped_tool_call_ids
-            .iter()
-            .map(|s| bare_id(s))
-            .collect();
-        if recorded.len() != actual.len() || recorded.iter().any(|id| !actual.contains(*id)) {
+    for (k, (entry, r)) in chains.iter().enumerate() {
+        in_range[r.start + 1..r.end].fill(true);
+        if let Some((recorded, actual)) = scan.mismatches[k] {
             diags.report(
                 DiagnosticKind::RangeIdMismatch,
                 entry.block_id.clone(),
                 format!(
-                    "blockId={} recorded={} actual={}",
-                    entry.block_id,
-                    recorded.len(),
-                    actual.len()
+                    "blockId={} recorded={recorded} actual={actual}",
+                    entry.block_id
                 ),
             );
         }
-        if strip_final_thinking {
-            strip_at.insert(r.end);
-        }
+        let protected_outputs: Vec<(String, String)> = scan.protected_at[k]
+            .iter()
+            .map(|&i| {
+                let m = work.get(i);
+                (
+                    m.skeleton().tool_name.clone().unwrap_or_default(),
+                    tool_result_text(&m.to_value()),
+                )
+            })
+            .collect();
         // A chain without protected outputs renders the same synthetic until
         // the state changes: memoized (render runs before every LLM call).
         let mut memo = state.chain_memo().get(&entry.block_id, state.generation());
@@ -292,7 +260,7 @@ pub(crate) fn apply(
             }
         };
         if strip_final_thinking {
-            strip_blocks.insert(r.end, entry.block_id.clone());
+            strip_blocks[r.end] = Some(&entry.block_id);
         }
         // Idempotency: a synthetic of this block already right after the
         // start (a re-render of rendered output) is not inserted twice. Only
@@ -305,25 +273,26 @@ pub(crate) fn apply(
                 && next.timestamp() == Some(entry.compressed_at)
         };
         if !already {
-            insert_after.insert(r.start, synthetic);
+            insert_after[r.start] = Some(synthetic);
+            inserted += 1;
         }
     }
 
+    // Per-batch summaries covering a dropped result are suppressed wherever
+    // they are (agent-message batching appends them after the range).
     let overlaps_dropped = |m: &Message| {
         m.skeleton()
             .summary_refs
             .iter()
             .any(|r| match r.result_timestamp {
-                Some(ts) => {
-                    dropped_occ.contains(&OccurrenceKey::new(r.tool_call_id.clone(), Some(ts)))
-                }
-                None => dropped_bare.contains(bare_id(&r.tool_call_id)),
+                Some(ts) => scan.drops_result(&r.tool_call_id, ts),
+                None => scan.drops_id(bare_id(&r.tool_call_id)),
             })
     };
 
     // Decide per position before rebuilding (the closure below owns the items).
     let mut keep = vec![true; n];
-    let mut stripped: HashMap<usize, Message> = HashMap::new();
+    let mut stripped: Vec<Option<Message>> = vec![None; n];
     for (i, k) in keep.iter_mut().enumerate() {
         let m = work.get(i);
         let is_summary = m.is_summary_message();
@@ -332,8 +301,10 @@ pub(crate) fn apply(
             *k = false;
             continue;
         }
-        if strip_at.contains(&i) && m.is(&Role::Assistant) && m.skeleton().thinking_blocks > 0 {
-            let block = strip_blocks.get(&i).map(String::as_str).unwrap_or("");
+        let strip_block = strip_blocks[i];
+        if let Some(block) =
+            strip_block.filter(|_| m.is(&Role::Assistant) && m.skeleton().thinking_blocks > 0)
+        {
             let mut memo = state.chain_memo().get(block, state.generation());
             let cached = memo
                 .stripped
@@ -347,20 +318,20 @@ pub(crate) fn apply(
                 Some(s)
             });
             if let Some(s) = s {
-                stripped.insert(i, s);
+                stripped[i] = Some(s);
             }
         }
     }
     work.rebuild(|items| {
-        let mut out = Vec::with_capacity(items.len() + insert_after.len());
+        let mut out = Vec::with_capacity(items.len() + inserted);
         for (i, item) in items.into_iter().enumerate() {
             if keep[i] {
-                match stripped.remove(&i) {
+                match stripped[i].take() {
                     Some(s) => out.push(Item::New(s)),
                     None => out.push(item),
                 }
             }
-            if let Some(synthetic) = insert_after.remove(&i) {
+            if let Some(synthetic) = insert_after[i].take() {
                 out.push(Item::New(synthetic));
             }
         }

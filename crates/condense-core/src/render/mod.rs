@@ -13,6 +13,7 @@
 //! No phase mutates its input. A render that changes nothing returns
 //! [`Render::plan`] `None` without copying a message or serializing anything.
 
+pub(crate) mod chain_memo;
 pub mod chains;
 pub mod grace;
 pub mod purge;

@@ -129,6 +129,67 @@ pub fn report_timing(label: &str, run: &PiRun) {
     );
 }
 
+/// One `CONDENSE_PI_TIMING` line of the shim's `context` handler.
+#[derive(Debug)]
+pub struct ContextTiming {
+    pub messages: usize,
+    pub keep: usize,
+    pub append: usize,
+    /// Steps of the whole plan and steps the sidecar sent (`None`: unchanged).
+    pub steps: Option<(usize, usize)>,
+}
+
+/// The run's `context` timing lines, parsed.
+pub fn context_timings(run: &PiRun) -> Vec<ContextTiming> {
+    let num = |text: &str, after: &str| -> Option<usize> {
+        let rest = &text[text.find(after)? + after.len()..];
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
+    };
+    run.output
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("condense: context "))
+        .map(|l| ContextTiming {
+            messages: num(l, "(messages ").expect("messages"),
+            keep: num(l, ", keep ").expect("keep"),
+            append: num(l, ", append ").expect("append"),
+            steps: l.find(", steps ").map(|at| {
+                let tail = &l[at..];
+                let all = num(tail, ", steps ").expect("steps");
+                (all, num(tail, " (").expect("sent"))
+            }),
+        })
+        .collect()
+}
+
+/// A resumed session's first `context` sends only the new prompt (the shim
+/// keyed what `session.start` gave the sidecar), and later calls build on the
+/// answer before (only the plan's changed tail is sent).
+pub fn assert_incremental(run: &PiRun) {
+    let calls = context_timings(run);
+    assert!(calls.len() >= 2, "{}", run.report());
+    let first = &calls[0];
+    assert!(
+        first.keep > 0 && first.append == 1,
+        "the first context after session.start resent the branch: {first:?}\n{}",
+        run.report()
+    );
+    for call in &calls[1..] {
+        assert_eq!(call.keep + call.append, call.messages, "{call:?}");
+        assert!(call.append <= 2, "only the last turn is sent: {call:?}");
+    }
+    assert!(
+        calls[1..]
+            .iter()
+            .any(|c| c.steps.is_some_and(|(all, sent)| sent < all)),
+        "no answer built on the one before: {calls:?}\n{}",
+        run.report()
+    );
+}
+
 /// The summary the fake model writes for a one-call batch of `read`.
 pub const SUMMARY_TEXT: &str =
     "- [[1:read]] Read a text file: one marker line repeated, nothing else of note.";
@@ -342,6 +403,7 @@ pub fn flush_stub_and_recover(install: &'static PiInstall) -> ScenarioRuns {
     let run2 = pi.prompt_in_session(&session, "What did alpha.txt say exactly?");
     run2.assert_success();
     report_timing(&label("prompt 2"), &run2);
+    assert_incremental(&run2);
     llm.assert_script_consumed();
     assert_eq!(run2.session_id(), run.session_id(), "same session");
     let main = llm.main_requests();

@@ -1,0 +1,88 @@
+//! The sidecar's share of a `context` call at 1M tokens (docs/benchmarks.md,
+//! "Inside pi"): `Engine::context` on the branch of a generated
+//! `tasks --pruned` session, as pi calls it before every LLM request.
+//!
+//! - `context/resync2`: the last two messages re-sent (`keep = n - 2`), then
+//!   the render: what a call costs after a tool turn.
+//! - `context/answer_whole`: the same plus the whole answer line.
+//! - `context/answer_incremental`: the same with the answer built on the
+//!   previous one (what the shim gets when it holds that answer).
+//!
+//! Run: `cargo bench -p condense-host-pi --bench context -- --warm-up-time 1 --measurement-time 5`
+
+use std::hint::black_box;
+
+use condense_host_pi::answer::ContextAnswers;
+use condense_host_pi::engine::{Engine, StartParams};
+use condense_host_pi::server::context_answer;
+use condense_store::synth::{generate, Shape, SynthOptions};
+use criterion::{criterion_group, criterion_main, Criterion};
+use serde_json::{json, Value};
+
+fn engine() -> Engine {
+    let opts = SynthOptions {
+        tokens: Some(1_000_000),
+        shape: Shape::from_name("tasks").expect("tasks"),
+        pruned: true,
+        ..Default::default()
+    };
+    let text = generate(&opts);
+    let branch: Vec<Value> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).expect("entry"))
+        .collect();
+    let mut engine = Engine::default();
+    let settings = json!({"contextPrune": {"enabled": true}});
+    engine.start(StartParams {
+        settings,
+        session_id: "bench".into(),
+        session_dir: None,
+        branch,
+        tree: false,
+    });
+    engine
+}
+
+fn bench_context(c: &mut Criterion) {
+    let mut engine = engine();
+    let n = engine.messages().len();
+    let tail = engine.messages()[n - 2..].to_vec();
+    let (steps, _) = engine.context(n - 2, tail.clone());
+    eprintln!(
+        "context: {n} messages -> {} steps",
+        steps.map_or(0, |s| s.len())
+    );
+    let mut group = c.benchmark_group("context");
+    group.bench_function("resync2", |b| {
+        b.iter(|| black_box(engine.context(n - 2, tail.clone())))
+    });
+    let mut answers = ContextAnswers::default();
+    group.bench_function("answer_whole", |b| {
+        b.iter(|| {
+            black_box(context_answer(
+                &mut engine,
+                &mut answers,
+                n - 2,
+                tail.clone(),
+                None,
+            ))
+        })
+    });
+    group.bench_function("answer_incremental", |b| {
+        b.iter(|| {
+            let base = Some(answers.seq());
+            black_box(context_answer(
+                &mut engine,
+                &mut answers,
+                n - 2,
+                tail.clone(),
+                base,
+            ))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_context);
+criterion_main!(benches);

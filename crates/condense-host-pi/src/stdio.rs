@@ -1,0 +1,95 @@
+//! The sidecar's stdin and stdout, read and written on the calling thread.
+//!
+//! tokio's own `stdin()`/`stdout()` run every read and write on its
+//! blocking pool, a thread hand-over each way; at one `context` request per
+//! LLM call those hand-overs cost more than the render. [`serve`] reads on
+//! the thread that `block_on`s it, where a blocking read stalls nothing else
+//! (tasks run on the runtime's workers), and the single writer task writes
+//! whole lines to a pipe the shim drains continuously.
+//!
+//! [`serve`]: crate::server::serve
+
+use std::io::{BufRead, Write};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
+
+/// Standard input as an `AsyncBufRead` whose reads block the polling thread.
+pub struct BlockingStdin(std::io::BufReader<std::io::Stdin>);
+
+impl BlockingStdin {
+    pub fn new() -> Self {
+        BlockingStdin(std::io::BufReader::with_capacity(1 << 16, std::io::stdin()))
+    }
+}
+
+impl Default for BlockingStdin {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AsyncRead for BlockingStdin {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let n = {
+            let available = match this.0.fill_buf() {
+                Ok(a) => a,
+                Err(e) => return Poll::Ready(Err(e)),
+            };
+            let n = available.len().min(buf.remaining());
+            buf.put_slice(&available[..n]);
+            n
+        };
+        this.0.consume(n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncBufRead for BlockingStdin {
+    fn poll_fill_buf(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<&[u8]>> {
+        Poll::Ready(self.get_mut().0.fill_buf())
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        self.get_mut().0.consume(amt)
+    }
+}
+
+/// Standard output as an `AsyncWrite` whose writes block the polling thread.
+pub struct BlockingStdout(std::io::Stdout);
+
+impl BlockingStdout {
+    pub fn new() -> Self {
+        BlockingStdout(std::io::stdout())
+    }
+}
+
+impl Default for BlockingStdout {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AsyncWrite for BlockingStdout {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Poll::Ready(self.get_mut().0.write(buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(self.get_mut().0.flush())
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        self.poll_flush(cx)
+    }
+}
