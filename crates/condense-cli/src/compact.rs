@@ -326,9 +326,11 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
         if args.dry_run {
             continue;
         }
-        if let Ok(b) =
-            condense_store::spill::write_blob(&loaded.blob_dir, &rec.key(), &rec.result_text)
-        {
+        if let Ok(b) = condense_store::spill::write_blob(
+            &loaded.blob_dir,
+            &rec.key(),
+            &rec.result_text.to_str(),
+        ) {
             chain_spills.push((w, r, b.to_spill(r)));
         }
     }

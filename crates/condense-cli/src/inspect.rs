@@ -241,7 +241,7 @@ pub fn tree(loaded: &Loaded, as_json: bool) -> Result<(), CliError> {
                     "toolCallId": r.tool_call_id,
                     "tool": r.tool_name,
                     "args": r.args,
-                    "chars": condense_core::js::js_len(&r.result_text),
+                    "chars": condense_core::js::js_len(&r.result_text.to_str()),
                     "spillBytes": r.spill_bytes,
                     "isError": r.is_error,
                     "turn": r.turn_index,

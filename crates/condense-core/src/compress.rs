@@ -93,7 +93,7 @@ impl ChainPlan {
             };
             {
                 for (r, rec) in backfill.iter().enumerate() {
-                    if js_len(&rec.result_text) as u64 >= config.spill_threshold {
+                    if js_len(&rec.result_text.to_str()) as u64 >= config.spill_threshold {
                         out.push((w, r, rec));
                     }
                 }
@@ -186,7 +186,7 @@ fn chain_records(
             tool_call_id: id.to_owned(),
             tool_name,
             args: call_args,
-            result_text: tool_result_text(&m.to_value()),
+            result_text: tool_result_text(&m.to_value()).into(),
             is_error: sk.is_error,
             turn_index: -1,
             timestamp: ts,
@@ -392,10 +392,11 @@ fn backfill_records(
             });
             return None;
         };
+        let spilled = std::mem::take(&mut rec.result_text);
+        let spilled = spilled.to_str();
         rec.result_preview =
-            Some(head_preview(&rec.result_text, config.spill_preview_bytes as usize).to_owned());
-        rec.content_hash = Some(crate::dedup::content_hash(&rec.tool_name, &rec.result_text));
-        rec.result_text = String::new();
+            Some(head_preview(&spilled, config.spill_preview_bytes as usize).to_owned());
+        rec.content_hash = Some(crate::dedup::content_hash(&rec.tool_name, &spilled));
         rec.spill_path = Some(file.path.clone());
         rec.spill_bytes = Some(file.bytes);
     }

@@ -18,6 +18,7 @@ use crate::records::{
 };
 use crate::refs::{refs_footer, substitute_inline_refs};
 use crate::state::State;
+use crate::text::SharedText;
 
 /// Token usage and cost of one summarizer call.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -393,7 +394,7 @@ pub fn apply_flush(
                         tool_call_id: c.tool_call_id.clone(),
                         tool_name: c.tool_name.clone(),
                         args: c.args.clone(),
-                        result_text: c.result_text.clone(),
+                        result_text: c.result_text.clone().into(),
                         is_error: c.is_error,
                         turn_index: batch.turn_index,
                         timestamp: batch.timestamp,
@@ -580,7 +581,7 @@ pub fn apply_spill(
             tool_call_id: c.tool_call_id.clone(),
             tool_name: c.tool_name.clone(),
             args: c.args.clone(),
-            result_text: String::new(),
+            result_text: SharedText::new(),
             is_error: c.is_error,
             turn_index: batch.turn_index,
             timestamp: batch.timestamp,

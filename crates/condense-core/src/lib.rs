@@ -17,6 +17,7 @@ pub mod protect;
 pub mod records;
 pub mod render;
 pub mod state;
+pub mod text;
 
 pub use render::{render, Render, RenderPlan, RenderSettings};
 pub mod budget;

@@ -110,7 +110,7 @@ pub fn query(
                     })
                     .unwrap_or_else(|| SPILL_UNAVAILABLE.to_owned())
             } else {
-                record.result_text.clone()
+                record.result_text.to_str().into_owned()
             };
             let (kept, shown, total, cut) = truncate_head(&body, MAX_LINES, MAX_BYTES);
             block.push_str(&kept);

@@ -5,13 +5,22 @@
 //! by either project load in the other. Every struct keeps fields it does not
 //! know in `extra`, so a newer writer's fields survive a rewrite.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::occurrence::OccurrenceKey;
+use crate::text::SharedText;
 
 /// One indexed tool call: what the model no longer sees verbatim.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Deserialized through [`RecordFields`] (the field attributes for reading
+/// live there); [`ToolCallRecord::from_shared`] reads one without copying
+/// its result text.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallRecord {
     /// The provider's tool-call id.
@@ -19,44 +28,137 @@ pub struct ToolCallRecord {
     /// The tool's name.
     pub tool_name: String,
     /// The call's arguments as the model sent them.
-    #[serde(default)]
     pub args: Value,
-    /// The result text ("" when spilled to a sidecar file).
-    #[serde(default)]
-    pub result_text: String,
+    /// The result text ("" when spilled to a sidecar file). Shared with the
+    /// session file's buffer when the record was read from it.
+    pub result_text: SharedText,
     /// Whether the result was an error.
-    #[serde(default)]
     pub is_error: bool,
     /// The assistant turn counter of the batch (-1 for backfilled records).
-    #[serde(default)]
     pub turn_index: i64,
     /// The batch's timestamp (ms).
-    #[serde(default)]
     pub timestamp: i64,
     /// The tool result message's timestamp; absent on legacy records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result_timestamp: Option<i64>,
     /// Path of the sidecar file holding the full output, when spilled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub spill_path: Option<String>,
     /// Size of the spilled output in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub spill_bytes: Option<u64>,
     /// The head preview shown in the spill stub.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub result_preview: Option<String>,
     /// SHA-1 content hash (hex) used for dedup.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub content_hash: Option<String>,
     /// Fields condense does not know.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
+/// The wire form of a [`ToolCallRecord`], generic over how `resultText` is
+/// read: decoded into a [`SharedText`] by `Deserialize`, or left as raw
+/// JSON by [`ToolCallRecord::from_shared`] so it can stay in the buffer.
+/// One definition serves both, so they cannot drift apart; the container
+/// name keeps serde's messages saying `struct ToolCallRecord`.
+#[derive(Deserialize)]
+#[serde(rename = "ToolCallRecord", rename_all = "camelCase")]
+struct RecordFields<T> {
+    tool_call_id: String,
+    tool_name: String,
+    #[serde(default)]
+    args: Value,
+    #[serde(default)]
+    result_text: T,
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    turn_index: i64,
+    #[serde(default)]
+    timestamp: i64,
+    #[serde(default)]
+    result_timestamp: Option<i64>,
+    #[serde(default)]
+    spill_path: Option<String>,
+    #[serde(default)]
+    spill_bytes: Option<u64>,
+    #[serde(default)]
+    result_preview: Option<String>,
+    #[serde(default)]
+    content_hash: Option<String>,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
+impl<T> RecordFields<T> {
+    fn with_text(self, result_text: SharedText) -> ToolCallRecord {
+        ToolCallRecord {
+            tool_call_id: self.tool_call_id,
+            tool_name: self.tool_name,
+            args: self.args,
+            result_text,
+            is_error: self.is_error,
+            turn_index: self.turn_index,
+            timestamp: self.timestamp,
+            result_timestamp: self.result_timestamp,
+            spill_path: self.spill_path,
+            spill_bytes: self.spill_bytes,
+            result_preview: self.result_preview,
+            content_hash: self.content_hash,
+            extra: self.extra,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ToolCallRecord {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut fields = RecordFields::<SharedText>::deserialize(d)?;
+        let text = std::mem::take(&mut fields.result_text);
+        Ok(fields.with_text(text))
+    }
+}
+
+/// `resultText` as raw JSON of any type (`None` when absent).
+#[derive(Default)]
+struct RawText<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawText<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <&RawValue>::deserialize(d).map(|raw| RawText(Some(raw)))
+    }
+}
+
 impl ToolCallRecord {
     /// The record's occurrence key.
     pub fn key(&self) -> OccurrenceKey {
         OccurrenceKey::new(self.tool_call_id.clone(), self.result_timestamp)
+    }
+
+    /// Reads a record whose JSON is `buf[range]`, its result text left in
+    /// the buffer (see [`SharedText`]). The result, or the error, is what
+    /// `serde_json::from_str` gives for the same text.
+    pub fn from_shared(buf: &Arc<String>, range: Range<usize>) -> serde_json::Result<Self> {
+        let json = buf.get(range).unwrap_or_default();
+        let shared = serde_json::from_str::<RecordFields<RawText<'_>>>(json)
+            .ok()
+            .and_then(|fields| {
+                let text = match fields.result_text.0 {
+                    None => SharedText::new(),
+                    Some(raw) if raw.get().starts_with('"') => {
+                        let at = raw.get().as_ptr() as usize - buf.as_ptr() as usize;
+                        SharedText::from_checked_literal(buf, at..at + raw.get().len()).ok()?
+                    }
+                    // Not a string: the plain read reports it.
+                    Some(_) => return None,
+                };
+                Some(fields.with_text(text))
+            });
+        match shared {
+            Some(record) => Ok(record),
+            None => serde_json::from_str(json),
+        }
     }
 }
 
@@ -223,6 +325,64 @@ mod tests {
         let r: ToolCallRecord = serde_json::from_str(text).unwrap();
         assert_eq!(r.key().to_string(), "c@3");
         assert_eq!(serde_json::to_string(&r).unwrap(), text);
+    }
+
+    /// `text` as the whole of a shared buffer, read both ways.
+    fn both_ways(
+        text: &str,
+    ) -> (
+        serde_json::Result<ToolCallRecord>,
+        serde_json::Result<ToolCallRecord>,
+    ) {
+        let buf = Arc::new(text.to_owned());
+        (
+            ToolCallRecord::from_shared(&buf, 0..buf.len()),
+            serde_json::from_str(text),
+        )
+    }
+
+    #[test]
+    fn shared_record_reads_like_an_owned_one() {
+        for text in [
+            r#"{"toolCallId":"c","toolName":"bash","args":{"command":"ls","env":[1,{"a":null}]},"resultText":"a\nb \"q\" é 😀 \u00e9","isError":true,"turnIndex":1,"timestamp":2,"resultTimestamp":3,"contentHash":"ab","future":{"a":1}}"#,
+            r#"{"toolCallId":"c","toolName":"read","resultText":"plain"}"#,
+            r#"{"toolCallId":"c","toolName":"read","resultText":""}"#,
+            r#"{"toolCallId":"c","toolName":"read","spillPath":"/x","spillBytes":9,"resultPreview":"p"}"#,
+            r#"{"toolCallId":"c","toolName":"read","resultText":"pair \ud83d\ude00"}"#,
+        ] {
+            let (shared, owned) = both_ways(text);
+            let (shared, owned) = (shared.unwrap(), owned.unwrap());
+            assert_eq!(shared, owned, "{text}");
+            assert_eq!(
+                serde_json::to_string(&shared).unwrap(),
+                serde_json::to_string(&owned).unwrap()
+            );
+            assert!(!owned.result_text.is_shared());
+        }
+        let (shared, _) = both_ways(r#"{"toolCallId":"c","toolName":"bash","resultText":"x\ny"}"#);
+        let shared = shared.unwrap();
+        assert!(shared.result_text.is_shared());
+        assert_eq!(shared.result_text, "x\ny");
+    }
+
+    #[test]
+    fn shared_record_fails_as_an_owned_one_does() {
+        for text in [
+            r#"{"toolCallId":"c","toolName":"bash","resultText":null}"#,
+            r#"{"toolCallId":"c","toolName":"bash","resultText":7}"#,
+            r#"{"toolCallId":"c","toolName":"bash","resultText":"lone \ud83d"}"#,
+            r#"{"toolCallId":"c","resultText":"x"}"#,
+            r#"{"toolCallId":"c","toolName":"bash","resultText":"x","resultText":"y"}"#,
+            r#"{"toolCallId":"c","toolName":"bash","turnIndex":"1"}"#,
+            r#"["c"]"#,
+        ] {
+            let (shared, owned) = both_ways(text);
+            assert_eq!(
+                shared.map_err(|e| e.to_string()),
+                owned.map_err(|e| e.to_string()),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCall
 fn record_hash(r: &ToolCallRecord) -> String {
     r.content_hash
         .clone()
-        .unwrap_or_else(|| crate::dedup::content_hash(&r.tool_name, &r.result_text))
+        .unwrap_or_else(|| crate::dedup::content_hash(&r.tool_name, &r.result_text.to_str()))
 }
 
 /// Per-occurrence facts, grouped under the bare id.
@@ -557,7 +557,7 @@ mod tests {
         let all = s.records_for_query("bash_23");
         assert_eq!(
             all.iter()
-                .map(|r| r.result_text.as_str())
+                .map(|r| r.result_text.to_str())
                 .collect::<Vec<_>>(),
             ["FIRST", "SECOND"]
         );

@@ -1192,7 +1192,10 @@ pub fn tree_text(e: &Engine, env: CommandEnv) -> String {
             .iter()
             .filter_map(|k| state.record_for(&k.id, k.result_timestamp))
             .collect();
-        let original: u64 = records.iter().map(|r| js_len(&r.result_text) as u64).sum();
+        let original: u64 = records
+            .iter()
+            .map(|r| js_len(&r.result_text.to_str()) as u64)
+            .sum();
         let n = records.len() as u64;
         let turn = records
             .first()
@@ -1209,7 +1212,7 @@ pub fn tree_text(e: &Engine, env: CommandEnv) -> String {
         for r in records {
             let size = match r.spill_bytes {
                 Some(b) => format!("{} bytes", count(b)),
-                None => format!("{} chars", count(js_len(&r.result_text) as u64)),
+                None => format!("{} chars", count(js_len(&r.result_text.to_str()) as u64)),
             };
             out.push_str(&format!(
                 "\n  {}({}) · {size}{}",
@@ -1502,7 +1505,7 @@ async fn compact(host: &dyn CommandHost) -> Effects {
         .flat_map(|c| c.dropped_occurrence_keys.iter().flatten())
         .map(|k| OccurrenceKey::parse(k))
         .filter_map(|k| e.state.record_for(&k.id, k.result_timestamp))
-        .map(|r| js_len(&r.result_text) as u64)
+        .map(|r| js_len(&r.result_text.to_str()) as u64)
         .sum();
     let ids: Vec<&str> = compressed.iter().map(|c| c.block_id.as_str()).collect();
     out.push(info(format!(

@@ -706,7 +706,7 @@ impl Engine {
         plan.spills(&self.config)
             .into_iter()
             .filter_map(|(w, r, rec)| {
-                condense_store::spill::write_blob(dir, &rec.key(), &rec.result_text)
+                condense_store::spill::write_blob(dir, &rec.key(), &rec.result_text.to_str())
                     .ok()
                     .map(|b| (w, r, b.to_spill(r)))
             })

@@ -291,15 +291,35 @@ struct RawIndexData<'a> {
 /// Reads a value from raw JSON; on failure, through a `Value` (which, unlike
 /// a struct, tolerates duplicate keys: the last one wins, as in `JSON.parse`).
 fn from_raw<T: serde::de::DeserializeOwned>(raw: &str) -> Result<T, serde_json::Error> {
-    serde_json::from_str(raw)
-        .or_else(|_| serde_json::from_str::<Value>(raw).and_then(serde_json::from_value))
+    serde_json::from_str(raw).or_else(|_| from_value_of(raw))
+}
+
+/// Reads a value through a `Value`, for [`from_raw`]'s fallback.
+fn from_value_of<T: serde::de::DeserializeOwned>(raw: &str) -> Result<T, serde_json::Error> {
+    serde_json::from_str::<Value>(raw).and_then(serde_json::from_value)
+}
+
+/// An index record read from `entry`'s line, its result text left in the
+/// session's buffer (most are never read again; see `SharedText`), with
+/// [`from_raw`]'s fallback.
+fn record_of(
+    entry: &crate::session::Entry,
+    raw: &str,
+) -> Result<ToolCallRecord, serde_json::Error> {
+    match entry.shared_span(raw) {
+        Some((buf, range)) => {
+            ToolCallRecord::from_shared(buf, range).or_else(|_| from_value_of(raw))
+        }
+        None => from_raw(raw),
+    }
 }
 
 /// Replays the condense entries of a session branch (root first).
 ///
 /// Entries are read one at a time from their raw lines (no payload is kept
 /// once folded); index records go straight from their JSON text into
-/// records. Problems carry the entry's line in the session file.
+/// records whose result texts stay in the session's buffer. Problems carry
+/// the entry's line in the session file.
 pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayProblem>) {
     use crate::session::EntryType;
     const READ: [&str; 6] = [
@@ -322,7 +342,7 @@ pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayPro
             if let Some(Ok(d)) = e.payload_raw().map(serde_json::from_str::<RawIndexData>) {
                 let backfilled = d.backfilled == Some(true);
                 for tc in d.tool_calls {
-                    fold.record(line, ct, from_raw(tc.get()), backfilled);
+                    fold.record(line, ct, record_of(e, tc.get()), backfilled);
                 }
                 if backfilled {
                     let refs: Vec<SummaryRef> = d
@@ -362,4 +382,81 @@ pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayPro
     let (state, mut problems) = fold.finish();
     problems.extend(unreadable);
     (state, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::Session;
+
+    const HEADER: &str = r#"{"type":"session","version":3,"id":"s1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#;
+
+    fn index_line(id: &str, parent: &str, tool_calls: &str) -> String {
+        format!(
+            r#"{{"type":"custom","customType":"context-prune-index","data":{{"toolCalls":[{tool_calls}]}},"id":"{id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:01.000Z"}}"#
+        )
+    }
+
+    #[test]
+    fn replayed_records_keep_their_text_in_the_session_buffer() {
+        let text = format!(
+            "{HEADER}\n{}\n{}\n",
+            index_line(
+                "a1",
+                "null",
+                r#"{"toolCallId":"c1","toolName":"bash","resultText":"line 1\nline \"2\"","resultTimestamp":5},{"toolCallId":"c2","toolName":"read","resultText":"plain","resultTimestamp":6}"#
+            )
+            .replace(r#""parentId":"null""#, r#""parentId":null"#),
+            // A record whose text cannot be shared (duplicate keys: read
+            // through a `Value`, the last one winning) and one that cannot
+            // be read at all.
+            index_line(
+                "a2",
+                "a1",
+                r#"{"toolCallId":"c3","toolName":"bash","resultText":"x","resultText":"y","resultTimestamp":7},{"toolCallId":"c4","toolName":"bash","resultText":null}"#
+            ),
+        );
+        let session = Session::parse(&text);
+        assert!(session.problems.is_empty(), "{:?}", session.problems);
+        let (state, problems) = replay_branch(&session.branch(None));
+        let texts: Vec<_> = state
+            .records()
+            .iter()
+            .map(|r| {
+                (
+                    r.tool_call_id.as_str(),
+                    r.result_text.to_string(),
+                    r.result_text.is_shared(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                ("c1", "line 1\nline \"2\"".to_owned(), true),
+                ("c2", "plain".to_owned(), true),
+                ("c3", "y".to_owned(), false),
+            ]
+        );
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].position, 3);
+        assert!(
+            problems[0]
+                .message
+                .starts_with("bad tool call record: invalid type: null"),
+            "{}",
+            problems[0].message
+        );
+        // The Value-based fold reads the same records.
+        let payloads: Vec<Value> = session
+            .entries
+            .iter()
+            .map(|e| e.payload::<Value>().unwrap().unwrap())
+            .collect();
+        let (owned, _) = replay(payloads.iter().map(|data| ReplayEntry::Custom {
+            custom_type: CUSTOM_TYPE_INDEX,
+            data,
+        }));
+        assert_eq!(owned.records(), state.records());
+    }
 }

@@ -283,6 +283,18 @@ impl Entry {
         self.span(&self.spans.payload).filter(|raw| *raw != "null")
     }
 
+    /// Where `part` (a slice of this entry's line, such as a value inside
+    /// [`Entry::payload_raw`]) lies in the buffer the line is a window on,
+    /// for readers that share that buffer instead of copying from it.
+    pub(crate) fn shared_span(&self, part: &str) -> Option<(&Arc<String>, Range<usize>)> {
+        let line = self.raw.get();
+        let (base, at) = (line.as_ptr() as usize, part.as_ptr() as usize);
+        (at >= base && at + part.len() <= base + line.len()).then(|| {
+            let start = self.raw.range.start + (at - base);
+            (&self.raw.buf, start..start + part.len())
+        })
+    }
+
     fn span(&self, range: &Option<Range<usize>>) -> Option<&str> {
         range.clone().map(|r| &self.raw()[r])
     }

@@ -1599,6 +1599,7 @@ impl<'a> Writer<'a> {
         let mut spills = Vec::new();
         for (w, r, rec) in plan.spills(config) {
             let file_name = format!("{}.txt", sanitize_file_stem(&rec.tool_call_id));
+            let text = rec.result_text.to_str().into_owned();
             spills.push((
                 w,
                 r,
@@ -1609,13 +1610,10 @@ impl<'a> Writer<'a> {
                         .join(&file_name)
                         .to_string_lossy()
                         .into_owned(),
-                    bytes: rec.result_text.len() as u64,
+                    bytes: text.len() as u64,
                 },
             ));
-            self.blobs.push(Blob {
-                file_name,
-                text: rec.result_text.clone(),
-            });
+            self.blobs.push(Blob { file_name, text });
             self.stats.spilled += 1;
         }
         let fusion: Vec<JobResult> = plan.fusion_jobs.iter().map(stand_in_fusion).collect();

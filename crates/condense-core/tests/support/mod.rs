@@ -358,7 +358,7 @@ pub fn record(meta: &Meta, legacy: bool, turn_index: i64) -> ToolCallRecord {
         tool_call_id: meta.call_id.clone(),
         tool_name: meta.tool_name.clone(),
         args: meta.args.clone(),
-        result_text: meta.text.clone(),
+        result_text: meta.text.clone().into(),
         is_error: meta.is_error,
         turn_index,
         timestamp: meta.batch_ts,
@@ -380,7 +380,7 @@ pub fn spilled_record(meta: &Meta, turn_index: i64) -> ToolCallRecord {
         "/tmp/session-blobs/{}-{}.txt",
         meta.call_id, meta.ts
     ));
-    r.result_text = String::new();
+    r.result_text = Default::default();
     r
 }
 

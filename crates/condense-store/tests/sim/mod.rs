@@ -1133,7 +1133,7 @@ impl Sim {
             });
             let mut spills: Vec<(usize, usize, WrittenSpill)> = Vec::new();
             for (w, i, rec) in wanted {
-                if let Ok(b) = write_blob(&self.blobs, &rec.key(), &rec.result_text) {
+                if let Ok(b) = write_blob(&self.blobs, &rec.key(), &rec.result_text.to_str()) {
                     spills.push((w, i, b.to_spill(i)));
                 }
             }
@@ -1706,7 +1706,7 @@ impl Sim {
             OccurrenceKey::new(id, sk.timestamp),
             key_ts,
             record.key(),
-            record.result_text.len()
+            record.result_text.to_str().len()
         );
         if let Some(path) = &record.spill_path {
             let meta = std::fs::metadata(path)
@@ -1734,7 +1734,7 @@ impl Sim {
                 }
                 text
             }
-            None => record.result_text.clone(),
+            None => record.result_text.to_str().into_owned(),
         };
         let same = if aliased {
             normalize(&full) == normalize(&original)
