@@ -508,6 +508,10 @@ fn parse_skeleton(json: &str) -> Result<Skeleton, MessageError> {
         }
         _ => {}
     }
+    // Skeletons live as long as the branch: drop the spare room growth
+    // left (a `Vec`'s first allocation holds four, most messages have one).
+    sk.tool_calls.shrink_to_fit();
+    sk.summary_refs.shrink_to_fit();
     Ok(sk)
 }
 

@@ -68,7 +68,7 @@ pub struct ToolCallRecord {
 struct RecordFields<T> {
     tool_call_id: String,
     tool_name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "compact_value")]
     args: Value,
     #[serde(default)]
     result_text: T,
@@ -90,6 +90,31 @@ struct RecordFields<T> {
     content_hash: Option<String>,
     #[serde(flatten)]
     extra: Map<String, Value>,
+}
+
+/// A value read without the spare room deserializing leaves in its maps
+/// and arrays (a map reserves space for three entries on its first insert;
+/// most arguments have one or two), since records live as long as the
+/// session.
+fn compact_value<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    fn compact(value: Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut out = Map::with_capacity(map.len());
+                for (k, v) in map {
+                    out.insert(k, compact(v));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => {
+                let mut items: Vec<Value> = items.into_iter().map(compact).collect();
+                items.shrink_to_fit();
+                Value::Array(items)
+            }
+            other => other,
+        }
+    }
+    Value::deserialize(d).map(compact)
 }
 
 impl<T> RecordFields<T> {
@@ -383,6 +408,16 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn arguments_keep_their_order_and_values() {
+        let text = r#"{"toolCallId":"c","toolName":"edit","args":{"path":"a","edits":[{"old":"x","new":"y"}],"n":1.5}}"#;
+        let r: ToolCallRecord = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            serde_json::to_string(&r.args).unwrap(),
+            r#"{"path":"a","edits":[{"old":"x","new":"y"}],"n":1.5}"#
+        );
     }
 
     #[test]

@@ -137,10 +137,17 @@ impl State {
 
     fn occurrence_mut(&mut self, key: &OccurrenceKey) -> &mut Occurrence {
         self.generation += 1;
-        let list = self.by_id.entry(key.id.clone()).or_default();
+        // Looked up before inserting so a known id is not copied again.
+        if !self.by_id.contains_key(key.id.as_str()) {
+            self.by_id.insert(key.id.clone(), Vec::new());
+        }
+        let list = self.by_id.get_mut(key.id.as_str()).expect("inserted above");
         let pos = match list.iter().position(|o| o.ts == key.result_timestamp) {
             Some(p) => p,
             None => {
+                // Nearly every id has one occurrence: grow one at a time
+                // rather than to `Vec`'s first capacity of four.
+                list.reserve_exact(1);
                 list.push(Occurrence {
                     ts: key.result_timestamp,
                     ..Occurrence::default()

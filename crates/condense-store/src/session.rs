@@ -26,12 +26,16 @@
 //! `custom`). Migrated entries' raw lines are the migrated text, so
 //! [`Session::to_jsonl`] gives what pi would write back.
 
+use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::num::NonZeroU32;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use condense_core::fxhash::FxHashMap;
 use condense_core::message::{Message, Role};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -231,16 +235,40 @@ pub struct Entry {
 #[derive(Clone, Default)]
 struct Spans {
     /// `data` of a `custom` entry, `details` of a `custom_message` entry.
-    payload: Option<Range<usize>>,
+    payload: Option<Span>,
     /// `customType`, `content` and `display` of a `custom_message` entry.
-    custom_type: Option<Range<usize>>,
-    content: Option<Range<usize>>,
-    display: Option<Range<usize>>,
+    custom_type: Option<Span>,
+    content: Option<Span>,
+    display: Option<Span>,
+}
+
+/// A field's byte range in its line, in 8 bytes with `Option` (a
+/// `Range<usize>` takes 24, and every entry carries four). A value's end is
+/// never 0 (at least `{"":` comes before it), which gives `Option` its
+/// niche. A line of 4 GiB or more (pi cannot write one: JavaScript strings
+/// stop at 1 GiB) keeps no spans.
+#[derive(Clone, Copy)]
+struct Span {
+    start: u32,
+    end: NonZeroU32,
+}
+
+impl Span {
+    fn new(range: Range<usize>) -> Option<Span> {
+        Some(Span {
+            start: u32::try_from(range.start).ok()?,
+            end: NonZeroU32::new(u32::try_from(range.end).ok()?)?,
+        })
+    }
+
+    fn range(self) -> Range<usize> {
+        self.start as usize..self.end.get() as usize
+    }
 }
 
 impl Spans {
     fn of(kind: &EntryType, line: &str, fields: &EntryFields<'_>) -> Spans {
-        let span = |raw: Option<&RawValue>| raw.map(|r| span_in(line, r.get()));
+        let span = |raw: Option<&RawValue>| raw.and_then(|r| Span::new(span_in(line, r.get())));
         match kind {
             EntryType::Custom => Spans {
                 payload: span(fields.data),
@@ -295,8 +323,8 @@ impl Entry {
         })
     }
 
-    fn span(&self, range: &Option<Range<usize>>) -> Option<&str> {
-        range.clone().map(|r| &self.raw()[r])
+    fn span(&self, span: &Option<Span>) -> Option<&str> {
+        span.map(|s| &self.raw()[s.range()])
     }
 
     /// For a `custom_message` entry, the raw JSON of `customType`, `content`,
@@ -344,7 +372,7 @@ pub struct Session {
     /// The version the file was migrated from, if it was older than v3.
     pub migrated_from: Option<u32>,
     ends_with_newline: bool,
-    by_id: HashMap<String, usize>,
+    by_id: IdIndex,
 }
 
 impl fmt::Debug for Session {
@@ -355,6 +383,66 @@ impl fmt::Debug for Session {
             .field("problems", &self.problems)
             .field("migrated_from", &self.migrated_from)
             .finish()
+    }
+}
+
+/// Entry ids to positions in [`Session::entries`], without a second copy of
+/// the ids: a map from each id's hash to the last entry with that id, the
+/// entry's own `id` confirming a match. A map keyed by the ids cost ~100
+/// bytes an entry (the copy, its allocation, a wider slot), ~0.04× of a
+/// long session's file. The hash is keyed per session, so ids cannot be
+/// chosen to collide; two ids that do collide anyway go to `collided`.
+#[derive(Clone)]
+struct IdIndex<S = RandomState> {
+    hasher: S,
+    /// Hash → the last entry whose id is the first id seen with that hash.
+    by_hash: FxHashMap<u64, usize>,
+    /// Ids whose hash an earlier, different id took (practically never).
+    collided: HashMap<String, usize>,
+}
+
+impl IdIndex {
+    /// The index, and each entry whose id an earlier entry already has, with
+    /// the nearest such earlier entry.
+    fn build(entries: &[Entry]) -> (IdIndex, Vec<(usize, usize)>) {
+        IdIndex::build_with(entries, RandomState::new())
+    }
+}
+
+impl<S: BuildHasher> IdIndex<S> {
+    fn build_with(entries: &[Entry], hasher: S) -> (IdIndex<S>, Vec<(usize, usize)>) {
+        let mut index = IdIndex {
+            hasher,
+            by_hash: FxHashMap::with_capacity_and_hasher(entries.len(), Default::default()),
+            collided: HashMap::new(),
+        };
+        let mut duplicates = Vec::new();
+        for (i, entry) in entries.iter().enumerate() {
+            let id = entry.id.as_str();
+            let previous = match index.by_hash.entry(index.hasher.hash_one(id)) {
+                MapEntry::Vacant(slot) => {
+                    slot.insert(i);
+                    None
+                }
+                MapEntry::Occupied(mut slot) if entries[*slot.get()].id == id => {
+                    Some(slot.insert(i))
+                }
+                MapEntry::Occupied(_) => index.collided.insert(id.to_owned(), i),
+            };
+            if let Some(previous) = previous {
+                duplicates.push((i, previous));
+            }
+        }
+        (index, duplicates)
+    }
+
+    /// The position of the last entry with this id.
+    fn get(&self, entries: &[Entry], id: &str) -> Option<usize> {
+        match self.by_hash.get(&self.hasher.hash_one(id)) {
+            Some(&i) if entries[i].id == id => Some(i),
+            _ if self.collided.is_empty() => None,
+            _ => self.collided.get(id).copied(),
+        }
     }
 }
 
@@ -799,22 +887,21 @@ impl Session {
             mut problems,
             ..
         } = reader;
-        let mut by_id = HashMap::with_capacity(entries.len());
-        for (i, entry) in entries.iter().enumerate() {
-            if let Some(previous) = by_id.insert(entry.id.clone(), i) {
-                problems.push(ReadProblem {
-                    line: entry.line,
-                    kind: ProblemKind::DuplicateId,
-                    message: format!(
-                        "id {} already used on line {}",
-                        entry.id, entries[previous].line
-                    ),
-                });
-            }
+        let (by_id, duplicates) = IdIndex::build(&entries);
+        for (i, previous) in duplicates {
+            let entry = &entries[i];
+            problems.push(ReadProblem {
+                line: entry.line,
+                kind: ProblemKind::DuplicateId,
+                message: format!(
+                    "id {} already used on line {}",
+                    entry.id, entries[previous].line
+                ),
+            });
         }
         for entry in &entries {
             if let Some(parent) = &entry.parent_id {
-                if parent == &entry.id || !by_id.contains_key(parent) {
+                if parent == &entry.id || by_id.get(&entries, parent).is_none() {
                     problems.push(ReadProblem {
                         line: entry.line,
                         kind: ProblemKind::MissingParent,
@@ -842,12 +929,12 @@ impl Session {
 
     /// The entry with this id (the last one, if the id is duplicated).
     pub fn entry(&self, id: &str) -> Option<&Entry> {
-        self.by_id.get(id).map(|&i| &self.entries[i])
+        self.index_of(id).map(|i| &self.entries[i])
     }
 
     /// Index of the entry with this id in [`Session::entries`].
     pub fn index_of(&self, id: &str) -> Option<usize> {
-        self.by_id.get(id).copied()
+        self.by_id.get(&self.entries, id)
     }
 
     /// The branch ending at `leaf_id` (or at [`Session::leaf`] when `None`),
@@ -1101,5 +1188,67 @@ mod tests {
         );
         assert_eq!(s.branch(None).len(), 1);
         assert_eq!(s.branch(Some("a1")).len(), 1);
+    }
+
+    #[test]
+    fn id_lookup_takes_the_last_entry_and_reports_each_repeat() {
+        let label = |id: &str, parent: &str| {
+            format!(r#"{{"type":"label","id":"{id}","parentId":"{parent}","timestamp":"t"}}"#)
+        };
+        let mut lines = vec![HEADER.to_owned(), label("r", "r")];
+        lines.extend((0..300).map(|i| label(&format!("e{i}"), "r")));
+        lines.push(label("e7", "r")); // line 303
+        lines.push(label("x", "e7")); // line 304
+        lines.push(label("e7", "x")); // line 305
+        let s = Session::parse(&(lines.join("\n") + "\n"));
+        let duplicates: Vec<_> = s
+            .problems
+            .iter()
+            .filter(|p| p.kind == ProblemKind::DuplicateId)
+            .map(|p| (p.line, p.message.as_str()))
+            .collect();
+        assert_eq!(
+            duplicates,
+            [
+                (303, "id e7 already used on line 10"),
+                (305, "id e7 already used on line 303")
+            ]
+        );
+        for i in 0..300 {
+            let id = format!("e{i}");
+            let want = if i == 7 { 305 } else { i + 3 };
+            assert_eq!(s.entry(&id).map(|e| e.line), Some(want), "{id}");
+            assert_eq!(s.index_of(&id), Some(want - 2));
+        }
+        assert!(s.entry("e300").is_none() && s.entry("").is_none());
+        // The branch from the leaf follows the last `e7`, then `x`, then the
+        // `e7` the parent id names (the last one again: a cycle, so it stops).
+        let branch: Vec<_> = s.branch(None).iter().map(|e| e.line).collect();
+        assert_eq!(branch, [304, 305]);
+
+        // Ids that all hash alike read the same (the `collided` side).
+        let same = std::hash::BuildHasherDefault::<Constant>::default();
+        let (colliding, repeats) = IdIndex::build_with(&s.entries, same);
+        let (plain, plain_repeats) = IdIndex::build(&s.entries);
+        assert_eq!(repeats, plain_repeats);
+        assert_eq!(repeats, [(301, 8), (303, 301)]);
+        for id in ["r", "e0", "e7", "e299", "x", "e300", ""] {
+            assert_eq!(
+                colliding.get(&s.entries, id),
+                plain.get(&s.entries, id),
+                "{id}"
+            );
+        }
+    }
+
+    /// A hasher under which every id collides.
+    #[derive(Default)]
+    struct Constant;
+
+    impl std::hash::Hasher for Constant {
+        fn write(&mut self, _: &[u8]) {}
+        fn finish(&self) -> u64 {
+            7
+        }
     }
 }
