@@ -17,7 +17,7 @@ use crate::text::SharedText;
 
 /// One indexed tool call: what the model no longer sees verbatim.
 ///
-/// Deserialized through [`RecordFields`] (the field attributes for reading
+/// Deserialized through `RecordFields` (the field attributes for reading
 /// live there); [`ToolCallRecord::from_shared`] reads one without copying
 /// its result text.
 #[derive(Debug, Clone, PartialEq, Serialize)]
