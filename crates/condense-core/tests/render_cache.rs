@@ -147,3 +147,88 @@ fn a_replaced_chain_entry_replaces_the_memoized_synthetic() {
     state.register_chain(chain("SECOND"));
     assert!(synthetic(&state).as_str().unwrap().contains("SECOND"));
 }
+
+/// A render with warm caches (the chain phase's range scan and synthetics,
+/// the stubs) must equal one from a cold copy of the state, whatever changed
+/// in the messages since: the caches are keyed by the state, and the scan is
+/// checked against the messages it was made from.
+#[test]
+fn warm_renders_equal_cold_ones_after_the_messages_change() {
+    #[path = "support/mod.rs"]
+    mod support;
+    let config = Config::default();
+    let protection = Protection::new(&config);
+    let settings = RenderSettings {
+        config: &config,
+        protection: &protection,
+    };
+    let (messages, state) = support::workload_chains(8, 3, 2);
+    let cold = |m: &[Message]| render(m, &state.clone(), &settings);
+    let base = render(&messages, &state, &settings);
+    assert!(base.plan.is_some());
+    assert_eq!(base, cold(&messages));
+
+    let inside = messages
+        .iter()
+        .position(|m| m.is(&condense_core::message::Role::ToolResult))
+        .expect("a tool result");
+    let edit = |f: &dyn Fn(&mut Vec<Message>)| {
+        let mut m = messages.clone();
+        f(&mut m);
+        m
+    };
+    let variants: Vec<(&str, Vec<Message>)> = vec![
+        (
+            "a result's id changed",
+            edit(&|m| {
+                let mut v = m[inside].to_value();
+                v["toolCallId"] = json!("someone_else");
+                m[inside] = Message::from_value(&v).unwrap();
+            }),
+        ),
+        (
+            "a result's text changed",
+            edit(&|m| {
+                let mut v = m[inside].to_value();
+                v["content"] = json!([{"type": "text", "text": "edited"}]);
+                m[inside] = Message::from_value(&v).unwrap();
+            }),
+        ),
+        (
+            "a message removed",
+            edit(&|m| {
+                m.remove(inside);
+            }),
+        ),
+        (
+            "the same content in new objects",
+            edit(&|m| {
+                for x in m.iter_mut() {
+                    *x = Message::from_json(x.json()).unwrap();
+                }
+            }),
+        ),
+        (
+            "a turn appended",
+            edit(&|m| {
+                m.push(
+                    Message::from_value(
+                        &json!({"role":"user","content":"more","timestamp":99_999_999}),
+                    )
+                    .unwrap(),
+                );
+            }),
+        ),
+        ("the first half only", edit(&|m| m.truncate(m.len() / 2))),
+    ];
+    for (what, changed) in &variants {
+        let warm = render(changed, &state, &settings);
+        assert_eq!(warm, cold(changed), "{what}");
+        // And back: the original renders as before.
+        assert_eq!(
+            render(&messages, &state, &settings),
+            base,
+            "{what}, then back"
+        );
+    }
+}

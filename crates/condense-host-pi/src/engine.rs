@@ -246,6 +246,14 @@ impl Engine {
         }
         if self.config.enabled {
             self.rearmed = !self.capture_now(0).is_empty();
+            // A render now fills the state's stub and chain caches, so the
+            // first LLM call after a resume costs what later ones do (its
+            // result is dropped: `context` renders what pi actually sends).
+            let settings = RenderSettings {
+                config: &self.config,
+                protection: &self.protection,
+            };
+            drop(render(&self.messages, &self.state, &settings));
         }
         self.refresh_metrics();
         out.push(self.status_effect(true));

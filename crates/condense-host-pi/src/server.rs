@@ -1,13 +1,16 @@
 //! The sidecar's async layer: JSON lines on stdio (docs/protocol.md), the
 //! engine behind a lock, and LLM calls forwarded to the shim.
 //!
-//! The reader task routes each incoming line: the shim's requests are
-//! handled on their own tasks (so a `context` is answered while a flush waits
-//! for the LLM), responses to our `llm.complete` requests and their
-//! `llm.event` notifications go to the waiting provider call. The engine lock
-//! is never held across an `.await`.
+//! The reading loop routes each incoming line: `context` is answered right
+//! there (pi waits for it before every LLM call), the shim's other requests
+//! are handled on their own tasks (so a `context` is answered while a flush
+//! waits for the LLM), responses to our `llm.complete` requests and their
+//! `llm.event` notifications go to the waiting provider call. Lines out are
+//! written whole, under a lock, by whoever sends them: no writer task to hand
+//! them to. The engine lock is never held across an `.await`.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -20,8 +23,8 @@ use condense_summarizer::{
     ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
 };
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt};
+use tokio::sync::oneshot;
 
 use crate::answer::ContextAnswers;
 use crate::commands::{self, CommandEnv, CommandHost};
@@ -33,18 +36,31 @@ pub const PROTOCOL: u64 = 1;
 pub const MAX_LINE: usize = 64 << 20;
 
 type Pending = Arc<Mutex<HashMap<String, (oneshot::Sender<Value>, EventSink)>>>;
+/// The shim's end of the pipe, shared by everyone who sends a line.
+type LineWriter = Arc<Mutex<Box<dyn Write + Send>>>;
 
 /// Sends lines to the shim and tracks our own requests.
 #[derive(Clone)]
 pub struct Outbox {
-    tx: mpsc::UnboundedSender<String>,
+    out: LineWriter,
     pending: Pending,
     next: Arc<AtomicU64>,
 }
 
 impl Outbox {
     fn send(&self, v: &Value) {
-        let _ = self.tx.send(v.to_string());
+        self.send_line(&v.to_string());
+    }
+
+    /// Writes one whole line. A failed write (the shim is gone) is dropped:
+    /// the reading loop ends on the closed input.
+    fn send_line(&self, line: &str) {
+        if let Ok(mut out) = self.out.lock() {
+            let _ = out
+                .write_all(line.as_bytes())
+                .and_then(|()| out.write_all(b"\n"))
+                .and_then(|()| out.flush());
+        }
     }
 
     /// Sends a request; the answer (`result` or `error` object) arrives on the receiver.
@@ -493,24 +509,14 @@ async fn read_line<R: AsyncBufRead + Unpin>(
 }
 
 /// Serves the protocol on `input`/`output` until `shutdown` or end of input.
-pub async fn serve<R, W>(input: R, mut output: W)
+pub async fn serve<R, W>(input: R, output: W)
 where
     R: AsyncBufRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
+    W: Write + Send + 'static,
 {
-    let (tx, mut rx) = mpsc::unbounded_channel::<String>();
-    let writer = tokio::spawn(async move {
-        while let Some(line) = rx.recv().await {
-            if output.write_all(line.as_bytes()).await.is_err()
-                || output.write_all(b"\n").await.is_err()
-            {
-                break;
-            }
-            let _ = output.flush().await;
-        }
-    });
+    let out: LineWriter = Arc::new(Mutex::new(Box::new(output)));
     let outbox = Outbox {
-        tx,
+        out: out.clone(),
         pending: Arc::new(Mutex::new(HashMap::new())),
         next: Arc::new(AtomicU64::new(0)),
     };
@@ -556,10 +562,9 @@ where
                     result.pop();
                     result.push_str(&format!(r#","micros":{}}}"#, started.elapsed().as_micros()));
                 }
-                let _ = server
+                server
                     .outbox
-                    .tx
-                    .send(format!(r#"{{"id":{},"result":{result}}}"#, ctx.id.get()));
+                    .send_line(&format!(r#"{{"id":{},"result":{result}}}"#, ctx.id.get()));
                 continue;
             }
         }
@@ -619,10 +624,14 @@ where
             _ => {}
         }
     }
-    // Input is gone: fail the LLM calls still waiting, then let the writer
-    // drain what the finishing tasks send (bounded).
+    // Input is gone: fail the LLM calls still waiting, then let the tasks
+    // still running finish and send what they have (bounded): each holds a
+    // handle on the writer until it ends.
     outbox.pending.lock().expect("pending lock").clear();
     drop(server);
     drop(outbox);
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), writer).await;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while Arc::strong_count(&out) > 1 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }

@@ -1,19 +1,18 @@
-//! The sidecar's stdin and stdout, read and written on the calling thread.
+//! The sidecar's stdin, read on the calling thread.
 //!
-//! tokio's own `stdin()`/`stdout()` run every read and write on its
-//! blocking pool, a thread hand-over each way; at one `context` request per
-//! LLM call those hand-overs cost more than the render. [`serve`] reads on
-//! the thread that `block_on`s it, where a blocking read stalls nothing else
-//! (tasks run on the runtime's workers), and the single writer task writes
-//! whole lines to a pipe the shim drains continuously.
+//! tokio's own `stdin()` runs every read on its blocking pool, a thread
+//! hand-over per read; at one `context` request per LLM call such hand-overs
+//! cost more than the render. [`serve`] reads on the thread that `block_on`s
+//! it, where a blocking read stalls nothing else (tasks run on the runtime's
+//! workers). Its output is a plain `std::io::Write` for the same reason.
 //!
 //! [`serve`]: crate::server::serve
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncBufRead, AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
 
 /// Standard input as an `AsyncBufRead` whose reads block the polling thread.
 pub struct BlockingStdin(std::io::BufReader<std::io::Stdin>);
@@ -58,38 +57,5 @@ impl AsyncBufRead for BlockingStdin {
 
     fn consume(self: Pin<&mut Self>, amt: usize) {
         self.get_mut().0.consume(amt)
-    }
-}
-
-/// Standard output as an `AsyncWrite` whose writes block the polling thread.
-pub struct BlockingStdout(std::io::Stdout);
-
-impl BlockingStdout {
-    pub fn new() -> Self {
-        BlockingStdout(std::io::stdout())
-    }
-}
-
-impl Default for BlockingStdout {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl AsyncWrite for BlockingStdout {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Poll::Ready(self.get_mut().0.write(buf))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Poll::Ready(self.get_mut().0.flush())
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        self.poll_flush(cx)
     }
 }

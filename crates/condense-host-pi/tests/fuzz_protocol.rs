@@ -292,6 +292,22 @@ fn runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
+/// A `std::io::Write` that hands its bytes to a channel.
+struct ChannelWrite(mpsc::UnboundedSender<Vec<u8>>);
+
+impl std::io::Write for ChannelWrite {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .send(buf.to_vec())
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A `serve` over a duplex; the client side answers the sidecar's
 /// `llm.complete` requests and collects every answer it gets.
 struct Duplex {
@@ -304,7 +320,21 @@ impl Duplex {
     fn start() -> Duplex {
         let (client, server) = tokio::io::duplex(1 << 16);
         let (server_r, server_w) = tokio::io::split(server);
-        let served = tokio::spawn(serve(tokio::io::BufReader::new(server_r), server_w));
+        // `serve` writes with `std::io::Write`: bytes go through a channel to
+        // a task that writes them into the duplex.
+        let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        let mut server_w = server_w;
+        tokio::spawn(async move {
+            while let Some(bytes) = out_rx.recv().await {
+                if server_w.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let served = tokio::spawn(serve(
+            tokio::io::BufReader::new(server_r),
+            ChannelWrite(out_tx),
+        ));
         let (client_r, mut client_w) = tokio::io::split(client);
         let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
         tokio::spawn(async move {

@@ -17,6 +17,8 @@
 //! batching appends them after the range). Protected outputs in the range are
 //! relocated verbatim into the synthetic body.
 
+use std::sync::Arc;
+
 use crate::diagnostics::{Collector, DiagnosticKind};
 use crate::fxhash::{FxHashMap, FxHashSet};
 use crate::message::{tool_result_text, Message, Role, Skeleton};
@@ -24,6 +26,7 @@ use crate::occurrence::bare_id;
 use crate::records::ChainEntry;
 use crate::state::State;
 
+use super::chain_memo::RangeScan;
 use super::thinking::without_thinking;
 use super::{Item, Working};
 
@@ -144,13 +147,40 @@ struct Accepted<'s> {
     range: ResolvedRange,
 }
 
-pub(crate) fn apply(
-    work: &mut Working<'_>,
-    state: &State,
-    strip_final_thinking: bool,
+/// The chains that apply to a render, resolved to positions before any phase
+/// runs: resolution reads only roles and timestamps, which no phase before
+/// this one changes, and knowing the ranges early lets the stub phase skip
+/// the results this phase drops anyway.
+pub(crate) struct Resolved<'s> {
+    chains: Vec<(&'s ChainEntry, ResolvedRange)>,
+    scan: Option<Arc<RangeScan>>,
+}
+
+impl Resolved<'_> {
+    /// Per position: true for a tool result the chain phase drops whatever
+    /// the stub phase makes of it (inside a range, not a protected output).
+    pub(crate) fn dropped_results(&self, input: &[Message]) -> Option<Vec<bool>> {
+        let scan = self.scan.as_ref()?;
+        let mut mask = vec![false; input.len()];
+        for (_, r) in &self.chains {
+            for (i, m) in input.iter().enumerate().take(r.end).skip(r.start + 1) {
+                mask[i] = m.is(&Role::ToolResult);
+            }
+        }
+        for &i in scan.protected_at.iter().flatten() {
+            mask[i] = false;
+        }
+        Some(mask)
+    }
+}
+
+/// Resolves the state's chains over the render's input (see [`Resolved`]).
+pub(crate) fn resolve<'s>(
+    input: &[Message],
+    state: &'s State,
     diags: &mut Collector,
-) {
-    let boundaries = BoundaryIndex::new(work.iter());
+) -> Resolved<'s> {
+    let boundaries = BoundaryIndex::new(input.iter());
 
     let mut resolved: Vec<Accepted<'_>> = Vec::new();
     for entry in state.chains() {
@@ -171,7 +201,7 @@ pub(crate) fn apply(
         }
     }
 
-    let mut accepted: Vec<&Accepted<'_>> = Vec::new();
+    let mut chains: Vec<(&ChainEntry, ResolvedRange)> = Vec::new();
     let mut claimed: FxHashSet<usize> = FxHashSet::default();
     for c in &resolved {
         let nests_in = resolved.iter().find(|o| {
@@ -196,18 +226,25 @@ pub(crate) fn apply(
             continue;
         }
         claimed.insert(c.range.start);
-        accepted.push(c);
+        chains.push((c.entry, c.range));
     }
-    if accepted.is_empty() {
-        return;
-    }
+    let scan =
+        (!chains.is_empty()).then(|| state.chain_memo().scan(state.generation(), &chains, input));
+    Resolved { chains, scan }
+}
 
+/// Collapses each resolved chain into its synthetic message.
+pub(crate) fn apply(
+    work: &mut Working<'_>,
+    state: &State,
+    resolved: &Resolved<'_>,
+    strip_final_thinking: bool,
+    diags: &mut Collector,
+) {
+    let (chains, Some(scan)) = (&resolved.chains, &resolved.scan) else {
+        return;
+    };
     let n = work.len();
-    let chains: Vec<(&ChainEntry, ResolvedRange)> =
-        accepted.iter().map(|a| (a.entry, a.range)).collect();
-    let scan = state
-        .chain_memo()
-        .scan(state.generation(), &chains, work.base);
     let mut in_range = vec![false; n];
     // Per position (vectors, not maps: the rebuild visits every position).
     let mut insert_after: Vec<Option<Message>> = vec![None; n];

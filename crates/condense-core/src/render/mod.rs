@@ -216,19 +216,25 @@ pub fn render(messages: &[Message], state: &State, settings: &RenderSettings<'_>
     let mut work = Working::new(messages);
     let mut diags = crate::diagnostics::Collector::default();
 
+    // Chains resolve first so the stub phase can skip the results they drop.
+    let resolved = (config.chain_compression.enabled && state.chains().len() > 0)
+        .then(|| chains::resolve(messages, state, &mut diags));
+    let dropped = resolved.as_ref().and_then(|r| r.dropped_results(messages));
     stub::apply(
         &mut work,
         state,
         settings.protection,
         config.recovery_grace_turns,
+        dropped.as_deref(),
     );
     if config.purge_errors.enabled {
         purge::apply(&mut work, &config.purge_errors);
     }
-    if config.chain_compression.enabled && state.chains().len() > 0 {
+    if let Some(resolved) = &resolved {
         chains::apply(
             &mut work,
             state,
+            resolved,
             config.chain_compression.strip_final_assistant_thinking,
             &mut diags,
         );

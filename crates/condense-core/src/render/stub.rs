@@ -69,11 +69,15 @@ pub(crate) fn stub_message(original: &Message, text: &str) -> Message {
     Message::from_parts(json, skeleton)
 }
 
+/// Replaces summarized and spilled results with their stubs, except in the
+/// grace window and at the positions `dropped` marks (the chain phase drops
+/// those results whatever they look like).
 pub(crate) fn apply(
     work: &mut Working<'_>,
     state: &State,
     protection: &Protection,
     grace_turns: u32,
+    dropped: Option<&[bool]>,
 ) {
     let mut in_grace: Vec<bool> = Vec::new();
     for_each_in_grace(work.iter(), grace_turns, |i, _| {
@@ -86,7 +90,10 @@ pub(crate) fn apply(
     let fingerprint = protection.fingerprint();
     let mut replacements: Vec<(usize, Message)> = Vec::new();
     for (i, m) in work.iter().enumerate() {
-        if !m.is(&Role::ToolResult) || in_grace.get(i).copied().unwrap_or(false) {
+        if !m.is(&Role::ToolResult)
+            || in_grace.get(i).copied().unwrap_or(false)
+            || dropped.is_some_and(|d| d[i])
+        {
             continue;
         }
         let sk = m.skeleton();

@@ -1,7 +1,7 @@
 //! `condense-pi`: the sidecar the pi extension shim starts. Speaks
 //! docs/protocol.md on stdin/stdout; logs to stderr.
 
-use condense_host_pi::stdio::{BlockingStdin, BlockingStdout};
+use condense_host_pi::stdio::BlockingStdin;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -12,6 +12,6 @@ fn main() {
     // The serve loop runs on this thread and reads stdin blocking (stdio.rs).
     runtime.block_on(condense_host_pi::server::serve(
         BlockingStdin::new(),
-        BlockingStdout::new(),
+        std::io::stdout(),
     ));
 }
