@@ -8,6 +8,7 @@
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import * as path from "node:path";
+import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimers } from "./effects";
 import { complete, LlmCalls } from "./llm";
@@ -16,7 +17,8 @@ import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, S
 import {
 	answerSteps,
 	applySteps,
-	commonPrefix,
+	contentPrefix,
+	headerPrefix,
 	heldIntact,
 	holdAnswer,
 	messageKeys,
@@ -202,6 +204,16 @@ function renderSummary(message: any, options: any, theme: any) {
 export default function condense(pi: ExtensionAPI) {
 	const extDir = extensionDir();
 	const timing = process.env.CONDENSE_PI_TIMING === "1";
+	// Garbage collections are logged too: V8 collects the deep copy pi makes
+	// for every LLM call while a `context` round trip waits (the bench tells
+	// that time apart from condense's own).
+	if (timing) {
+		new PerformanceObserver((list) => {
+			for (const e of list.getEntries()) {
+				process.stderr.write(`condense: gc at ${e.startTime.toFixed(2)} ${e.duration.toFixed(2)} ms\n`);
+			}
+		}).observe({ entryTypes: ["gc"] });
+	}
 	const debug = process.env.CONDENSE_PI_DEBUG === "1";
 	const llm = new LlmCalls();
 	/** The sidecar events are forwarded to (after a successful handshake). */
@@ -496,17 +508,30 @@ export default function condense(pi: ExtensionAPI) {
 			const messages = event?.messages;
 			if (!s?.alive || !Array.isArray(messages)) return undefined;
 			const started = timing ? performance.now() : 0;
-			const keep = commonPrefix(keys, messages);
-			const append = messages.slice(keep);
-			keys = syncedKeys(keys, keep, messages);
 			if (held && (heldFrom !== s || !heldIntact(held))) held = undefined;
 			const base = held?.seq;
 			contextEpoch++;
+			const request = (from: number, withBase: boolean) => {
+				const params: Record<string, unknown> = { keep: from, append: messages.slice(from) };
+				if (withBase && base !== undefined) params.base = base;
+				if (timing) params.timing = true;
+				return call("context", params, CONTEXT_TIMEOUT_MS);
+			};
+			// Sent on the cheap prefix (roles, timestamps, ids); the contents,
+			// the costly half of the keys, are checked while the sidecar renders.
+			const header = headerPrefix(keys, messages);
+			let pending = request(header, true);
 			const keyed = timing ? performance.now() : 0;
-			const params: Record<string, unknown> = { keep, append };
-			if (base !== undefined) params.base = base;
-			if (timing) params.timing = true;
-			const res = await call("context", params, CONTEXT_TIMEOUT_MS);
+			const keep = contentPrefix(keys, messages, header);
+			if (keep < header) {
+				// A message changed in place (another extension's handler edits
+				// what it is given): that answer rendered a stale copy. Resend from
+				// the change; the sidecar answers requests in order.
+				pending = request(keep, false);
+			}
+			keys = syncedKeys(keys, keep, messages);
+			const checked = timing ? performance.now() : 0;
+			const res = await pending;
 			const answered = timing ? performance.now() : 0;
 			if (!res) {
 				// An error answer leaves the sidecar's copy unknown: resend everything next time.
@@ -536,9 +561,9 @@ export default function condense(pi: ExtensionAPI) {
 				const ms = done - started;
 				const sidecarMs = typeof res.micros === "number" ? (res.micros / 1000).toFixed(2) : "?";
 				process.stderr.write(
-					`condense: context ${ms.toFixed(2)} ms (messages ${messages.length}, keep ${keep}, append ${append.length}, ${
+					`condense: context ${ms.toFixed(2)} ms (messages ${messages.length}, keep ${keep}, append ${messages.length - keep}, ${
 						out ? `steps ${stepCount} (${res.steps.length} sent) -> ${out.length} messages` : "unchanged"
-					}; keys ${(keyed - started).toFixed(2)} ms, round trip ${(answered - keyed).toFixed(2)} ms (sidecar ${sidecarMs} ms, parse ${s.lastParseMs.toFixed(2)} ms), apply ${(done - answered).toFixed(2)} ms)\n`,
+					}; keys ${(keyed - started).toFixed(2)} ms, round trip ${(answered - keyed).toFixed(2)} ms (contents checked in ${(checked - keyed).toFixed(2)} ms, sidecar ${sidecarMs} ms, parse ${s.lastParseMs.toFixed(2)} ms), apply ${(done - answered).toFixed(2)} ms) at ${started.toFixed(2)}\n`,
 				);
 			}
 			return out ? { messages: out } : undefined;

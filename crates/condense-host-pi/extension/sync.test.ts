@@ -7,6 +7,8 @@ import {
 	answerSteps,
 	applySteps,
 	commonPrefix,
+	contentPrefix,
+	headerPrefix,
 	heldIntact,
 	holdAnswer,
 	messageKeys,
@@ -113,4 +115,19 @@ test("system messages (pi 1.6) are not part of what context handlers get", () =>
 	assert.equal(visible.length, 4);
 	assert.equal(commonPrefix(messageKeys(visible), structuredClone(branch())), 4);
 	assert.equal(withoutSystemMessages(undefined), undefined);
+});
+
+test("the header prefix ignores contents; the content check finds what it missed", () => {
+	const keys = messageKeys(branch());
+	const edited = structuredClone(branch());
+	(edited[2].content as any)[0].text = "file text, redacted";
+	assert.equal(headerPrefix(keys, edited), 4);
+	assert.equal(contentPrefix(keys, edited, 4), 2);
+	assert.equal(contentPrefix(keys, edited, 2), 2, "only the first `upTo` are read");
+	const retimed = structuredClone(branch());
+	retimed[1].timestamp = 99;
+	assert.equal(headerPrefix(keys, retimed), 1);
+	assert.equal(headerPrefix(keys, [null, ...branch()]), 0);
+	assert.equal(headerPrefix(messageKeys([null, "x"]), [null, "y"]), 2, "non-objects are keyed by type");
+	assert.equal(commonPrefix(messageKeys([null, "x"]), [null, "y"]), 2);
 });

@@ -71,10 +71,39 @@ export function messageKeys(messages: readonly unknown[]): Key[] {
 
 /** Length of the prefix of `messages` that still has the held `keys`. */
 export function commonPrefix(keys: readonly Key[], messages: readonly unknown[]): number {
+	return contentPrefix(keys, messages, headerPrefix(keys, messages));
+}
+
+/**
+ * The prefix whose role, timestamp and tool-call id match: the cheap half of
+ * [`commonPrefix`] (no content is read), which the `context` handler sends
+ * on while it checks the contents, the costly half, during the round trip.
+ */
+export function headerPrefix(keys: readonly Key[], messages: readonly unknown[]): number {
 	const n = Math.min(keys.length, messages.length);
 	let i = 0;
-	while (i < n && sameKey(keys[i], messages[i])) i++;
+	for (; i < n; i++) {
+		const key = keys[i];
+		const m = messages[i];
+		if (!m || typeof m !== "object") {
+			if (key.size === -2 && key.role === typeof m) continue;
+			break;
+		}
+		const r = m as Record<string, unknown>;
+		if (key.role !== r.role || key.ts !== r.timestamp || key.id !== r.toolCallId) break;
+	}
 	return i;
+}
+
+/** The first of the first `upTo` messages whose content size differs from its key's (or `upTo`). */
+export function contentPrefix(keys: readonly Key[], messages: readonly unknown[], upTo: number): number {
+	for (let i = 0; i < upTo; i++) {
+		const m = messages[i];
+		if (!m || typeof m !== "object") continue; // keyed by role and size -2 alone
+		const r = m as Record<string, unknown>;
+		if (keys[i].size !== contentSize(r.content) || keys[i].alt !== altSize(r)) return i;
+	}
+	return upTo;
 }
 
 /** The keys after a sync: the held prefix kept, keys built only for what follows. */
