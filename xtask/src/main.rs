@@ -28,7 +28,8 @@ Commands:
                      (includes doc tests)
              e2e     cargo test -p condense-host-pi -- --nocapture
                      (end-to-end tests against real pi; installs Node 22
-                     and pi from the npm registry with the system npm)
+                     and 20 and pi 0.83, 1.6 and 0.73 from the npm registry
+                     with the system npm)
              doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
   bench    Run `cargo bench --workspace`; extra ARGS are passed to cargo bench
   soak     The long simulation (docs/reliability.md):

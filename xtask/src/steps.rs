@@ -111,7 +111,7 @@ fn test(ctx: &Ctx) -> Result<(), StepError> {
 /// `cargo test -p condense-host-pi -- --nocapture`: every test of the pi
 /// host crate, including the end-to-end tests against real pi.
 ///
-/// The tests install Node 22 and pi from the npm registry with the system
+/// The tests install Node (22 and 20) and pi (0.83, 1.6, 0.73) from the npm registry with the system
 /// `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
 /// already set) and fail if they cannot; `CONDENSE_SKIP_E2E` is removed so CI
 /// never skips them.
