@@ -7,7 +7,7 @@
 mod compact;
 mod corpus;
 mod demo;
-mod gen;
+mod generate;
 mod inspect;
 mod load;
 mod output;
@@ -122,7 +122,7 @@ enum Command {
         settings: Option<PathBuf>,
     },
     /// Write a synthetic pi session (deterministic from a seed).
-    Gen(gen::GenArgs),
+    Gen(generate::GenArgs),
     /// Figures over every session under a directory: reclaim, re-query gaps,
     /// session length, context metrics.
     Corpus(corpus::CorpusArgs),
@@ -153,7 +153,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Status { session, json } => inspect::status(&load::load(&session)?, json),
         Command::Stats { session, json } => inspect::stats(&load::load(&session)?, json),
         Command::Tree { session, json } => inspect::tree(&load::load(&session)?, json),
-        Command::Gen(args) => gen::run(&args),
+        Command::Gen(args) => generate::run(&args),
         Command::Corpus(args) => corpus::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Query {

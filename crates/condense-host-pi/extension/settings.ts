@@ -53,7 +53,21 @@ export function saveContextPrune(block: unknown): void {
 	fs.mkdirSync(path.dirname(file), { recursive: true });
 	const tmp = `${file}.${randomBytes(8).toString("hex")}.tmp`;
 	try {
-		fs.writeFileSync(tmp, JSON.stringify(next, null, 2) + "\n", "utf8");
+		// Flushed to disk before the rename, so a crash never leaves an empty
+		// or partial settings.json in place of the old one.
+		let mode = 0o644; // pi's own default, before the umask
+		try {
+			mode = fs.statSync(file).mode & 0o777; // keep the file's permissions
+		} catch {
+			// no file yet
+		}
+		const fd = fs.openSync(tmp, "w", mode);
+		try {
+			fs.writeFileSync(fd, JSON.stringify(next, null, 2) + "\n", "utf8");
+			fs.fsyncSync(fd);
+		} finally {
+			fs.closeSync(fd);
+		}
 		fs.renameSync(tmp, file);
 	} catch (err) {
 		try {

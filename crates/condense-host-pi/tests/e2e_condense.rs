@@ -376,9 +376,19 @@ fn pruner_command_saves_settings() {
         .with_settings(settings)
         .with_extension(extension_dir())
         .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+    // The save keeps the file's permissions (it replaces the file by rename).
+    use std::os::unix::fs::PermissionsExt;
+    let settings_file = pi.agent_dir.join("settings.json");
+    fs::set_permissions(&settings_file, fs::Permissions::from_mode(0o640)).expect("chmod");
 
     let run = pi.prompt("/pruner off");
     run.assert_success();
+    let mode = fs::metadata(&settings_file)
+        .expect("settings")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o640, "settings.json keeps its mode");
     let saved = pi.settings();
     assert_eq!(
         saved["contextPrune"]["enabled"],
