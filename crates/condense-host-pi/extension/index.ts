@@ -17,15 +17,11 @@ import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, S
 import {
 	answerSteps,
 	applySteps,
-	contentPrefix,
-	headerPrefix,
 	heldIntact,
 	holdAnswer,
-	messageKeys,
-	syncedKeys,
+	KeyTable,
 	withoutSystemMessages,
 	type HeldAnswer,
-	type Key,
 } from "./sync";
 
 /** Deadline for `context` answers (pi waits for them before every LLM call). */
@@ -222,7 +218,7 @@ export default function condense(pi: ExtensionAPI) {
 	let handshaking: Sidecar | undefined;
 	let starting: Promise<Sidecar | undefined> | undefined;
 	/** One key per message the sidecar holds (sync.ts). */
-	let keys: Key[] = [];
+	let keys = new KeyTable();
 	/** The last render steps applied, for incremental answers (sync.ts). */
 	let held: HeldAnswer | undefined;
 	/** The sidecar that sent `held` (answer numbers are per sidecar process). */
@@ -260,7 +256,7 @@ export default function condense(pi: ExtensionAPI) {
 		if (sidecar !== s && handshaking !== s) return; // retired on purpose (shutdown): nothing to report
 		if (sidecar === s) sidecar = undefined;
 		if (handshaking === s) handshaking = undefined;
-		keys = [];
+		keys = new KeyTable();
 		tellUser(`condense: ${reason}. Context pruning is off until the next session start; pi continues unpruned.`);
 	}
 
@@ -329,7 +325,7 @@ export default function condense(pi: ExtensionAPI) {
 		}
 		if (!s.alive) return undefined;
 		sidecar = s;
-		keys = [];
+		keys = new KeyTable();
 		return s;
 	}
 
@@ -394,12 +390,12 @@ export default function condense(pi: ExtensionAPI) {
 			messages: Array.isArray(messages) ? messages : null,
 			tree,
 		};
-		keys = [];
+		keys = new KeyTable();
 		// `messages` duplicates what the sidecar can build from `branch`; drop it
 		// rather than exceed the line limit.
 		const res = await call("session.start", params, REQUEST_TIMEOUT_MS, () => ({ ...params, messages: null }));
 		if (!res) return;
-		if (Array.isArray(messages)) keys = messageKeys(messages);
+		if (Array.isArray(messages)) keys = KeyTable.of(messages);
 		applyEffects(res.effects, ctx, pi);
 		if (timing) {
 			process.stderr.write(
@@ -450,7 +446,7 @@ export default function condense(pi: ExtensionAPI) {
 			const message = event?.message ?? null;
 			const toolResults = Array.isArray(event?.toolResults) ? event.toolResults : [];
 			const epoch = contextEpoch;
-			const held = keys.length;
+			const heldKeys = keys.length;
 			const res = await (turnEnd = call("turn.end", {
 				turnIndex: event?.turnIndex ?? 0,
 				message,
@@ -463,16 +459,16 @@ export default function condense(pi: ExtensionAPI) {
 			}));
 			if (!res) {
 				// An error answer leaves the sidecar's copy unknown: resend everything next time.
-				if (sidecar === s) keys = [];
+				if (sidecar === s) keys = new KeyTable();
 				return;
 			}
 			// A sidecar that appended the turn to its copy says `synced`; mirror it,
 			// unless a context request raced this one (then resend everything).
 			if (res.synced === true && sidecar === s) {
-				if (contextEpoch === epoch && keys.length === held && message) {
-					keys = keys.concat(messageKeys([message, ...toolResults]));
+				if (contextEpoch === epoch && keys.length === heldKeys && message) {
+					keys.append([message, ...toolResults], 0);
 				} else {
-					keys = [];
+					keys = new KeyTable();
 				}
 			}
 			applyEffects(res.effects, ctx, pi);
@@ -519,24 +515,24 @@ export default function condense(pi: ExtensionAPI) {
 			};
 			// Sent on the cheap prefix (roles, timestamps, ids); the contents,
 			// the costly half of the keys, are checked while the sidecar renders.
-			const header = headerPrefix(keys, messages);
+			const header = keys.headerPrefix(messages);
 			let pending = request(header, true);
 			const keyed = timing ? performance.now() : 0;
-			const keep = contentPrefix(keys, messages, header);
+			const keep = keys.contentPrefix(messages, header);
 			if (keep < header) {
 				// A message changed in place (another extension's handler edits
 				// what it is given): that answer rendered a stale copy. Resend from
 				// the change; the sidecar answers requests in order.
 				pending = request(keep, false);
 			}
-			keys = syncedKeys(keys, keep, messages);
+			keys.sync(keep, messages);
 			const checked = timing ? performance.now() : 0;
 			const res = await pending;
 			const answered = timing ? performance.now() : 0;
 			if (!res) {
 				// An error answer leaves the sidecar's copy unknown: resend everything next time.
 				if (sidecar === s) {
-					keys = [];
+					keys = new KeyTable();
 					held = undefined;
 				}
 				return undefined;
@@ -589,7 +585,7 @@ export default function condense(pi: ExtensionAPI) {
 			}
 			const s = sidecar;
 			sidecar = undefined;
-			keys = [];
+			keys = new KeyTable();
 			llm.cancelAll();
 			clearWidgetTimers();
 			if (!s) return;

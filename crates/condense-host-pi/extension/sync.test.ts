@@ -3,18 +3,17 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import {
-	answerSteps,
-	applySteps,
-	commonPrefix,
-	contentPrefix,
-	headerPrefix,
-	heldIntact,
-	holdAnswer,
-	messageKeys,
-	syncedKeys,
-	withoutSystemMessages,
-} from "./sync.ts";
+import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable, withoutSystemMessages } from "./sync.ts";
+
+// The key table through the functions these tests were first written against.
+const messageKeys = (messages: readonly unknown[]) => KeyTable.of(messages);
+const commonPrefix = (keys: KeyTable, messages: readonly unknown[]) => keys.commonPrefix(messages);
+const headerPrefix = (keys: KeyTable, messages: readonly unknown[]) => keys.headerPrefix(messages);
+const contentPrefix = (keys: KeyTable, messages: readonly unknown[], upTo: number) => keys.contentPrefix(messages, upTo);
+const syncedKeys = (keys: KeyTable, keep: number, messages: readonly unknown[]) => {
+	keys.sync(keep, messages);
+	return keys;
+};
 
 const user = (ts: number, text: string) => ({ role: "user", content: text, timestamp: ts });
 const result = (ts: number, id: string, text: string) => ({
@@ -130,4 +129,21 @@ test("the header prefix ignores contents; the content check finds what it missed
 	assert.equal(headerPrefix(keys, [null, ...branch()]), 0);
 	assert.equal(headerPrefix(messageKeys([null, "x"]), [null, "y"]), 2, "non-objects are keyed by type");
 	assert.equal(commonPrefix(messageKeys([null, "x"]), [null, "y"]), 2);
+});
+
+test("a key table syncs in place: shorter, longer, and back", () => {
+	const keys = messageKeys(branch());
+	const shorter = structuredClone(branch().slice(0, 2));
+	keys.sync(commonPrefix(keys, shorter), shorter);
+	assert.equal(keys.length, 2);
+	assert.equal(commonPrefix(keys, structuredClone(branch())), 2);
+	const other = [user(1, "go"), assistant(7, "c9")];
+	keys.sync(commonPrefix(keys, other), other);
+	assert.equal(commonPrefix(keys, other), 2);
+	assert.equal(commonPrefix(keys, branch()), 1, "the replaced message no longer matches");
+	keys.sync(1, branch());
+	assert.equal(keys.length, 4);
+	assert.equal(commonPrefix(keys, structuredClone(branch())), 4);
+	keys.truncate(0);
+	assert.equal(commonPrefix(keys, branch()), 0);
 });

@@ -63,54 +63,95 @@ export function withoutSystemMessages(messages: unknown): unknown[] | undefined 
 	return messages.filter((m) => !(m && typeof m === "object" && (m as Record<string, unknown>).role === "system"));
 }
 
-export function messageKeys(messages: readonly unknown[]): Key[] {
-	const keys = new Array<Key>(messages.length);
-	for (let i = 0; i < messages.length; i++) keys[i] = messageKey(messages[i]);
-	return keys;
-}
-
-/** Length of the prefix of `messages` that still has the held `keys`. */
-export function commonPrefix(keys: readonly Key[], messages: readonly unknown[]): number {
-	return contentPrefix(keys, messages, headerPrefix(keys, messages));
-}
-
 /**
- * The prefix whose role, timestamp and tool-call id match: the cheap half of
- * [`commonPrefix`] (no content is read), which the `context` handler sends
- * on while it checks the contents, the costly half, during the round trip.
+ * The keys of the messages the sidecar holds, one column per field: the
+ * `context` handler compares them with every message pi hands it before
+ * every LLM call, and contiguous columns keep that walk to pi's objects'
+ * cache misses alone. Same fields and comparisons as [`Key`].
  */
-export function headerPrefix(keys: readonly Key[], messages: readonly unknown[]): number {
-	const n = Math.min(keys.length, messages.length);
-	let i = 0;
-	for (; i < n; i++) {
-		const key = keys[i];
-		const m = messages[i];
-		if (!m || typeof m !== "object") {
-			if (key.size === -2 && key.role === typeof m) continue;
-			break;
+export class KeyTable {
+	private readonly roles: unknown[] = [];
+	private readonly ts: unknown[] = [];
+	private readonly ids: unknown[] = [];
+	private readonly sizes: number[] = [];
+	private readonly alts: number[] = [];
+
+	static of(messages: readonly unknown[]): KeyTable {
+		const table = new KeyTable();
+		table.append(messages, 0);
+		return table;
+	}
+
+	get length(): number {
+		return this.roles.length;
+	}
+
+	/** Appends the keys of `messages[from..]`. */
+	append(messages: readonly unknown[], from: number): void {
+		for (let i = from; i < messages.length; i++) {
+			const k = messageKey(messages[i]);
+			this.roles.push(k.role);
+			this.ts.push(k.ts);
+			this.ids.push(k.id);
+			this.sizes.push(k.size);
+			this.alts.push(k.alt);
 		}
-		const r = m as Record<string, unknown>;
-		if (key.role !== r.role || key.ts !== r.timestamp || key.id !== r.toolCallId) break;
 	}
-	return i;
-}
 
-/** The first of the first `upTo` messages whose content size differs from its key's (or `upTo`). */
-export function contentPrefix(keys: readonly Key[], messages: readonly unknown[], upTo: number): number {
-	for (let i = 0; i < upTo; i++) {
-		const m = messages[i];
-		if (!m || typeof m !== "object") continue; // keyed by role and size -2 alone
-		const r = m as Record<string, unknown>;
-		if (keys[i].size !== contentSize(r.content) || keys[i].alt !== altSize(r)) return i;
+	/** Keeps the first `n` keys. */
+	truncate(n: number): void {
+		if (n >= this.roles.length) return;
+		this.roles.length = n;
+		this.ts.length = n;
+		this.ids.length = n;
+		this.sizes.length = n;
+		this.alts.length = n;
 	}
-	return upTo;
-}
 
-/** The keys after a sync: the held prefix kept, keys built only for what follows. */
-export function syncedKeys(keys: readonly Key[], keep: number, messages: readonly unknown[]): Key[] {
-	const out = keys.slice(0, keep);
-	for (let i = keep; i < messages.length; i++) out.push(messageKey(messages[i]));
-	return out;
+	/**
+	 * The prefix of `messages` whose role, timestamp and tool-call id match:
+	 * the cheap half of [`commonPrefix`] (no content is read), which the
+	 * `context` handler sends on while it checks the contents, the costly
+	 * half, during the round trip.
+	 */
+	headerPrefix(messages: readonly unknown[]): number {
+		const { roles, ts, ids, sizes } = this;
+		const n = Math.min(roles.length, messages.length);
+		let i = 0;
+		for (; i < n; i++) {
+			const m = messages[i];
+			if (!m || typeof m !== "object") {
+				if (sizes[i] === -2 && roles[i] === typeof m) continue;
+				break;
+			}
+			const r = m as Record<string, unknown>;
+			if (roles[i] !== r.role || ts[i] !== r.timestamp || ids[i] !== r.toolCallId) break;
+		}
+		return i;
+	}
+
+	/** The first of the first `upTo` messages whose content size differs from its key's (or `upTo`). */
+	contentPrefix(messages: readonly unknown[], upTo: number): number {
+		const { sizes, alts } = this;
+		for (let i = 0; i < upTo; i++) {
+			const m = messages[i];
+			if (!m || typeof m !== "object") continue; // keyed by type and size -2 alone
+			const r = m as Record<string, unknown>;
+			if (sizes[i] !== contentSize(r.content) || alts[i] !== altSize(r)) return i;
+		}
+		return upTo;
+	}
+
+	/** Length of the prefix of `messages` that still has these keys. */
+	commonPrefix(messages: readonly unknown[]): number {
+		return this.contentPrefix(messages, this.headerPrefix(messages));
+	}
+
+	/** After a sync: the first `keep` keys kept, keys for what follows. */
+	sync(keep: number, messages: readonly unknown[]): void {
+		this.truncate(keep);
+		this.append(messages, keep);
+	}
 }
 
 /**
