@@ -17,7 +17,7 @@ use condense_host_pi::engine::{Engine, StartParams};
 use condense_host_pi::server::context_answer;
 use condense_store::synth::{generate, Shape, SynthOptions};
 use criterion::{criterion_group, criterion_main, Criterion};
-use serde_json::{json, Value};
+use serde_json::json;
 
 fn engine() -> Engine {
     let opts = SynthOptions {
@@ -27,11 +27,7 @@ fn engine() -> Engine {
         ..Default::default()
     };
     let text = generate(&opts);
-    let branch: Vec<Value> = text
-        .lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).expect("entry"))
-        .collect();
+    let branch: Vec<String> = text.lines().skip(1).map(str::to_owned).collect();
     let mut engine = Engine::default();
     let settings = json!({"contextPrune": {"enabled": true}});
     engine.start(StartParams {

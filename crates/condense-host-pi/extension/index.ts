@@ -387,13 +387,13 @@ export default function condense(pi: ExtensionAPI) {
 			sessionDir: safe(() => sm.getSessionDir()) ?? null,
 			sessionId: safe(() => sm.getSessionId()) ?? null,
 			branch,
-			messages: Array.isArray(messages) ? messages : null,
+			// The sidecar builds the same list from `branch`; sending it too
+			// would double a line of 10 MB at 1M tokens (docs/protocol.md).
+			messages: null,
 			tree,
 		};
 		keys = new KeyTable();
-		// `messages` duplicates what the sidecar can build from `branch`; drop it
-		// rather than exceed the line limit.
-		const res = await call("session.start", params, REQUEST_TIMEOUT_MS, () => ({ ...params, messages: null }));
+		const res = await call("session.start", params, REQUEST_TIMEOUT_MS);
 		if (!res) return;
 		if (Array.isArray(messages)) keys = KeyTable.of(messages);
 		applyEffects(res.effects, ctx, pi);

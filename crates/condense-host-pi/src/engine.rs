@@ -180,8 +180,10 @@ pub struct StartParams {
     pub session_id: String,
     /// The session's directory.
     pub session_dir: Option<PathBuf>,
-    /// The branch entries, root first, as `getBranch()` returns them.
-    pub branch: Vec<Value>,
+    /// The branch entries' JSON texts, root first, as `getBranch()` returns
+    /// them (each read as a session file line; never a `Value` tree: at 1M
+    /// tokens the branch is 10 MB).
+    pub branch: Vec<String>,
     /// `session_tree`: keep config and fallback state.
     pub tree: bool,
 }
@@ -211,9 +213,10 @@ impl Engine {
         // The store reads the entries exactly as it reads a session file.
         let header = json!({"type": "session", "version": 3, "id": p.session_id, "timestamp": "", "cwd": ""});
         let mut text = header.to_string();
+        text.reserve(p.branch.iter().map(|e| e.len() + 1).sum());
         for e in &p.branch {
             text.push('\n');
-            text.push_str(&e.to_string());
+            text.push_str(e);
         }
         let session = Session::parse(&text);
         let branch: Vec<_> = session.entries.iter().collect();

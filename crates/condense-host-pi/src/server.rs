@@ -180,6 +180,40 @@ struct ContextParams {
     timing: bool,
 }
 
+/// A `session.start` request read with its branch entries as raw JSON
+/// slices: at 1M tokens the line is 10 MB, and a `Value` tree of it costs
+/// more than everything the engine then does with it. Any field of another
+/// type than expected sends the line down the lenient `Value` path instead.
+#[derive(serde::Deserialize)]
+struct StartRequest {
+    id: Box<serde_json::value::RawValue>,
+    method: String,
+    params: StartRequestParams,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StartRequestParams {
+    #[serde(default)]
+    settings: Value,
+    /// Absent: keep the session model; present (even `null`): replace it.
+    #[serde(default, deserialize_with = "present")]
+    model: Option<Value>,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    session_dir: Option<String>,
+    #[serde(default)]
+    branch: Vec<Box<serde_json::value::RawValue>>,
+    #[serde(default)]
+    tree: bool,
+}
+
+/// `Some` for a field that is there, `null` included.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    <Value as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 /// Shared state of the server.
 pub struct Server {
     engine: Mutex<Engine>,
@@ -313,6 +347,24 @@ impl Server {
         context_answer(&mut engine, &mut answers, keep, append, base)
     }
 
+    /// `session.start`: the session model (`null` clears it, absent keeps
+    /// it), the fallback state, and the engine rebuilt from the branch.
+    fn start_session(&self, model: Option<&Value>, p: StartParams) -> Value {
+        if let Some(m) = model {
+            let r = m
+                .get("provider")
+                .and_then(Value::as_str)
+                .zip(m.get("id").and_then(Value::as_str))
+                .map(|(p, i)| ModelRef::new(p, i));
+            *self.session_model.lock().expect("model lock") = r;
+        }
+        if !p.tree {
+            self.fallback.reset();
+        }
+        let effects = self.engine.lock().expect("engine lock").start(p);
+        json!({"effects": effects})
+    }
+
     async fn handle(&self, method: &str, params: Value) -> Result<Value, (String, String)> {
         match method {
             "hello" => {
@@ -327,17 +379,6 @@ impl Server {
             }
             "session.start" => {
                 let tree = params.get("tree").and_then(Value::as_bool).unwrap_or(false);
-                if let Some(m) = params.get("model") {
-                    let r = m
-                        .get("provider")
-                        .and_then(Value::as_str)
-                        .zip(m.get("id").and_then(Value::as_str))
-                        .map(|(p, i)| ModelRef::new(p, i));
-                    *self.session_model.lock().expect("model lock") = r;
-                }
-                if !tree {
-                    self.fallback.reset();
-                }
                 let p = StartParams {
                     settings: params.get("settings").cloned().unwrap_or(Value::Null),
                     session_id: params
@@ -352,12 +393,11 @@ impl Server {
                     branch: params
                         .get("branch")
                         .and_then(Value::as_array)
-                        .cloned()
+                        .map(|a| a.iter().map(Value::to_string).collect())
                         .unwrap_or_default(),
                     tree,
                 };
-                let effects = self.engine.lock().expect("engine lock").start(p);
-                Ok(json!({"effects": effects}))
+                Ok(self.start_session(params.get("model"), p))
             }
             "turn.end" => {
                 let Some(message) = message_of(params.get("message")) else {
@@ -539,6 +579,31 @@ where
         };
         if line.trim().is_empty() {
             continue;
+        }
+        // The shim writes `id` and `method` first: a glance at the line's
+        // head picks the raw paths (anything else takes the `Value` path).
+        let head = line.get(..128).unwrap_or(&line);
+        if head.contains(r#""method":"session.start""#) {
+            if let Ok(req) = serde_json::from_str::<StartRequest>(&line) {
+                if req.method == "session.start" {
+                    let server = server.clone();
+                    tokio::spawn(async move {
+                        let p = req.params;
+                        let params = StartParams {
+                            settings: p.settings,
+                            session_id: p.session_id.unwrap_or_default(),
+                            session_dir: p.session_dir.map(Into::into),
+                            branch: p.branch.iter().map(|e| e.get().to_owned()).collect(),
+                            tree: p.tree,
+                        };
+                        let result = server.start_session(p.model.as_ref(), params);
+                        server
+                            .outbox
+                            .send_line(&format!(r#"{{"id":{},"result":{result}}}"#, req.id.get()));
+                    });
+                    continue;
+                }
+            }
         }
         // A `context` request is read with its messages as raw JSON slices
         // (each becomes a `Message` without a `Value` tree in between); every

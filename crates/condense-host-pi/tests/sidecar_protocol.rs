@@ -189,3 +189,43 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
     let status = s.child.wait().unwrap();
     assert!(status.success());
 }
+
+/// `session.start` is read with its branch as raw JSON when its fields have
+/// the expected types, and through a `Value` tree otherwise; both give the
+/// same state (checked through the render of the fixture).
+#[test]
+fn session_start_reads_the_same_either_way() {
+    let text = fixture("pi-condense-2.9.1.jsonl");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let branch: Vec<Value> = lines[1..].to_vec();
+    let expected: Vec<Value> =
+        serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap();
+    let store_session = condense_store::session::Session::parse(&text);
+    let b = store_session.branch(None);
+    let messages: Vec<Value> = condense_store::context::branch_messages(&b)
+        .iter()
+        .map(|c| serde_json::from_str(c.message.json()).unwrap())
+        .collect();
+    let settings = json!({"contextPrune": {"enabled": true}});
+    let variants = [
+        // Expected types: the raw path.
+        json!({"reason": "startup", "settings": settings, "sessionId": lines[0]["id"],
+               "model": null, "branch": branch, "messages": null, "tree": false}),
+        // `tree` of another type and the keys in another order: the Value path.
+        json!({"tree": 0, "branch": branch, "sessionId": lines[0]["id"], "settings": settings}),
+    ];
+    for (i, params) in variants.into_iter().enumerate() {
+        let mut s = Sidecar::start();
+        let start = s.call("session.start", params);
+        assert!(
+            start["result"]["effects"].is_array(),
+            "variant {i}: {start}"
+        );
+        let r = s.call("context", json!({"keep": 0, "append": messages}));
+        let steps = r["result"]["steps"].as_array().expect("steps").clone();
+        assert_eq!(apply(&steps, &messages), expected, "variant {i}");
+    }
+}
