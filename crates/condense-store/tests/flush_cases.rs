@@ -53,9 +53,10 @@
 //! renders the branch byte for byte as the live state does, with the same
 //! frontier and stats.
 
-use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+#[macro_use]
+mod common;
 
+use common::cases::{array_field, Suite};
 use condense_core::capture::{capture_branch, group_by_mode, trim_to_pending};
 use condense_core::compress::{apply_chains, plan_chains};
 use condense_core::config::Config;
@@ -107,66 +108,15 @@ const CASE_KEYS: &[&str] = &[
     "known_failure",
 ];
 
-fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/flush")
-}
-
-fn load(name: &str) -> Value {
-    let path = cases_dir().join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn str_field<'a>(case: &'a Value, key: &str) -> &'a str {
-    case.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("case needs a string `{key}`"))
-}
-
-fn array_field<'a>(v: &'a Value, key: &str) -> &'a [Value] {
-    match v.get(key) {
-        None | Some(Value::Null) => &[],
-        Some(Value::Array(a)) => a,
-        Some(other) => panic!("`{key}` must be an array, got {other}"),
-    }
-}
+const SUITE: Suite = Suite {
+    kind: "flush",
+    areas: AREAS,
+    keys: CASE_KEYS,
+};
 
 /// `JSON.stringify` text (key order kept, numbers as JavaScript prints them).
 fn js(v: &Value) -> String {
     condense_store::json::to_string(v).expect("values serialize")
-}
-
-/// Checks the case file's own shape; panics (never "known") on a bad file.
-fn validate(name: &str, case: &Value) {
-    let obj = case.as_object().expect("a case is a JSON object");
-    for key in obj.keys() {
-        assert!(
-            CASE_KEYS.contains(&key.as_str()),
-            "{name}: unknown key `{key}`"
-        );
-    }
-    assert_eq!(
-        str_field(case, "name"),
-        name,
-        "`name` must equal the file stem"
-    );
-    let area = str_field(case, "area");
-    assert!(AREAS.contains(&area), "{name}: unknown area `{area}`");
-    assert!(
-        !str_field(case, "about").is_empty(),
-        "{name}: empty `about`"
-    );
-    assert!(
-        case.get("expected").is_some() || case.get("chain").is_some(),
-        "{name}: nothing expected"
-    );
-    if let Some(ts) = case.get("entryTimestamps") {
-        assert_eq!(
-            ts.as_array().map(Vec::len),
-            case.get("messages").and_then(Value::as_array).map(Vec::len),
-            "{name}: `entryTimestamps` must have one item per message"
-        );
-    }
 }
 
 fn config_of(case: &Value) -> Result<Config, String> {
@@ -718,45 +668,28 @@ fn run(case: &Value) -> Result<(), String> {
     }
 }
 
-/// Writes straight to the process's stderr, past the test harness's output
-/// capture, so known failures show up in a normal `cargo test` run.
-fn notice(text: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr().lock(), "{text}");
-}
-
-fn run_case(name: &str) {
-    let case = load(name);
-    validate(name, &case);
-    let result = run(&case);
-    match (case.get("known_failure").and_then(Value::as_str), result) {
-        (None, Ok(())) => {}
-        (None, Err(e)) => panic!(
-            "flush case `{name}` failed\nabout: {}\n{e}",
-            str_field(&case, "about")
-        ),
-        (Some(why), Err(e)) => notice(&format!("KNOWN FAILURE flush case `{name}`: {why}\n{e}")),
-        (Some(why), Ok(())) => notice(&format!(
-            "flush case `{name}` is marked known_failure ({why}) but now passes: remove the mark"
-        )),
+/// Checks this suite's own rules for a case file (the common ones are
+/// `Suite::validate_common`'s); panics (never "known") on a bad file.
+fn validate(name: &str, case: &Value) {
+    assert!(
+        case.get("expected").is_some() || case.get("chain").is_some(),
+        "{name}: nothing expected"
+    );
+    if let Some(ts) = case.get("entryTimestamps") {
+        assert_eq!(
+            ts.as_array().map(Vec::len),
+            case.get("messages").and_then(Value::as_array).map(Vec::len),
+            "{name}: `entryTimestamps` must have one item per message"
+        );
     }
 }
 
-macro_rules! flush_cases {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                run_case(stringify!($name));
-            }
-        )*
-
-        /// Every case with a test function.
-        const LISTED: &[&str] = &[$(stringify!($name)),*];
-    };
+fn run_case(name: &str) {
+    SUITE.run_case(name, validate, run);
 }
 
-flush_cases! {
+case_tests! {
+    run_case;
     // capture
     capture_pairs_within_own_turn_first_result_wins,
     capture_result_outside_its_turn_not_paired,
@@ -862,41 +795,5 @@ flush_cases! {
 /// area has a case.
 #[test]
 fn every_case_file_is_listed() {
-    let mut on_disk: HashSet<String> = HashSet::new();
-    for entry in std::fs::read_dir(cases_dir()).expect("cases dir exists") {
-        let path = entry.expect("readable dir entry").path();
-        if path.extension().and_then(|e| e.to_str()) == Some("json") {
-            let stem = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .expect("utf-8 file name");
-            on_disk.insert(stem.to_owned());
-        }
-    }
-    let listed: HashSet<String> = LISTED.iter().map(|s| (*s).to_owned()).collect();
-    let mut unlisted: Vec<&String> = on_disk.difference(&listed).collect();
-    let mut missing: Vec<&String> = listed.difference(&on_disk).collect();
-    unlisted.sort();
-    missing.sort();
-    assert!(
-        unlisted.is_empty(),
-        "case files without a test function: {unlisted:?}"
-    );
-    assert!(
-        missing.is_empty(),
-        "test functions without a case file: {missing:?}"
-    );
-    let mut per_area: BTreeMap<String, usize> = BTreeMap::new();
-    for name in LISTED {
-        let case = load(name);
-        *per_area
-            .entry(str_field(&case, "area").to_owned())
-            .or_insert(0) += 1;
-    }
-    for area in AREAS {
-        assert!(
-            per_area.contains_key(*area),
-            "no case for area {area}: {per_area:?}"
-        );
-    }
+    SUITE.check_listed(LISTED, 80);
 }

@@ -24,10 +24,13 @@
 //! changes nothing (stubs re-stub to themselves, a chain's synthetic is not
 //! inserted twice).
 
-use std::collections::{BTreeMap, HashSet};
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+#[macro_use]
+mod common;
 
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use common::cases::{array_field, Suite};
 use condense_core::config::Config;
 use condense_core::message::{Message, Role};
 use condense_core::protect::Protection;
@@ -60,15 +63,11 @@ const CASE_KEYS: &[&str] = &[
     "known_failure",
 ];
 
-fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cases/render")
-}
-
-fn load(name: &str) -> Value {
-    let path = cases_dir().join(format!("{name}.json"));
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
+const SUITE: Suite = Suite {
+    kind: "render",
+    areas: AREAS,
+    keys: CASE_KEYS,
+};
 
 /// `JSON.stringify(value).length`: compact JSON in UTF-16 units.
 fn js_json_len(value: &Value) -> usize {
@@ -84,47 +83,6 @@ fn compact(value: &Value) -> String {
 
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).expect("values serialize")
-}
-
-fn str_field<'a>(case: &'a Value, key: &str) -> &'a str {
-    case.get(key)
-        .and_then(Value::as_str)
-        .unwrap_or_else(|| panic!("case needs a string `{key}`"))
-}
-
-fn array_field<'a>(case: &'a Value, key: &str) -> &'a [Value] {
-    match case.get(key) {
-        None => &[],
-        Some(Value::Array(a)) => a,
-        Some(other) => panic!("`{key}` must be an array, got {other}"),
-    }
-}
-
-/// Checks the case file's own shape; panics (never "known") on a bad file.
-fn validate(name: &str, case: &Value) {
-    let obj = case.as_object().expect("a case is a JSON object");
-    for key in obj.keys() {
-        assert!(
-            CASE_KEYS.contains(&key.as_str()),
-            "{name}: unknown key `{key}`"
-        );
-    }
-    assert_eq!(
-        str_field(case, "name"),
-        name,
-        "`name` must equal the file stem"
-    );
-    let area = str_field(case, "area");
-    assert!(AREAS.contains(&area), "{name}: unknown area `{area}`");
-    assert!(
-        !str_field(case, "about").is_empty(),
-        "{name}: empty `about`"
-    );
-    let unchanged = case.get("unchanged") == Some(&Value::Bool(true));
-    assert!(
-        unchanged != case.get("expected").is_some(),
-        "{name}: give exactly one of `expected` and `unchanged: true`"
-    );
 }
 
 fn config_of(case: &Value) -> Result<Config, String> {
@@ -320,45 +278,22 @@ fn run(case: &Value) -> Result<(), String> {
     }
 }
 
-/// Writes straight to the process's stderr, past the test harness's output
-/// capture, so known failures show up in a normal `cargo test` run.
-fn notice(text: &str) {
-    use std::io::Write as _;
-    let _ = writeln!(std::io::stderr().lock(), "{text}");
+/// Checks this suite's own rules for a case file (the common ones are
+/// `Suite::validate_common`'s); panics (never "known") on a bad file.
+fn validate(name: &str, case: &Value) {
+    let unchanged = case.get("unchanged") == Some(&Value::Bool(true));
+    assert!(
+        unchanged != case.get("expected").is_some(),
+        "{name}: give exactly one of `expected` and `unchanged: true`"
+    );
 }
 
 fn run_case(name: &str) {
-    let case = load(name);
-    validate(name, &case);
-    let result = run(&case);
-    match (case.get("known_failure").and_then(Value::as_str), result) {
-        (None, Ok(())) => {}
-        (None, Err(e)) => panic!(
-            "render case `{name}` failed\nabout: {}\n{e}",
-            str_field(&case, "about")
-        ),
-        (Some(why), Err(e)) => notice(&format!("KNOWN FAILURE render case `{name}`: {why}\n{e}")),
-        (Some(why), Ok(())) => notice(&format!(
-            "render case `{name}` is marked known_failure ({why}) but now passes: remove the mark"
-        )),
-    }
+    SUITE.run_case(name, validate, run);
 }
 
-macro_rules! render_cases {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                run_case(stringify!($name));
-            }
-        )*
-
-        /// Every case with a test function.
-        const LISTED: &[&str] = &[$(stringify!($name)),*];
-    };
-}
-
-render_cases! {
+case_tests! {
+    run_case;
     // pruner
     pruner_summarized_stub,
     pruner_stub_bare_id_when_no_short_ref,
@@ -460,47 +395,5 @@ render_cases! {
 /// suite keeps its size and covers each area it is about.
 #[test]
 fn every_case_file_is_listed() {
-    let mut on_disk: HashSet<String> = HashSet::new();
-    for entry in std::fs::read_dir(cases_dir()).expect("cases dir exists") {
-        let path = entry.expect("readable dir entry").path();
-        if path.extension().and_then(|e| e.to_str()) == Some("json") {
-            let stem = path
-                .file_stem()
-                .and_then(|s| s.to_str())
-                .expect("utf-8 file name");
-            on_disk.insert(stem.to_owned());
-        }
-    }
-    let listed: HashSet<String> = LISTED.iter().map(|s| (*s).to_owned()).collect();
-    let mut unlisted: Vec<&String> = on_disk.difference(&listed).collect();
-    let mut missing: Vec<&String> = listed.difference(&on_disk).collect();
-    unlisted.sort();
-    missing.sort();
-    assert!(
-        unlisted.is_empty(),
-        "case files without a test function: {unlisted:?}"
-    );
-    assert!(
-        missing.is_empty(),
-        "test functions without a case file: {missing:?}"
-    );
-    assert!(
-        LISTED.len() >= 45,
-        "the suite shrank to {} cases",
-        LISTED.len()
-    );
-
-    let mut per_area: BTreeMap<String, usize> = BTreeMap::new();
-    for name in LISTED {
-        let case = load(name);
-        *per_area
-            .entry(str_field(&case, "area").to_owned())
-            .or_insert(0) += 1;
-    }
-    for area in AREAS {
-        assert!(
-            per_area.contains_key(*area),
-            "no case for area {area}: {per_area:?}"
-        );
-    }
+    SUITE.check_listed(LISTED, 45);
 }

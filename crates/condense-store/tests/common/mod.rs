@@ -1,6 +1,9 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+#[macro_use]
+pub mod cases;
+
 use std::path::PathBuf;
 
 /// The crate's copy of the pi-condense 2.9.1 fixture session.
