@@ -56,7 +56,7 @@
 #[macro_use]
 mod common;
 
-use common::cases::{array_field, Suite};
+use common::cases::{array_field, config_of, replay_values, Suite};
 use condense_core::capture::{capture_branch, group_by_mode, trim_to_pending};
 use condense_core::compress::{apply_chains, plan_chains};
 use condense_core::config::Config;
@@ -69,7 +69,6 @@ use condense_core::protect::Protection;
 use condense_core::state::State;
 use condense_core::{render, RenderSettings};
 use condense_store::effects::{entry_for, NewEntry};
-use condense_store::replay::{replay, ReplayEntry};
 use serde_json::{json, Value};
 
 /// The areas a case may belong to.
@@ -117,47 +116,6 @@ const SUITE: Suite = Suite {
 /// `JSON.stringify` text (key order kept, numbers as JavaScript prints them).
 fn js(v: &Value) -> String {
     condense_store::json::to_string(v).expect("values serialize")
-}
-
-fn config_of(case: &Value) -> Result<Config, String> {
-    let Some(block) = case.get("config") else {
-        return Ok(Config::default());
-    };
-    let (config, warnings) = Config::from_settings_value(block);
-    if !warnings.is_empty() {
-        let list: Vec<String> = warnings.iter().map(ToString::to_string).collect();
-        return Err(format!("config did not load cleanly: {}", list.join("; ")));
-    }
-    Ok(config)
-}
-
-/// Session entries (as in a case file) as replay input.
-fn replay_values(entries: &[Value]) -> Result<State, String> {
-    static NULL: Value = Value::Null;
-    let mut replayed = Vec::with_capacity(entries.len());
-    for (i, e) in entries.iter().enumerate() {
-        let custom_type = e
-            .get("customType")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("entry {i} has no customType"))?;
-        match e.get("type").and_then(Value::as_str) {
-            Some("custom") => replayed.push(ReplayEntry::Custom {
-                custom_type,
-                data: e.get("data").unwrap_or(&NULL),
-            }),
-            Some("custom_message") => replayed.push(ReplayEntry::CustomMessage {
-                custom_type,
-                content: e.get("content").unwrap_or(&NULL),
-                details: e.get("details").unwrap_or(&NULL),
-            }),
-            other => return Err(format!("entry {i}: unsupported type {other:?}")),
-        }
-    }
-    let (state, problems) = replay(replayed);
-    if !problems.is_empty() {
-        return Err(format!("replay problems: {problems:?}"));
-    }
-    Ok(state)
 }
 
 /// An effect as the session entry it is appended as (case-file shape).

@@ -30,12 +30,10 @@ mod common;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use common::cases::{array_field, Suite};
-use condense_core::config::Config;
+use common::cases::{array_field, config_of, replay_values, Suite};
 use condense_core::message::{Message, Role};
 use condense_core::protect::Protection;
 use condense_core::{render, Render, RenderSettings};
-use condense_store::replay::{replay, ReplayEntry};
 use serde_json::Value;
 
 /// The areas a case may belong to.
@@ -83,46 +81,6 @@ fn compact(value: &Value) -> String {
 
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).expect("values serialize")
-}
-
-fn config_of(case: &Value) -> Result<Config, String> {
-    let Some(block) = case.get("config") else {
-        return Ok(Config::default());
-    };
-    let (config, warnings) = Config::from_settings_value(block);
-    if !warnings.is_empty() {
-        let list: Vec<String> = warnings.iter().map(ToString::to_string).collect();
-        return Err(format!("config did not load cleanly: {}", list.join("; ")));
-    }
-    Ok(config)
-}
-
-fn replay_entries(entries: &[Value]) -> Result<condense_core::state::State, String> {
-    static NULL: Value = Value::Null;
-    let mut replayed = Vec::with_capacity(entries.len());
-    for (i, e) in entries.iter().enumerate() {
-        let custom_type = e
-            .get("customType")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("entry {i} has no customType"))?;
-        match e.get("type").and_then(Value::as_str) {
-            Some("custom") => replayed.push(ReplayEntry::Custom {
-                custom_type,
-                data: e.get("data").unwrap_or(&NULL),
-            }),
-            Some("custom_message") => replayed.push(ReplayEntry::CustomMessage {
-                custom_type,
-                content: e.get("content").unwrap_or(&NULL),
-                details: e.get("details").unwrap_or(&NULL),
-            }),
-            other => return Err(format!("entry {i}: unsupported type {other:?}")),
-        }
-    }
-    let (state, problems) = replay(replayed);
-    if !problems.is_empty() {
-        return Err(format!("replay problems: {problems:?}"));
-    }
-    Ok(state)
 }
 
 /// Compares two message lists, element by element, by compact JSON text
@@ -202,7 +160,7 @@ fn run(case: &Value) -> Result<(), String> {
         config: &config,
         protection: &protection,
     };
-    let state = replay_entries(array_field(case, "entries"))?;
+    let state = replay_values(array_field(case, "entries"))?;
     let input_values = array_field(case, "messages");
     let input: Vec<Message> = input_values
         .iter()

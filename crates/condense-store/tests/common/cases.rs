@@ -6,6 +6,9 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use condense_core::config::Config;
+use condense_core::state::State;
+use condense_store::replay::{replay, ReplayEntry};
 use serde_json::Value;
 
 /// One suite of case files.
@@ -127,6 +130,48 @@ impl Suite {
             );
         }
     }
+}
+
+/// The case's `config` block, which must load without warnings.
+pub fn config_of(case: &Value) -> Result<Config, String> {
+    let Some(block) = case.get("config") else {
+        return Ok(Config::default());
+    };
+    let (config, warnings) = Config::from_settings_value(block);
+    if !warnings.is_empty() {
+        let list: Vec<String> = warnings.iter().map(ToString::to_string).collect();
+        return Err(format!("config did not load cleanly: {}", list.join("; ")));
+    }
+    Ok(config)
+}
+
+/// Session entries (as in a case file) replayed into a state.
+pub fn replay_values(entries: &[Value]) -> Result<State, String> {
+    static NULL: Value = Value::Null;
+    let mut replayed = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let custom_type = e
+            .get("customType")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("entry {i} has no customType"))?;
+        match e.get("type").and_then(Value::as_str) {
+            Some("custom") => replayed.push(ReplayEntry::Custom {
+                custom_type,
+                data: e.get("data").unwrap_or(&NULL),
+            }),
+            Some("custom_message") => replayed.push(ReplayEntry::CustomMessage {
+                custom_type,
+                content: e.get("content").unwrap_or(&NULL),
+                details: e.get("details").unwrap_or(&NULL),
+            }),
+            other => return Err(format!("entry {i}: unsupported type {other:?}")),
+        }
+    }
+    let (state, problems) = replay(replayed);
+    if !problems.is_empty() {
+        return Err(format!("replay problems: {problems:?}"));
+    }
+    Ok(state)
 }
 
 pub fn str_field<'a>(case: &'a Value, key: &str) -> &'a str {
