@@ -399,7 +399,12 @@ mod tests {
             let json = format!("\"{}{}", pieces.concat(), if close { "\"" } else { "" });
             let buf = Arc::new(json.clone());
             let ours = SharedText::from_shared(&buf, 0..buf.len());
-            let serde = serde_json::from_str::<String>(&json);
+            // serde also takes whitespace after the closing quote; a literal's
+            // window never has any.
+            let serde = serde_json::from_str::<String>(&json)
+                .ok()
+                .filter(|_| !json.ends_with(|c: char| c.is_ascii_whitespace()))
+                .ok_or(());
             proptest::prop_assert_eq!(ours.is_ok(), serde.is_ok(), "{}", json);
             if let (Ok(ours), Ok(serde)) = (ours, serde) {
                 proptest::prop_assert_eq!(ours.to_str(), serde);
