@@ -27,7 +27,10 @@ fn engine() -> Engine {
         ..Default::default()
     };
     let text = generate(&opts);
-    let branch: Vec<String> = text.lines().skip(1).map(str::to_owned).collect();
+    let branch = text
+        .split_once('\n')
+        .map_or("", |(_, rest)| rest)
+        .to_owned();
     let mut engine = Engine::default();
     let settings = json!({"contextPrune": {"enabled": true}});
     engine.start(StartParams {

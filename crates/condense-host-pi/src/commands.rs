@@ -1608,7 +1608,7 @@ mod tests {
             settings,
             session_id: "s1".into(),
             session_dir: None,
-            branch: branch.iter().map(Value::to_string).collect(),
+            branch: crate::engine::jsonl(branch.iter().map(Value::to_string)),
             tree: false,
         });
         TestHost {

@@ -171,6 +171,18 @@ impl Default for Engine {
     }
 }
 
+/// JSON values as the lines of a [`StartParams::branch`].
+pub fn jsonl<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> String {
+    let mut out = String::new();
+    for (i, e) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(e.as_ref());
+    }
+    out
+}
+
 /// `session.start` / `session_tree` parameters.
 #[derive(Debug, Clone)]
 pub struct StartParams {
@@ -180,10 +192,10 @@ pub struct StartParams {
     pub session_id: String,
     /// The session's directory.
     pub session_dir: Option<PathBuf>,
-    /// The branch entries' JSON texts, root first, as `getBranch()` returns
-    /// them (each read as a session file line; never a `Value` tree: at 1M
-    /// tokens the branch is 10 MB).
-    pub branch: Vec<String>,
+    /// The branch entries as `getBranch()` returns them, root first: their
+    /// JSON texts, one per line, read as a session file's lines (never a
+    /// `Value` tree: at 1M tokens the branch is 10 MB).
+    pub branch: String,
     /// `session_tree`: keep config and fallback state.
     pub tree: bool,
 }
@@ -213,10 +225,10 @@ impl Engine {
         // The store reads the entries exactly as it reads a session file.
         let header = json!({"type": "session", "version": 3, "id": p.session_id, "timestamp": "", "cwd": ""});
         let mut text = header.to_string();
-        text.reserve(p.branch.iter().map(|e| e.len() + 1).sum());
-        for e in &p.branch {
+        if !p.branch.is_empty() {
+            text.reserve(p.branch.len() + 1);
             text.push('\n');
-            text.push_str(e);
+            text.push_str(&p.branch);
         }
         let session = Session::parse(&text);
         let branch: Vec<_> = session.entries.iter().collect();

@@ -28,7 +28,7 @@ use tokio::sync::oneshot;
 
 use crate::answer::ContextAnswers;
 use crate::commands::{self, CommandEnv, CommandHost};
-use crate::engine::{Delivery, Effects, Engine, StartParams};
+use crate::engine::{jsonl, Delivery, Effects, Engine, StartParams};
 
 /// The protocol version this sidecar speaks.
 pub const PROTOCOL: u64 = 1;
@@ -393,7 +393,7 @@ impl Server {
                     branch: params
                         .get("branch")
                         .and_then(Value::as_array)
-                        .map(|a| a.iter().map(Value::to_string).collect())
+                        .map(|a| jsonl(a.iter().map(Value::to_string)))
                         .unwrap_or_default(),
                     tree,
                 };
@@ -593,7 +593,7 @@ where
                             settings: p.settings,
                             session_id: p.session_id.unwrap_or_default(),
                             session_dir: p.session_dir.map(Into::into),
-                            branch: p.branch.iter().map(|e| e.get().to_owned()).collect(),
+                            branch: jsonl(p.branch.iter().map(|e| e.get())),
                             tree: p.tree,
                         };
                         let result = server.start_session(p.model.as_ref(), params);

@@ -99,6 +99,9 @@ pub(crate) struct RangeScan {
     pub(crate) mismatches: Vec<Option<(usize, usize)>>,
     /// Per accepted chain: positions of the tool results its entry protects.
     pub(crate) protected_at: Vec<Vec<usize>>,
+    /// Positions of the tool results the chains drop (all inside the
+    /// ranges but the protected ones), for the stub phase to skip.
+    pub(crate) unprotected_results_at: Vec<usize>,
     /// Tool results inside the ranges: tool-call id → result timestamps.
     dropped_results: FxHashMap<String, Vec<Option<i64>>>,
     /// Every tool-call id inside the ranges (results and assistants' calls).
@@ -114,6 +117,7 @@ impl RangeScan {
             inside: Vec::with_capacity(spanned),
             mismatches: Vec::with_capacity(chains.len()),
             protected_at: Vec::with_capacity(chains.len()),
+            unprotected_results_at: Vec::with_capacity(spanned / 2),
             dropped_results: FxHashMap::default(),
             dropped_ids: FxHashSet::default(),
         };
@@ -136,6 +140,8 @@ impl RangeScan {
                         let id = sk.tool_call_id.as_deref().unwrap_or_default();
                         if protected.contains(id) {
                             protected_at.push(i);
+                        } else {
+                            scan.unprotected_results_at.push(i);
                         }
                         actual.push(id);
                         scan.dropped_results

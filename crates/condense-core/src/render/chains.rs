@@ -162,13 +162,8 @@ impl Resolved<'_> {
     pub(crate) fn dropped_results(&self, input: &[Message]) -> Option<Vec<bool>> {
         let scan = self.scan.as_ref()?;
         let mut mask = vec![false; input.len()];
-        for (_, r) in &self.chains {
-            for (i, m) in input.iter().enumerate().take(r.end).skip(r.start + 1) {
-                mask[i] = m.is(&Role::ToolResult);
-            }
-        }
-        for &i in scan.protected_at.iter().flatten() {
-            mask[i] = false;
+        for &i in &scan.unprotected_results_at {
+            mask[i] = true;
         }
         Some(mask)
     }
