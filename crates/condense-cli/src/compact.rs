@@ -11,13 +11,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use condense_core::capture::capture_pending;
-use condense_core::compress::{apply_chains, plan_chains};
-use condense_core::flush::{
+use condense_core::capture_pending;
+use condense_core::{apply_chains, plan_chains};
+use condense_core::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, Notice,
     NoticeLevel,
 };
-use condense_core::render::{array_chars, chars_to_tokens, render, RenderSettings};
+use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use condense_store::append::{Appender, LockMode};
 use condense_summarizer::{
     Anthropic, AnthropicConfig, ApiKey, CancelToken, Extractive, ModelRef, OpenAiCompatible,
@@ -161,7 +161,7 @@ pub struct CompactReport {
     pub written: bool,
 }
 
-fn rendered_tokens(loaded: &Loaded, state: &condense_core::state::State) -> u64 {
+fn rendered_tokens(loaded: &Loaded, state: &condense_core::State) -> u64 {
     let settings = RenderSettings {
         config: &loaded.config,
         protection: &loaded.protection,
@@ -237,15 +237,11 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
                 }
             }
         } else {
-            written.extend(
-                plan.spill
-                    .iter()
-                    .map(|&i| condense_core::flush::WrittenSpill {
-                        call: i,
-                        path: "(dry run)".into(),
-                        bytes: batch.calls[i].result_text.len() as u64,
-                    }),
-            );
+            written.extend(plan.spill.iter().map(|&i| condense_core::WrittenSpill {
+                call: i,
+                path: "(dry run)".into(),
+                bytes: batch.calls[i].result_text.len() as u64,
+            }));
         }
         report.spilled_outputs += written.len();
         report.dedup_aliases += plan.aliases.len();

@@ -19,13 +19,13 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use condense_core::config::Config;
-use condense_core::message::{tool_result_text, Message, Role};
-use condense_core::metrics::{compute_context_metrics, ContextMetrics};
-use condense_core::protect::Protection;
-use condense_core::query::QUERY_TOOL_NAME;
-use condense_core::render::{array_chars, chars_to_tokens, render, RenderSettings};
-use condense_core::state::State;
+use condense_core::Config;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::QUERY_TOOL_NAME;
+use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
+use condense_core::{compute_context_metrics, ContextMetrics};
+use condense_core::{tool_result_text, Message, Role};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -155,7 +155,7 @@ fn walk(messages: &[Message], state: &State, f: &mut Figures) {
             Some(Role::ToolResult) => {
                 f.tool_results += 1;
                 let text = tool_result_text(&m.to_value());
-                f.tool_output_chars += condense_core::js::js_len(&text) as u64;
+                f.tool_output_chars += condense_core::js_len(&text) as u64;
             }
             Some(Role::Assistant) if sk.tool_calls.iter().any(|c| c.name == QUERY_TOOL_NAME) => {
                 for ids in ctq_calls(m) {

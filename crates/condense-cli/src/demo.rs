@@ -32,11 +32,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use condense_core::config::Config;
-use condense_core::message::{Message, Role};
-use condense_core::protect::Protection;
-use condense_core::render::{array_chars, chars_to_tokens, render, PlanStep, RenderSettings};
-use condense_core::state::State;
+use condense_core::Config;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::{array_chars, chars_to_tokens, render, PlanStep, RenderSettings};
+use condense_core::{Message, Role};
 use condense_store::synth::{self, Shape, SynthOptions};
 use serde_json::{json, Value};
 

@@ -1,9 +1,9 @@
 //! `status`, `stats` and `tree`: what condense knows about a session.
 
-use condense_core::capture::capture_pending;
-use condense_core::metrics::compute_context_metrics;
-use condense_core::render::{array_chars, chars_to_tokens, render, RenderSettings};
-use condense_core::state::State;
+use condense_core::capture_pending;
+use condense_core::compute_context_metrics;
+use condense_core::State;
+use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use serde_json::{json, Value};
 
 use crate::load::Loaded;
@@ -241,7 +241,7 @@ pub fn tree(loaded: &Loaded, as_json: bool) -> Result<(), CliError> {
                     "toolCallId": r.tool_call_id,
                     "tool": r.tool_name,
                     "args": r.args,
-                    "chars": condense_core::js::js_len(&r.result_text.to_str()),
+                    "chars": condense_core::js_len(&r.result_text.to_str()),
                     "spillBytes": r.spill_bytes,
                     "isError": r.is_error,
                     "turn": r.turn_index,
@@ -253,7 +253,7 @@ pub fn tree(loaded: &Loaded, as_json: bool) -> Result<(), CliError> {
             .map(|c| c["chars"].as_u64().unwrap_or(0) as usize)
             .sum();
         nodes.push(json!({
-            "summaryChars": condense_core::js::js_len(&body.text),
+            "summaryChars": condense_core::js_len(&body.text),
             "originalChars": original,
             "summary": body.text,
             "calls": calls,

@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
-use condense_core::config::Config;
-use condense_core::message::Message;
-use condense_core::protect::Protection;
-use condense_core::state::State;
+use condense_core::Config;
+use condense_core::Message;
+use condense_core::Protection;
+use condense_core::State;
 
 use crate::{CliError, SessionArg};
 

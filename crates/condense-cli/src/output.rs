@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use condense_core::message::{Message, Role};
-use condense_core::render::{render as render_branch, RenderSettings};
+use condense_core::{render as render_branch, RenderSettings};
+use condense_core::{Message, Role};
 
 use crate::load::Loaded;
 use crate::CliError;
@@ -114,9 +114,7 @@ pub fn render(loaded: &Loaded, mode: RenderMode) -> Result<(), CliError> {
             let (before, after) = match &r.plan {
                 Some(p) => (p.before_chars, p.after_chars),
                 None => {
-                    let n = condense_core::render::array_chars(
-                        loaded.messages.iter().map(Message::size),
-                    );
+                    let n = condense_core::array_chars(loaded.messages.iter().map(Message::size));
                     (n, n)
                 }
             };
@@ -132,8 +130,8 @@ pub fn render(loaded: &Loaded, mode: RenderMode) -> Result<(), CliError> {
             };
             text.push_str(&format!(
                 "total: {before} -> {after} chars (~{} -> ~{} tokens, -{pct:.1}%)\n",
-                condense_core::render::chars_to_tokens(before),
-                condense_core::render::chars_to_tokens(after)
+                condense_core::chars_to_tokens(before),
+                condense_core::chars_to_tokens(after)
             ));
             write_all(&text)
         }
@@ -141,7 +139,7 @@ pub fn render(loaded: &Loaded, mode: RenderMode) -> Result<(), CliError> {
 }
 
 fn diff_rows(loaded: &Loaded, plan: Option<&condense_core::RenderPlan>) -> Vec<String> {
-    use condense_core::render::PlanStep;
+    use condense_core::PlanStep;
     let input = &loaded.messages;
     let mut rows = Vec::new();
     let role = |m: &Message| m.role().map_or("?", Role::as_str).to_owned();
@@ -223,7 +221,7 @@ fn diff_rows(loaded: &Loaded, plan: Option<&condense_core::RenderPlan>) -> Vec<S
 
 /// `condense query`.
 pub fn query(loaded: &Loaded, refs: &[String]) -> Result<(), CliError> {
-    let out = condense_core::query::query(&loaded.state, refs, |record| {
+    let out = condense_core::query(&loaded.state, refs, |record| {
         condense_store::spill::read_spill(&loaded.blob_dir, record)
     });
     if out.results.is_empty() {

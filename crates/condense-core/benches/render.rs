@@ -20,10 +20,10 @@ mod support;
 
 use std::hint::black_box;
 
-use condense_core::config::Config;
-use condense_core::message::Message;
-use condense_core::protect::Protection;
-use condense_core::state::State;
+use condense_core::Config;
+use condense_core::Message;
+use condense_core::Protection;
+use condense_core::State;
 use condense_core::{render, RenderSettings};
 use criterion::{criterion_group, criterion_main, Criterion};
 

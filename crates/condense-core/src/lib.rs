@@ -7,25 +7,85 @@
 //!
 //! See `docs/ARCHITECTURE.md` for the map of modules.
 
-pub mod config;
-pub mod dedup;
-pub mod diagnostics;
-pub mod js;
-pub mod message;
-pub mod occurrence;
-pub mod protect;
-pub mod records;
-pub mod render;
-pub mod state;
-pub mod text;
+mod budget;
+mod capture;
+mod chains;
+mod compress;
+mod config;
+mod dedup;
+mod diagnostics;
+mod flush;
+mod fxhash;
+mod js;
+mod message;
+mod metrics;
+mod occurrence;
+mod protect;
+mod query;
+mod records;
+mod refs;
+mod render;
+mod state;
+mod text;
 
-pub use render::{render, Render, RenderPlan, RenderSettings};
-pub mod budget;
-pub mod capture;
-pub mod chains;
-pub mod compress;
-pub mod flush;
-pub mod fxhash;
-pub mod metrics;
-pub mod query;
-pub mod refs;
+// The message model.
+pub use message::{
+    tool_result_text, Message, MessageError, MessageSummaryRef, Role, Skeleton, ToolCallBlock,
+    SUMMARY_CUSTOM_TYPE,
+};
+pub use occurrence::OccurrenceKey;
+pub use text::SharedText;
+
+// Settings and protection.
+pub use config::{
+    replace_context_prune, BatchingMode, ChainCompressionConfig, Config, ConfigWarning, PruneOn,
+    PurgeErrorsConfig, ThinkingStripConfig, SETTINGS_KEY, SUMMARIZER_THINKING_LEVELS,
+};
+pub use protect::Protection;
+
+// The pruning state and what is persisted of it.
+pub use records::{
+    ChainEntry, Frontier, FrontierOutcome, SummarizerStats, SummaryRef, ToolCallRecord,
+};
+pub use state::{State, SummaryBody};
+
+// Rendering what the model sees.
+pub use diagnostics::{Diagnostic, DiagnosticKind, DiagnosticSink};
+pub use render::{
+    array_chars, chars_to_tokens, in_grace_keys, render, PlanStep, Render, RenderPlan,
+    RenderSettings,
+};
+
+// Recovery: `context_tree_query`.
+pub use query::{
+    query, truncate_head, QueryOutput, MAX_BYTES as QUERY_MAX_BYTES, MAX_LINES as QUERY_MAX_LINES,
+    QUERY_TOOL_NAME, SPILL_PREVIEW_ONLY, SPILL_UNAVAILABLE,
+};
+
+// Flushing: capture, summarization jobs, persisted effects.
+pub use capture::{
+    capture_branch, capture_pending, capture_turn, group_by_mode, trim_to_pending,
+    without_protected, CapturedBatch, CapturedCall,
+};
+pub use dedup::{content_hash, normalize as normalize_for_hash};
+pub use flush::{
+    apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, FlushPlan,
+    FlushResult, JobResult, Notice, NoticeLevel, PlannedBatch, Slot, SpillPlan, SummaryJob, Usage,
+    WrittenSpill,
+};
+pub use refs::substitute_inline_refs;
+
+// Chains: detection, eligibility, compression.
+pub use chains::{detect_chains, select_eligible, with_closing_message, ChainRange};
+pub use compress::{apply_chains, plan_chains, ChainPlan, ChainResult, ChainWork, FusionJob};
+
+// Budget gates and context metrics.
+pub use budget::{
+    budget_hit, flush_trigger, usage_fraction, BudgetDecision, BudgetGate, TriggerKind,
+    MAX_BUDGET_WINDOW,
+};
+pub use metrics::{compute_context_metrics, ContextMetrics};
+
+// JavaScript string lengths, the unit every threshold shared with pi-condense
+// is measured in.
+pub use js::{js_len, js_prefix};

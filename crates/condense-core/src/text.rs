@@ -18,7 +18,6 @@ use std::fmt;
 use std::ops::Range;
 use std::sync::Arc;
 
-use serde::de::IgnoredAny;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A string that is either owned or a JSON string literal in a shared buffer.
@@ -27,7 +26,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// serialization all see the decoded text, so a record read from a session
 /// file compares and serializes exactly like one built in memory.
 /// Deserializing always gives an owned text (serde hands no buffer to
-/// share); [`SharedText::from_shared`] makes a shared one.
+/// share); [`ToolCallRecord::from_shared`](crate::ToolCallRecord::from_shared) makes
+/// a record whose text is a shared one.
 #[derive(Clone)]
 pub struct SharedText(Repr);
 
@@ -54,7 +54,11 @@ impl SharedText {
     ///
     /// Fails as `serde_json::from_str::<String>` would on that literal; a
     /// range that does not hold exactly one string literal fails too.
-    pub fn from_shared(buf: &Arc<String>, range: Range<usize>) -> serde_json::Result<SharedText> {
+    #[cfg(test)]
+    pub(crate) fn from_shared(
+        buf: &Arc<String>,
+        range: Range<usize>,
+    ) -> serde_json::Result<SharedText> {
         let literal = buf.get(range.clone()).unwrap_or_default();
         // One JSON value that starts and ends with a quote is exactly one
         // string literal (only whitespace may trail a value, and a quote is
@@ -62,7 +66,7 @@ impl SharedText {
         let well_formed = literal.len() >= 2
             && literal.starts_with('"')
             && literal.ends_with('"')
-            && serde_json::from_str::<IgnoredAny>(literal).is_ok();
+            && serde_json::from_str::<serde::de::IgnoredAny>(literal).is_ok();
         if !well_formed {
             // Produces the error `String` would report.
             serde_json::from_str::<String>(literal)?;
@@ -71,7 +75,7 @@ impl SharedText {
         SharedText::from_checked_literal(buf, range)
     }
 
-    /// [`SharedText::from_shared`] for a range the caller already parsed as
+    /// `SharedText::from_shared` for a range the caller already parsed as
     /// one JSON string literal (a `RawValue` starting with a quote): only
     /// what that parse does not check is checked here.
     pub(crate) fn from_checked_literal(

@@ -2,7 +2,7 @@
 //! on an unclamped fraction, null-token turns, reload reset, the
 //! consecutive-turn rule, and the flush decision.
 
-use condense_core::budget::{
+use condense_core::{
     budget_hit, flush_trigger, usage_fraction, BudgetDecision, BudgetGate, TriggerKind,
     MAX_BUDGET_WINDOW,
 };

@@ -8,14 +8,14 @@
 
 use std::collections::HashSet;
 
-use condense_core::chains::{detect_chains, select_eligible, with_closing_message, ChainRange};
-use condense_core::config::Config;
-use condense_core::message::Message;
-use condense_core::occurrence::OccurrenceKey;
-use condense_core::protect::Protection;
-use condense_core::records::ChainEntry;
-use condense_core::render::grace::in_grace_keys;
-use condense_core::state::State;
+use condense_core::in_grace_keys;
+use condense_core::ChainEntry;
+use condense_core::Config;
+use condense_core::Message;
+use condense_core::OccurrenceKey;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::{detect_chains, select_eligible, with_closing_message, ChainRange};
 use serde_json::{json, Value};
 
 // ---- message builders -----------------------------------------------------------

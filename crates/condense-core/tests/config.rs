@@ -1,7 +1,7 @@
 //! The `contextPrune` block: normalization of every key, deep merge of the
 //! nested objects, warnings, and the unknown-key round trip.
 
-use condense_core::config::{
+use condense_core::{
     replace_context_prune, BatchingMode, Config, ConfigWarning, PruneOn, SETTINGS_KEY,
     SUMMARIZER_THINKING_LEVELS,
 };

@@ -2,7 +2,7 @@
 //! unknown roles, block types and fields included, and their skeletons say
 //! what the pipeline needs.
 
-use condense_core::message::{Message, Role, ToolCallBlock};
+use condense_core::{Message, Role, ToolCallBlock};
 
 /// One message per shape; each line is exactly what pi writes.
 const SHAPES: &[(&str, &str)] = &[

@@ -6,12 +6,12 @@
 //! (thinking: summed, then rounded; gap: rounded per result, then summed),
 //! share = `round(100 × numerator / total)`.
 
-use condense_core::config::Config;
-use condense_core::message::Message;
-use condense_core::metrics::{compute_context_metrics, ContextMetrics};
-use condense_core::protect::Protection;
-use condense_core::records::{Frontier, ToolCallRecord};
-use condense_core::state::State;
+use condense_core::Config;
+use condense_core::Message;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::{compute_context_metrics, ContextMetrics};
+use condense_core::{Frontier, ToolCallRecord};
 use serde_json::{json, Value};
 
 // ---- builders -----------------------------------------------------------------------

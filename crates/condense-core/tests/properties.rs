@@ -27,12 +27,12 @@ mod support;
 
 use std::collections::HashSet;
 
-use condense_core::config::Config;
-use condense_core::message::{Message, Role};
-use condense_core::protect::Protection;
-use condense_core::records::ChainEntry;
-use condense_core::state::State;
+use condense_core::ChainEntry;
+use condense_core::Config;
+use condense_core::Protection;
+use condense_core::State;
 use condense_core::{render, Render, RenderSettings};
+use condense_core::{Message, Role};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 use support::{compress_chain, index_batch, spilled_record, Branch, Call, Kind, Meta};

@@ -3,8 +3,8 @@
 //! everything else literal, `\` in paths read as `/`, full-path,
 //! case-sensitive.
 
-use condense_core::config::Config;
-use condense_core::protect::Protection;
+use condense_core::Config;
+use condense_core::Protection;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

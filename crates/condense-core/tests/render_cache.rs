@@ -1,13 +1,13 @@
 //! Stubs are cached per occurrence between renders; the cache must never
 //! show a stale stub after the state or the protection rules change.
 
-use condense_core::config::Config;
-use condense_core::message::Message;
-use condense_core::occurrence::OccurrenceKey;
-use condense_core::protect::Protection;
-use condense_core::records::{SummaryRef, ToolCallRecord};
-use condense_core::state::State;
+use condense_core::Config;
+use condense_core::Message;
+use condense_core::OccurrenceKey;
+use condense_core::Protection;
+use condense_core::State;
 use condense_core::{render, RenderSettings};
+use condense_core::{SummaryRef, ToolCallRecord};
 use serde_json::{json, Value};
 
 fn branch() -> Vec<Message> {
@@ -112,7 +112,7 @@ fn a_replaced_chain_entry_replaces_the_memoized_synthetic() {
     .iter()
     .map(|v| Message::from_value(v).unwrap())
     .collect();
-    let chain = |text: &str| -> condense_core::records::ChainEntry {
+    let chain = |text: &str| -> condense_core::ChainEntry {
         serde_json::from_value(
             json!({"blockId":"b1","startUserTimestamp":1,"droppedToolCallIds":["c1"],
             "finalAssistantTimestamp":4,"toolRefs":[],"compressedAt":9,"rangeSummaryText":text}),
@@ -170,7 +170,7 @@ fn warm_renders_equal_cold_ones_after_the_messages_change() {
 
     let inside = messages
         .iter()
-        .position(|m| m.is(&condense_core::message::Role::ToolResult))
+        .position(|m| m.is(&condense_core::Role::ToolResult))
         .expect("a tool result");
     let edit = |f: &dyn Fn(&mut Vec<Message>)| {
         let mut m = messages.clone();

@@ -9,7 +9,7 @@
 //! has (a restart, an answer the shim dropped at its deadline) simply gets a
 //! whole answer. See docs/protocol.md, "Render steps".
 
-use condense_core::render::PlanStep;
+use condense_core::PlanStep;
 
 /// The last steps answer sent, for the next answer to build on.
 #[derive(Debug, Default)]
@@ -98,7 +98,7 @@ impl ContextAnswers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use condense_core::message::Message;
+    use condense_core::Message;
     use serde_json::Value;
 
     fn msg(text: &str) -> PlanStep {

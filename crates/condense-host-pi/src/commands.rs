@@ -27,12 +27,12 @@
 use std::sync::MutexGuard;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use condense_core::budget::TriggerKind;
-use condense_core::config::{BatchingMode, Config, PruneOn, SUMMARIZER_THINKING_LEVELS};
-use condense_core::flush::{JobResult, NoticeLevel, Slot};
-use condense_core::js::{js_len, js_prefix};
-use condense_core::metrics::compute_context_metrics;
-use condense_core::occurrence::OccurrenceKey;
+use condense_core::compute_context_metrics;
+use condense_core::OccurrenceKey;
+use condense_core::TriggerKind;
+use condense_core::{js_len, js_prefix};
+use condense_core::{BatchingMode, Config, PruneOn, SUMMARIZER_THINKING_LEVELS};
+use condense_core::{JobResult, NoticeLevel, Slot};
 use condense_summarizer::{CancelToken, ProgressEvent, RunOptions, Summarizer};
 use serde_json::{json, Value};
 

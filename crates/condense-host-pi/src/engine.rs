@@ -12,23 +12,23 @@
 
 use std::path::PathBuf;
 
-use condense_core::budget::{flush_trigger, BudgetGate, TriggerKind};
-use condense_core::capture::{
-    capture_pending, capture_turn, trim_to_pending, without_protected, CapturedBatch,
-};
-use condense_core::compress::{apply_chains, plan_chains, ChainPlan, FusionJob};
-use condense_core::config::{Config, PruneOn};
-use condense_core::diagnostics::DiagnosticSink;
-use condense_core::flush::{
+use condense_core::DiagnosticSink;
+use condense_core::Message;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::SummarizerStats;
+use condense_core::{apply_chains, plan_chains, ChainPlan, FusionJob};
+use condense_core::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, FlushPlan,
     JobResult, Notice, NoticeLevel, SummaryJob, WrittenSpill,
 };
-use condense_core::message::Message;
-use condense_core::metrics::{compute_context_metrics, ContextMetrics};
-use condense_core::protect::Protection;
-use condense_core::records::SummarizerStats;
-use condense_core::render::{render, PlanStep, RenderSettings};
-use condense_core::state::State;
+use condense_core::{
+    capture_pending, capture_turn, trim_to_pending, without_protected, CapturedBatch,
+};
+use condense_core::{compute_context_metrics, ContextMetrics};
+use condense_core::{flush_trigger, BudgetGate, TriggerKind};
+use condense_core::{render, PlanStep, RenderSettings};
+use condense_core::{Config, PruneOn};
 use condense_store::effects::{entry_for, NewEntry};
 use condense_store::session::Session;
 use serde_json::{json, Value};
@@ -327,8 +327,8 @@ impl Engine {
             "prune: OFF".to_owned()
         } else if let Some((before, after)) = self.reclaim {
             let (b, a) = (
-                condense_core::render::chars_to_tokens(before),
-                condense_core::render::chars_to_tokens(after),
+                condense_core::chars_to_tokens(before),
+                condense_core::chars_to_tokens(after),
             );
             let pct = if b > 0 {
                 ((b as f64 - a as f64) / b as f64 * 100.0).round().max(0.0)
@@ -670,11 +670,7 @@ impl Engine {
         plan: ChainPlan,
         fusion: Vec<JobResult>,
         now: i64,
-    ) -> (
-        Effects,
-        Vec<Notice>,
-        Vec<condense_core::records::ChainEntry>,
-    ) {
+    ) -> (Effects, Vec<Notice>, Vec<condense_core::ChainEntry>) {
         let mut out = Effects::new();
         let spills = self.write_chain_spills(&plan);
         let r = apply_chains(plan, fusion, &spills, &mut self.state, &self.config, now);
@@ -739,7 +735,7 @@ impl Engine {
     /// `context_tree_query`.
     pub fn query(&self, ids: &[String]) -> Value {
         let blob_dir = self.blob_dir.clone().unwrap_or_default();
-        let out = condense_core::query::query(&self.state, ids, |r| {
+        let out = condense_core::query(&self.state, ids, |r| {
             condense_store::spill::read_spill(&blob_dir, r)
         });
         let details: serde_json::Map<String, Value> = out
@@ -770,7 +766,7 @@ impl Engine {
     pub fn set_config(&mut self, config: Config) -> Value {
         let block =
             config.to_settings_value(self.settings.get("contextPrune").unwrap_or(&Value::Null));
-        self.settings = condense_core::config::replace_context_prune(&self.settings, block.clone());
+        self.settings = condense_core::replace_context_prune(&self.settings, block.clone());
         self.protection = Protection::new(&config);
         self.config = config;
         json!({"kind": "saveSettings", "contextPrune": block})

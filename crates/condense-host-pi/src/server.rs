@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use condense_core::budget::TriggerKind;
-use condense_core::flush::{SummaryJob, Usage};
-use condense_core::message::Message;
+use condense_core::Message;
+use condense_core::TriggerKind;
+use condense_core::{SummaryJob, Usage};
 use condense_summarizer::{
     CancelToken, Completion, CompletionRequest, EventSink, FallbackController, ModelRef, Provider,
     ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,

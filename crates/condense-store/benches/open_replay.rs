@@ -20,11 +20,11 @@
 
 use std::hint::black_box;
 
-use condense_core::capture::{capture_branch, group_by_mode, trim_to_pending};
-use condense_core::config::Config;
-use condense_core::flush::{apply_flush, plan_flush, JobResult};
-use condense_core::message::Message;
-use condense_core::protect::Protection;
+use condense_core::Config;
+use condense_core::Message;
+use condense_core::Protection;
+use condense_core::{apply_flush, plan_flush, JobResult};
+use condense_core::{capture_branch, group_by_mode, trim_to_pending};
 use condense_store::context::branch_messages;
 use condense_store::replay::replay_branch;
 use condense_store::session::Session;

@@ -35,7 +35,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use condense_core::message::Message;
+use condense_core::Message;
 use serde::Serialize;
 use serde_json::value::RawValue;
 

@@ -23,7 +23,7 @@
 
 use std::collections::BTreeMap;
 
-use condense_core::message::{Message, Role};
+use condense_core::{Message, Role};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 

@@ -5,7 +5,7 @@
 //! hidden custom messages (`display: false`); everything else is a `custom`
 //! entry.
 
-use condense_core::flush::FlushEffect;
+use condense_core::FlushEffect;
 use serde_json::{json, Map, Value};
 
 use crate::append::{AppendError, Appender};

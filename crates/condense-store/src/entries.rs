@@ -20,14 +20,14 @@
 //! | [`CUSTOM_TYPE_FLUSH_METRICS`] | `custom` | [`FlushMetricsEntryData`] (never read back) |
 //! | [`CUSTOM_TYPE_DIAGNOSTIC`] | `custom` | [`DiagnosticEntryData`] (never read back) |
 
-use condense_core::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
+use condense_core::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::session::{Entry, EntryType};
 
 /// Per-batch summary messages (`custom_message`, sent to the model).
-pub const CUSTOM_TYPE_SUMMARY: &str = condense_core::message::SUMMARY_CUSTOM_TYPE;
+pub const CUSTOM_TYPE_SUMMARY: &str = condense_core::SUMMARY_CUSTOM_TYPE;
 /// Indexed tool calls: what a summary replaced.
 pub const CUSTOM_TYPE_INDEX: &str = "context-prune-index";
 /// The last attempted prune boundary.

@@ -16,14 +16,14 @@
 //!
 //! Malformed payloads are skipped and reported, never fatal.
 
-use condense_core::occurrence::OccurrenceKey;
+use condense_core::OccurrenceKey;
 
 use crate::entries::{
     CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
     CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY,
 };
-use condense_core::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
-use condense_core::state::State;
+use condense_core::State;
+use condense_core::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;

@@ -29,14 +29,13 @@
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher, RandomState};
 use std::num::NonZeroU32;
 use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use condense_core::fxhash::FxHashMap;
-use condense_core::message::{Message, Role};
+use condense_core::{Message, Role};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -386,6 +385,27 @@ impl fmt::Debug for Session {
     }
 }
 
+/// A map key that is already a keyed hash (the `IdIndex`'s), used as its
+/// own hash: hashing it again would only cost time.
+#[derive(Default)]
+struct KeyedHash(u64);
+
+impl Hasher for KeyedHash {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
 /// Entry ids to positions in [`Session::entries`], without a second copy of
 /// the ids: a map from each id's hash to the last entry with that id, the
 /// entry's own `id` confirming a match. A map keyed by the ids cost ~100
@@ -396,7 +416,7 @@ impl fmt::Debug for Session {
 struct IdIndex<S = RandomState> {
     hasher: S,
     /// Hash → the last entry whose id is the first id seen with that hash.
-    by_hash: FxHashMap<u64, usize>,
+    by_hash: HashMap<u64, usize, BuildHasherDefault<KeyedHash>>,
     /// Ids whose hash an earlier, different id took (practically never).
     collided: HashMap<String, usize>,
 }
@@ -413,7 +433,7 @@ impl<S: BuildHasher> IdIndex<S> {
     fn build_with(entries: &[Entry], hasher: S) -> (IdIndex<S>, Vec<(usize, usize)>) {
         let mut index = IdIndex {
             hasher,
-            by_hash: FxHashMap::with_capacity_and_hasher(entries.len(), Default::default()),
+            by_hash: HashMap::with_capacity_and_hasher(entries.len(), Default::default()),
             collided: HashMap::new(),
         };
         let mut duplicates = Vec::new();

@@ -11,9 +11,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use condense_core::flush::WrittenSpill;
-use condense_core::occurrence::OccurrenceKey;
-use condense_core::records::ToolCallRecord;
+use condense_core::OccurrenceKey;
+use condense_core::ToolCallRecord;
+use condense_core::WrittenSpill;
 
 /// The blob directory of a session file with the given session id.
 ///

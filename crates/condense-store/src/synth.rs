@@ -42,20 +42,20 @@ use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use condense_core::budget::TriggerKind;
-use condense_core::capture::{
-    capture_branch, capture_turn, group_by_mode, trim_to_pending, without_protected,
-};
-use condense_core::compress::{apply_chains, plan_chains, FusionJob};
-use condense_core::config::Config;
-use condense_core::flush::{
+use condense_core::compute_context_metrics;
+use condense_core::Config;
+use condense_core::Message;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::TriggerKind;
+use condense_core::{apply_chains, plan_chains, FusionJob};
+use condense_core::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, JobResult,
     SummaryJob, Usage, WrittenSpill,
 };
-use condense_core::message::Message;
-use condense_core::metrics::compute_context_metrics;
-use condense_core::protect::Protection;
-use condense_core::state::State;
+use condense_core::{
+    capture_branch, capture_turn, group_by_mode, trim_to_pending, without_protected,
+};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
@@ -1627,9 +1627,7 @@ impl<'a> Writer<'a> {
 
     fn reply(&mut self, thinking: Option<&str>, text: &str) {
         let reply = self.assistant(thinking, Some(text), &[]);
-        if self.opts.pruned
-            && self.opts.config.prune_on == condense_core::config::PruneOn::AgentMessage
-        {
+        if self.opts.pruned && self.opts.config.prune_on == condense_core::PruneOn::AgentMessage {
             // `message_end` runs before pi persists the reply.
             self.flush(TriggerKind::MessageEnd, Some(&reply));
         }

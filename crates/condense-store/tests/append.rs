@@ -5,8 +5,8 @@ mod common;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use condense_core::message::Message;
-use condense_core::records::SummarizerStats;
+use condense_core::Message;
+use condense_core::SummarizerStats;
 use condense_store::append::{AppendError, Appender, LockMode};
 use condense_store::entries::{SummaryMessageDetails, CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY};
 use condense_store::session::{EntryType, ProblemKind, Session};

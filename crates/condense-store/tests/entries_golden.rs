@@ -2,7 +2,7 @@
 
 mod common;
 
-use condense_core::records::{
+use condense_core::{
     ChainEntry, Frontier, FrontierOutcome, SummarizerStats, SummaryRef, ToolCallRecord,
 };
 use condense_store::append::{custom_entry_line, custom_message_entry_line, EntryBase};

@@ -2,7 +2,7 @@
 
 mod common;
 
-use condense_core::message::Role;
+use condense_core::Role;
 use condense_store::context::branch_messages;
 use condense_store::session::{EntryType, Session};
 use serde_json::Value;

@@ -57,16 +57,16 @@
 mod common;
 
 use common::cases::{array_field, config_of, replay_values, Suite};
-use condense_core::capture::{capture_branch, group_by_mode, trim_to_pending};
-use condense_core::compress::{apply_chains, plan_chains};
-use condense_core::config::Config;
-use condense_core::flush::{
+use condense_core::Config;
+use condense_core::Message;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::{apply_chains, plan_chains};
+use condense_core::{
     apply_flush, plan_flush, FlushEffect, FlushOutcome, JobResult, Notice, NoticeLevel, Usage,
     WrittenSpill,
 };
-use condense_core::message::Message;
-use condense_core::protect::Protection;
-use condense_core::state::State;
+use condense_core::{capture_branch, group_by_mode, trim_to_pending};
 use condense_core::{render, RenderSettings};
 use condense_store::effects::{entry_for, NewEntry};
 use serde_json::{json, Value};

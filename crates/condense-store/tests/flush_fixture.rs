@@ -9,11 +9,11 @@
 
 mod common;
 
-use condense_core::capture::{capture_branch, group_by_mode, trim_to_pending};
-use condense_core::compress::{apply_chains, plan_chains};
-use condense_core::config::Config;
-use condense_core::flush::{apply_flush, plan_flush, JobResult, Usage};
-use condense_core::protect::Protection;
+use condense_core::Config;
+use condense_core::Protection;
+use condense_core::{apply_chains, plan_chains};
+use condense_core::{apply_flush, plan_flush, JobResult, Usage};
+use condense_core::{capture_branch, group_by_mode, trim_to_pending};
 use condense_store::context::branch_messages;
 use condense_store::effects::{entry_for, NewEntry};
 use condense_store::replay::replay_branch;
@@ -30,7 +30,7 @@ const EFFECT_TYPES: [&str; 5] = [
 ];
 
 /// What the scripted model answered: one labelled bullet per call.
-fn scripted_summary(job: &condense_core::flush::SummaryJob) -> JobResult {
+fn scripted_summary(job: &condense_core::SummaryJob) -> JobResult {
     let text = job
         .batch
         .calls

@@ -11,11 +11,11 @@
 
 use std::path::{Path, PathBuf};
 
-use condense_core::config::{replace_context_prune, Config};
-use condense_core::message::{tool_result_text, Message};
-use condense_core::occurrence::OccurrenceKey;
-use condense_core::query::query;
-use condense_core::records::{ChainEntry, Frontier, SummarizerStats, ToolCallRecord};
+use condense_core::query;
+use condense_core::OccurrenceKey;
+use condense_core::{replace_context_prune, Config};
+use condense_core::{tool_result_text, Message};
+use condense_core::{ChainEntry, Frontier, SummarizerStats, ToolCallRecord};
 use condense_store::context::build_context;
 use condense_store::entries::{
     CondenseEntry, DedupAliasEntryData, DiagnosticEntryData, FlushMetricsEntryData, IndexEntryData,
@@ -445,7 +445,7 @@ fn exercise(session: &Session, bytes: &[u8]) {
         enabled: true,
         ..Config::default()
     };
-    let protection = condense_core::protect::Protection::new(&config);
+    let protection = condense_core::Protection::new(&config);
     let settings = condense_core::RenderSettings {
         config: &config,
         protection: &protection,
@@ -459,7 +459,7 @@ fn exercise(session: &Session, bytes: &[u8]) {
         .collect();
     ids.extend(["t1".to_owned(), "nope".to_owned()]);
     let _ = query(&state, &ids, |_| None);
-    let _ = condense_core::capture::capture_pending(
+    let _ = condense_core::capture_pending(
         &ctx.messages,
         &vec![None; ctx.messages.len()],
         &state,

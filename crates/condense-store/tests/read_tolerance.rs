@@ -3,7 +3,7 @@
 mod common;
 
 use common::{label, user, HEADER};
-use condense_core::message::Role;
+use condense_core::Role;
 use condense_store::session::{EntryType, ProblemKind, Session};
 
 fn kinds(s: &Session) -> Vec<(usize, ProblemKind)> {

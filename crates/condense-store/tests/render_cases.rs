@@ -31,9 +31,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use common::cases::{array_field, config_of, replay_values, Suite};
-use condense_core::message::{Message, Role};
-use condense_core::protect::Protection;
+use condense_core::Protection;
 use condense_core::{render, Render, RenderSettings};
+use condense_core::{Message, Role};
 use serde_json::Value;
 
 /// The areas a case may belong to.

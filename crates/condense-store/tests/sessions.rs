@@ -15,19 +15,19 @@
 
 use std::path::{Path, PathBuf};
 
-use condense_core::capture::{capture_branch, capture_turn, group_by_mode, trim_to_pending};
-use condense_core::compress::{apply_chains, plan_chains};
-use condense_core::config::{ChainCompressionConfig, Config};
-use condense_core::flush::{
+use condense_core::query;
+use condense_core::Message;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::{apply_chains, plan_chains};
+use condense_core::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, JobResult, Usage,
     WrittenSpill,
 };
-use condense_core::message::Message;
-use condense_core::protect::Protection;
-use condense_core::query::query;
-use condense_core::records::{FrontierOutcome, ToolCallRecord};
-use condense_core::state::State;
+use condense_core::{capture_branch, capture_turn, group_by_mode, trim_to_pending};
 use condense_core::{render, RenderSettings};
+use condense_core::{ChainCompressionConfig, Config};
+use condense_core::{FrontierOutcome, ToolCallRecord};
 use condense_store::append::{Appender, LockMode};
 use condense_store::context::branch_messages;
 use condense_store::effects::{append_effects, entry_for, NewEntry};
@@ -428,7 +428,7 @@ fn spill_config() -> Config {
     }
 }
 
-fn spill_turn(id: &str, ts: i64, text: &str) -> condense_core::capture::CapturedBatch {
+fn spill_turn(id: &str, ts: i64, text: &str) -> condense_core::CapturedBatch {
     let assistant = tool_message(json!({"role": "assistant", "content": [
         {"type": "toolCall", "id": id, "name": "bash", "arguments": {"command": "cat log"}},
         {"type": "toolCall", "id": format!("{id}-small"), "name": "bash", "arguments": {"command": "true"}}
@@ -449,10 +449,10 @@ fn spill_turn(id: &str, ts: i64, text: &str) -> condense_core::capture::Captured
 /// The host's part of an eager spill: plan, write the blobs, apply what was written.
 fn eager_spill(
     blobs: &Path,
-    batch: condense_core::capture::CapturedBatch,
+    batch: condense_core::CapturedBatch,
     state: &mut State,
     config: &Config,
-) -> (Vec<FlushEffect>, condense_core::capture::CapturedBatch) {
+) -> (Vec<FlushEffect>, condense_core::CapturedBatch) {
     let plan = plan_spill(&batch, state, config);
     let written: Vec<WrittenSpill> = plan
         .spill
@@ -584,8 +584,8 @@ fn oversized_results_spill_to_blobs() {
     assert_eq!(
         effects,
         [FlushEffect::DedupAlias {
-            new: condense_core::occurrence::OccurrenceKey::new("s2", Some(2110)),
-            original: condense_core::occurrence::OccurrenceKey::new("s1", Some(1110)),
+            new: condense_core::OccurrenceKey::new("s2", Some(2110)),
+            original: condense_core::OccurrenceKey::new("s1", Some(1110)),
         }]
     );
     let remaining: Vec<&str> = rest.calls.iter().map(|c| c.tool_call_id.as_str()).collect();
@@ -601,7 +601,7 @@ fn a_failed_blob_write_leaves_the_result_pending() {
     std::fs::write(&not_a_dir, "a file where the blob dir should be").expect("write");
     let config = spill_config();
     let mut state = State::new();
-    let key = condense_core::occurrence::OccurrenceKey::new("s1", Some(1110));
+    let key = condense_core::OccurrenceKey::new("s1", Some(1110));
     assert!(write_blob(&not_a_dir, &key, &big_output()).is_err());
 
     let (effects, rest) = eager_spill(
@@ -647,7 +647,7 @@ fn spill_paths_outside_the_blob_dir_are_refused() {
             out.text,
             format!(
                 "## toolRef: {id}\nTool: bash\nArgs: {{\n  \"command\": \"cat\"\n}}\nStatus: OK\nTurn: 0\n\n{}\nPREVIEW ONLY",
-                condense_core::query::SPILL_PREVIEW_ONLY
+                condense_core::SPILL_PREVIEW_ONLY
             ),
             "{path}: the query falls back to the preview, with a diagnostic line"
         );

@@ -51,7 +51,7 @@ fn busy_session(seed: u64) -> Sim {
         strict: true,
     };
     let mut sim = Sim::new(seed, &knobs);
-    sim.config_mut().prune_on = condense_core::config::PruneOn::OnDemand;
+    sim.config_mut().prune_on = condense_core::PruneOn::OnDemand;
     sim.config_mut().min_batch_chars = 0;
     sim.config_mut().chain_compression.enabled = true;
     sim.config_mut().chain_compression.rolling_window = 1;
@@ -132,15 +132,15 @@ fn strict_generated_sessions_keep_every_guarantee() {
 // ---- minimal reproducers of the bugs the simulation found ---------------------------
 
 mod repro {
-    use condense_core::capture::capture_pending;
-    use condense_core::compress::{apply_chains, plan_chains};
-    use condense_core::config::{BatchingMode, Config};
-    use condense_core::flush::{apply_flush, plan_flush, JobResult, Usage};
-    use condense_core::message::{Message, Role};
-    use condense_core::protect::Protection;
-    use condense_core::query::query;
-    use condense_core::state::State;
+    use condense_core::capture_pending;
+    use condense_core::query;
+    use condense_core::Protection;
+    use condense_core::State;
+    use condense_core::{apply_chains, plan_chains};
+    use condense_core::{apply_flush, plan_flush, JobResult, Usage};
     use condense_core::{render, RenderSettings};
+    use condense_core::{BatchingMode, Config};
+    use condense_core::{Message, Role};
     use serde_json::json;
 
     pub const T: i64 = 1_767_225_600_000;
@@ -183,7 +183,7 @@ mod repro {
             enabled: true,
             min_batch_chars: 1000,
             batching_mode: BatchingMode::Turn,
-            chain_compression: condense_core::config::ChainCompressionConfig {
+            chain_compression: condense_core::ChainCompressionConfig {
                 rolling_window: 0,
                 ..Config::default().chain_compression
             },
@@ -264,8 +264,8 @@ fn bug_covered_chain_drops_unindexed_results() {
 /// written as `0.009500000000000001` replays as `0.0095`.
 #[test]
 fn bug_replayed_total_cost_is_exact() {
-    use condense_core::flush::FlushEffect;
-    use condense_core::records::SummarizerStats;
+    use condense_core::FlushEffect;
+    use condense_core::SummarizerStats;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("s.jsonl");
     std::fs::write(
@@ -296,14 +296,14 @@ fn bug_replayed_total_cost_is_exact() {
 /// it is in the index, but no visible ref leads to it.
 #[test]
 fn bug_spilled_output_in_a_compressed_chain_has_no_visible_ref() {
-    use condense_core::capture::{capture_pending, capture_turn};
-    use condense_core::compress::{apply_chains, plan_chains};
-    use condense_core::config::Config;
-    use condense_core::flush::{
+    use condense_core::Config;
+    use condense_core::Protection;
+    use condense_core::State;
+    use condense_core::{apply_chains, plan_chains};
+    use condense_core::{
         apply_flush, apply_spill, plan_flush, plan_spill, JobResult, Usage, WrittenSpill,
     };
-    use condense_core::protect::Protection;
-    use condense_core::state::State;
+    use condense_core::{capture_pending, capture_turn};
     use condense_core::{render, RenderSettings};
     use repro::*;
     let config = Config {

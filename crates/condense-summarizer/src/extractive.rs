@@ -19,8 +19,8 @@
 //! fast (one pass over the prompt), and free (usage is zero).
 
 use async_trait::async_trait;
-use condense_core::flush::Usage;
-use condense_core::js::{js_len, js_prefix};
+use condense_core::Usage;
+use condense_core::{js_len, js_prefix};
 use serde_json::Value;
 
 use crate::provider::{

@@ -19,9 +19,9 @@
 //! back as [`Notice`] values. Time comes from tokio (and an injected
 //! [`Clock`] for the fallback), so tests run under paused time.
 //!
-//! [`SummaryJob`]: condense_core::flush::SummaryJob
-//! [`JobResult`]: condense_core::flush::JobResult
-//! [`JobResult::NotRun`]: condense_core::flush::JobResult::NotRun
+//! [`SummaryJob`]: condense_core::SummaryJob
+//! [`JobResult`]: condense_core::JobResult
+//! [`JobResult::NotRun`]: condense_core::JobResult::NotRun
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]

@@ -10,12 +10,12 @@
 //!
 //! Each call in a batch is labelled `[[N:toolname]]` (N counts from 1 in
 //! batch order) and the prompt asks the model to start the call's first
-//! bullet with that label; `condense_core::refs::substitute_inline_refs`
+//! bullet with that label; `condense_core::substitute_inline_refs`
 //! later turns the labels into short refs. Labels, tags and the truncation
 //! marker are contracts; the instruction wording is this project's own.
 
-use condense_core::capture::CapturedBatch;
-use condense_core::js::{js_len, js_prefix};
+use condense_core::CapturedBatch;
+use condense_core::{js_len, js_prefix};
 use serde_json::Value;
 
 /// Instructions for summarizing one batch of tool calls.

@@ -17,7 +17,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use async_trait::async_trait;
-use condense_core::flush::Usage;
+use condense_core::Usage;
 use tokio::sync::mpsc;
 
 use crate::cancel::CancelToken;

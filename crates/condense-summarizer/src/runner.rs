@@ -16,8 +16,8 @@
 
 use std::collections::HashMap;
 
-use condense_core::flush::{JobResult, SummaryJob, Usage};
-use condense_core::js::js_len;
+use condense_core::js_len;
+use condense_core::{JobResult, SummaryJob, Usage};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 

@@ -4,10 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use condense_core::capture::CapturedBatch;
-use condense_core::config::Config;
-use condense_core::flush::{JobResult, Usage};
-use condense_core::js::js_len;
+use condense_core::js_len;
+use condense_core::CapturedBatch;
+use condense_core::Config;
+use condense_core::{JobResult, Usage};
 use tokio::time::{sleep_until, Instant};
 
 use crate::cancel::CancelToken;
@@ -134,7 +134,7 @@ pub enum FailureKind {
 /// What one summarization produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobOutcome {
-    /// The result for `condense_core::flush::apply_flush`.
+    /// The result for `condense_core::apply_flush`.
     pub result: JobResult,
     /// How it failed, if it did.
     pub failure: Option<FailureKind>,

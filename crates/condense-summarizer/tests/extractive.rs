@@ -5,10 +5,10 @@ mod support;
 
 use std::sync::Arc;
 
-use condense_core::capture::CapturedBatch;
-use condense_core::flush::{JobResult, Usage};
-use condense_core::records::SummaryRef;
-use condense_core::refs::substitute_inline_refs;
+use condense_core::substitute_inline_refs;
+use condense_core::CapturedBatch;
+use condense_core::SummaryRef;
+use condense_core::{JobResult, Usage};
 use condense_summarizer::prompt::batch_user_message;
 use condense_summarizer::{
     CancelToken, Extractive, FailureKind, ModelRef, Summarizer, SummarizerSettings, Target,

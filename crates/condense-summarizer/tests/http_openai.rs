@@ -4,7 +4,7 @@ mod support;
 
 use std::sync::Arc;
 
-use condense_core::flush::{JobResult, Usage};
+use condense_core::{JobResult, Usage};
 use condense_summarizer::{
     ApiKey, CancelToken, CompletionRequest, FailureKind, ModelRef, OpenAiCompatible, OpenAiConfig,
     Pricing, Provider, ProviderErrorKind, StopReason, StreamEvent, Summarizer, SummarizerSettings,

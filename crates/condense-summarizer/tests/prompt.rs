@@ -3,7 +3,7 @@
 
 mod support;
 
-use condense_core::capture::CapturedBatch;
+use condense_core::CapturedBatch;
 use condense_summarizer::prompt::{
     batch_user_message, call_label, cut_result, range_user_message, serialize_batch, BATCH_PROMPT,
     RANGE_PROMPT, RESULT_CUT,

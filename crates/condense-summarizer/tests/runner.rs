@@ -6,7 +6,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use condense_core::flush::JobResult;
+use condense_core::JobResult;
 use condense_summarizer::{
     CancelToken, CompletionRequest, Notice, ProgressEvent, ProviderError, RunOptions, RunReport,
     StopReason, Summarizer, SummarizerSettings,

@@ -7,7 +7,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use condense_core::flush::{JobResult, Usage};
+use condense_core::{JobResult, Usage};
 use condense_summarizer::{
     CancelToken, Completion, FailureKind, FallbackController, JobOutcome, Notice, NoticeLevel,
     ProviderError, StopReason, Summarizer, SummarizerSettings, Target, ThinkingLevel, Timeouts,

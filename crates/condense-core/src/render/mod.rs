@@ -14,12 +14,14 @@
 //! [`Render::plan`] `None` without copying a message or serializing anything.
 
 pub(crate) mod chain_memo;
-pub mod chains;
-pub mod grace;
-pub mod purge;
-pub mod stub;
-pub mod sweep;
-pub mod thinking;
+pub(crate) mod chains;
+pub(crate) mod grace;
+pub(crate) mod purge;
+pub(crate) mod stub;
+pub(crate) mod sweep;
+pub(crate) mod thinking;
+
+pub use grace::in_grace_keys;
 
 use std::ops::Range;
 

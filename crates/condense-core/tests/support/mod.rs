@@ -14,10 +14,10 @@
 
 #![allow(dead_code)]
 
-use condense_core::message::Message;
-use condense_core::occurrence::OccurrenceKey;
-use condense_core::records::{ChainEntry, SummaryRef, ToolCallRecord};
-use condense_core::state::State;
+use condense_core::Message;
+use condense_core::OccurrenceKey;
+use condense_core::State;
+use condense_core::{ChainEntry, SummaryRef, ToolCallRecord};
 use serde_json::{json, Map, Value};
 
 /// The first timestamp of a generated branch (ms).

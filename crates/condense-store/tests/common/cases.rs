@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use condense_core::config::Config;
-use condense_core::state::State;
+use condense_core::Config;
+use condense_core::State;
 use condense_store::replay::{replay, ReplayEntry};
 use serde_json::Value;
 

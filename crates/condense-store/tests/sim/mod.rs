@@ -37,22 +37,22 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use condense_core::capture::{capture_pending, capture_turn, without_protected};
-use condense_core::compress::{apply_chains, plan_chains, FusionJob};
-use condense_core::config::{BatchingMode, Config, PruneOn};
-use condense_core::dedup::normalize;
-use condense_core::flush::{
+use condense_core::normalize_for_hash;
+use condense_core::OccurrenceKey;
+use condense_core::PlanStep;
+use condense_core::Protection;
+use condense_core::State;
+use condense_core::ToolCallRecord;
+use condense_core::{apply_chains, plan_chains, FusionJob};
+use condense_core::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, JobResult,
     SummaryJob, Usage, WrittenSpill,
 };
-use condense_core::message::{tool_result_text, Message, Role};
-use condense_core::occurrence::OccurrenceKey;
-use condense_core::protect::Protection;
-use condense_core::query::{query, truncate_head, MAX_BYTES, MAX_LINES};
-use condense_core::records::ToolCallRecord;
-use condense_core::render::PlanStep;
-use condense_core::state::State;
+use condense_core::{capture_pending, capture_turn, without_protected};
+use condense_core::{query, truncate_head, QUERY_MAX_BYTES, QUERY_MAX_LINES};
 use condense_core::{render, Render, RenderSettings};
+use condense_core::{tool_result_text, Message, Role};
+use condense_core::{BatchingMode, Config, PruneOn};
 use condense_store::append::{custom_entry_line, Appender, EntryBase, LockMode};
 use condense_store::context::build_context;
 use condense_store::effects::{entry_for, NewEntry};
@@ -1737,7 +1737,7 @@ impl Sim {
             None => record.result_text.to_str().into_owned(),
         };
         let same = if aliased {
-            normalize(&full) == normalize(&original)
+            normalize_for_hash(&full) == normalize_for_hash(&original)
         } else {
             full == original
         };
@@ -1756,7 +1756,7 @@ impl Sim {
         let out = query(state, std::slice::from_ref(&key), |r| {
             read_spill(&self.blobs, r)
         });
-        let (head, _, _, _) = truncate_head(&full, MAX_LINES, MAX_BYTES);
+        let (head, _, _, _) = truncate_head(&full, QUERY_MAX_LINES, QUERY_MAX_BYTES);
         if out.results.is_empty() || !out.text.contains(&head) {
             return Err(format!(
                 "context_tree_query({key}) does not give the output back: {:.300}",

@@ -60,7 +60,7 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// Prices used to fill in [`Usage::cost`](condense_core::flush::Usage::cost).
+/// Prices used to fill in [`Usage::cost`](condense_core::Usage::cost).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Pricing {
     /// Dollars per million input tokens.

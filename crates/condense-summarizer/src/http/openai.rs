@@ -3,7 +3,7 @@
 //! (OpenRouter, vLLM, llama.cpp, Ollama, …).
 
 use async_trait::async_trait;
-use condense_core::flush::Usage;
+use condense_core::Usage;
 use serde_json::{json, Value};
 
 use super::{join_url, next_events, post_json, ApiKey, Pricing, SseParser};

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use condense_core::capture::{CapturedBatch, CapturedCall};
-use condense_core::flush::{SummaryJob, Usage};
+use condense_core::{CapturedBatch, CapturedCall};
+use condense_core::{SummaryJob, Usage};
 use condense_summarizer::{
     CancelToken, Completion, CompletionRequest, EventSink, ModelRef, Provider, ProviderError,
     StopReason, Target,
