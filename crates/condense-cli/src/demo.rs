@@ -1,6 +1,6 @@
 //! `condense demo`: what condense does to a session, in a few seconds.
 //!
-//! Generates a realistic unpruned pi session (`condense_store::synth`,
+//! Generates a realistic unpruned pi session (`condense_gen`,
 //! `Shape::Realistic`: several user prompts, file reads, build logs, a failed
 //! `write` with a large argument, a re-read of an unchanged file, a skill
 //! file under `skills/`, an oversized web page) into a temporary directory,
@@ -37,7 +37,7 @@ use condense_core::Protection;
 use condense_core::State;
 use condense_core::{array_chars, chars_to_tokens, render, PlanStep, RenderSettings};
 use condense_core::{Message, Role};
-use condense_store::synth::{self, Shape, SynthOptions};
+use condense_gen::{Shape, SynthOptions};
 use serde_json::{json, Value};
 
 use crate::compact::{CompactArgs, ProviderKind};
@@ -300,7 +300,7 @@ fn run_in(dir: &Path, args: &DemoArgs) -> Result<Value, CliError> {
         pruned: false,
         ..SynthOptions::default()
     };
-    let generated = synth::generate_session(&opts);
+    let generated = condense_gen::generate_session(&opts);
     // The demo shows condense's defaults, whatever the user's settings say.
     std::fs::write(&settings, "{}\n")
         .map_err(|e| CliError::Data(format!("{}: {e}", settings.display())))?;

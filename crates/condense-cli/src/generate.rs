@@ -1,10 +1,10 @@
-//! `condense gen`: write a synthetic pi session (see `condense_store::synth`).
+//! `condense gen`: write a synthetic pi session (see `condense_gen`).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use condense_store::synth::{self, Shape, SynthOptions};
+use condense_gen::{Shape, SynthOptions};
 
 use crate::CliError;
 
@@ -63,10 +63,10 @@ pub fn run(args: &GenArgs) -> Result<(), CliError> {
         ..SynthOptions::default()
     };
     match &args.output {
-        Some(path) => synth::write(path, &opts)
+        Some(path) => condense_gen::write(path, &opts)
             .map_err(|e| CliError::Data(format!("{}: {e}", path.display()))),
         None => {
-            let s = synth::generate_session(&opts);
+            let s = condense_gen::generate_session(&opts);
             if !s.blobs.is_empty() {
                 eprintln!(
                     "condense: {} spilled output(s) not written (use -o FILE to write them)",

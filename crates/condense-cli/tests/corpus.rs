@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use condense_store::synth::{self, Shape, SynthOptions, SynthStats};
+use condense_gen::{Shape, SynthOptions, SynthStats};
 use serde_json::{json, Value};
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -183,10 +183,10 @@ fn corpus_report_over_twenty_sessions() {
                 verbatim_tail: 5,
                 ..SynthOptions::default()
             };
-            let stats = synth::generate_session(&opts).stats;
+            let stats = condense_gen::generate_session(&opts).stats;
             let at = if pruned { &nested } else { &root };
             let path = at.join(format!("{shape}-{pruned}-{seed}.jsonl"));
-            synth::write(&path, &opts).unwrap();
+            condense_gen::write(&path, &opts).unwrap();
             generated.push((path, stats, pruned));
         }
     }
@@ -405,7 +405,7 @@ fn a_single_session_agrees_with_status() {
         verbatim_tail: 5,
         ..SynthOptions::default()
     };
-    synth::write(&path, &opts).unwrap();
+    condense_gen::write(&path, &opts).unwrap();
     let status = json_of(&condense(
         &dir,
         &["status", "--json", path.to_str().unwrap()],

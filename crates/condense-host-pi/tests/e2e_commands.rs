@@ -505,13 +505,13 @@ fn context_hook_overhead_at_1m_tokens() {
     let dir = pi.sessions_dir().join("--bench--");
     fs::create_dir_all(&dir).expect("sessions dir");
     let session = dir.join("bench.jsonl");
-    let opts = condense_store::synth::SynthOptions {
+    let opts = condense_gen::SynthOptions {
         tokens: Some(1_000_000),
-        shape: condense_store::synth::Shape::from_name("tasks").expect("tasks"),
+        shape: condense_gen::Shape::from_name("tasks").expect("tasks"),
         pruned: true,
         ..Default::default()
     };
-    condense_store::synth::write(&session, &opts).expect("generate the session");
+    condense_gen::write(&session, &opts).expect("generate the session");
     // pi resumes a session only in its stored working directory.
     let text = fs::read_to_string(&session).expect("read the session");
     let (header, rest) = text.split_once('\n').expect("a header line");

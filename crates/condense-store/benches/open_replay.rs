@@ -2,7 +2,7 @@
 //! "Open and replay").
 //!
 //! The session comes from the generator every test and bench shares
-//! (`condense_store::synth`): one prompt, 1,000 tool turns (an assistant with
+//! (`condense_gen`): one prompt, 1,000 tool turns (an assistant with
 //! 400 chars of thinking and one `bash` call, a 3,600-char result), all but
 //! the last 20 results summarized by budget flushes of ten turns each (a
 //! per-batch summary message and an index entry per turn, a frontier, stats
@@ -25,10 +25,10 @@ use condense_core::Message;
 use condense_core::Protection;
 use condense_core::{apply_flush, plan_flush, JobResult};
 use condense_core::{capture_branch, group_by_mode, trim_to_pending};
+use condense_gen::{generate, stand_in_summary, Shape, SynthOptions};
 use condense_store::context::branch_messages;
 use condense_store::replay::replay_branch;
 use condense_store::session::Session;
-use condense_store::synth::{generate, stand_in_summary, Shape, SynthOptions};
 use condense_store::time::parse_iso;
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 

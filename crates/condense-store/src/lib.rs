@@ -19,7 +19,6 @@ pub mod json;
 pub mod replay;
 pub mod session;
 pub mod spill;
-pub mod synth;
 pub mod time;
 
 pub use append::{Appender, LockMode};

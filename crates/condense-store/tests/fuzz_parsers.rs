@@ -46,13 +46,13 @@ fn corpus() -> Vec<String> {
     .iter()
     .map(|n| std::fs::read_to_string(fixture_dir().join(n)).expect("fixture"))
     .collect();
-    let opts = condense_store::synth::SynthOptions {
+    let opts = condense_gen::SynthOptions {
         seed: 3,
-        shape: condense_store::synth::Shape::Realistic { tasks: 4 },
+        shape: condense_gen::Shape::Realistic { tasks: 4 },
         pruned: true,
         ..Default::default()
     };
-    out.push(condense_store::synth::generate(&opts));
+    out.push(condense_gen::generate(&opts));
     out
 }
 

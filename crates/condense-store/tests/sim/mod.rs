@@ -53,13 +53,13 @@ use condense_core::{query, truncate_head, QUERY_MAX_BYTES, QUERY_MAX_LINES};
 use condense_core::{render, Render, RenderSettings};
 use condense_core::{tool_result_text, Message, Role};
 use condense_core::{BatchingMode, Config, PruneOn};
+use condense_gen::SplitMix64;
 use condense_store::append::{custom_entry_line, Appender, EntryBase, LockMode};
 use condense_store::context::build_context;
 use condense_store::effects::{entry_for, NewEntry};
 use condense_store::replay::replay_branch;
 use condense_store::session::{ProblemKind, Session};
 use condense_store::spill::{blob_dir, read_spill, trusted_spill_path, write_blob};
-use condense_store::synth::SplitMix64;
 use condense_store::time::parse_iso;
 use serde_json::{json, Value};
 

@@ -59,11 +59,13 @@ use condense_core::{
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::append::{custom_entry_line, custom_message_entry_line, message_entry_line, EntryBase};
-use crate::effects::{entry_for, NewEntry};
-use crate::entries::{FlushMetrics, FlushMetricsEntryData, CUSTOM_TYPE_FLUSH_METRICS};
-use crate::spill::{blob_dir, sanitize_file_stem};
-use crate::time::format_iso;
+use condense_store::append::{
+    custom_entry_line, custom_message_entry_line, message_entry_line, EntryBase,
+};
+use condense_store::effects::{entry_for, NewEntry};
+use condense_store::entries::{FlushMetrics, FlushMetricsEntryData, CUSTOM_TYPE_FLUSH_METRICS};
+use condense_store::spill::{blob_dir, sanitize_file_stem};
+use condense_store::time::format_iso;
 
 // ---- PRNG -----------------------------------------------------------------------
 
@@ -238,7 +240,7 @@ impl Default for SynthOptions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blob {
     /// File name inside the session's blob directory
-    /// ([`crate::spill::blob_dir`]).
+    /// ([`condense_store::spill::blob_dir`]).
     pub file_name: String,
     /// The full output.
     pub text: String,
@@ -301,7 +303,7 @@ pub fn generate_session(opts: &SynthOptions) -> Synth {
 }
 
 /// Writes a generated session to `path`, and its blobs (if any) into
-/// [`crate::spill::blob_dir`] beside it; spilled records carry those paths.
+/// [`condense_store::spill::blob_dir`] beside it; spilled records carry those paths.
 pub fn write(path: impl AsRef<Path>, opts: &SynthOptions) -> io::Result<()> {
     let path = path.as_ref();
     let absolute = std::path::absolute(path)?;
@@ -1243,7 +1245,7 @@ impl<'a> Writer<'a> {
             "cwd": "/home/dev/project",
         });
         w.out
-            .push_str(&crate::json::to_string(&header).expect("header serializes"));
+            .push_str(&condense_store::json::to_string(&header).expect("header serializes"));
         w.out.push('\n');
         w.tick(300, 900);
         w.line(|base| {
@@ -1636,7 +1638,7 @@ impl<'a> Writer<'a> {
 }
 
 fn to_json<T: Serialize + ?Sized>(v: &T) -> String {
-    crate::json::to_string(v).expect("generated values serialize")
+    condense_store::json::to_string(v).expect("generated values serialize")
 }
 
 fn to_message(value: &Value) -> Message {
@@ -1657,7 +1659,7 @@ fn line_with(
     for (k, v) in fields {
         m.insert((*k).to_owned(), v.clone());
     }
-    crate::json::to_string(&m)
+    condense_store::json::to_string(&m)
 }
 
 /// A UUIDv7-shaped id: the millisecond clock, then random bits.
@@ -1723,9 +1725,9 @@ fn run(opts: &SynthOptions, session_file: Option<&Path>) -> (Synth, Vec<Message>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::branch_messages;
-    use crate::replay::replay_branch;
-    use crate::session::Session;
+    use condense_store::context::branch_messages;
+    use condense_store::replay::replay_branch;
+    use condense_store::session::Session;
 
     fn small(shape: Shape, pruned: bool) -> SynthOptions {
         SynthOptions {
@@ -1780,10 +1782,13 @@ mod tests {
                 assert!(s.problems.is_empty(), "{shape} {pruned}: {:?}", s.problems);
                 assert_eq!(s.entries.len(), synth.stats.entries);
                 assert_eq!(s.header.as_ref().unwrap().id, synth.session_id);
-                assert_eq!(s.entries[0].kind, crate::session::EntryType::ModelChange);
+                assert_eq!(
+                    s.entries[0].kind,
+                    condense_store::session::EntryType::ModelChange
+                );
                 assert_eq!(
                     s.entries[1].kind,
-                    crate::session::EntryType::ThinkingLevelChange
+                    condense_store::session::EntryType::ThinkingLevelChange
                 );
                 // Every entry is on the one branch, and the reader builds the
                 // very messages the generator fed the pipeline.
@@ -1909,7 +1914,7 @@ mod tests {
             .iter()
             .find(|r| r.spill_path.is_some())
             .unwrap();
-        let text = crate::spill::read_spill(&blobs, rec).unwrap();
+        let text = condense_store::spill::read_spill(&blobs, rec).unwrap();
         assert!(text.len() > 65_536);
     }
 }
