@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use condense_core::capture_pending;
+use condense_core::ModelRef;
 use condense_core::{apply_chains, plan_chains};
 use condense_core::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, Notice,
@@ -20,8 +21,8 @@ use condense_core::{
 use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use condense_store::append::{Appender, LockMode};
 use condense_summarizer::{
-    Anthropic, AnthropicConfig, ApiKey, CancelToken, Extractive, ModelRef, OpenAiCompatible,
-    OpenAiConfig, Provider, RunOptions, Summarizer, SummarizerSettings, Target,
+    Anthropic, AnthropicConfig, ApiKey, CancelToken, Extractive, OpenAiCompatible, OpenAiConfig,
+    Provider, RunOptions, Summarizer, SummarizerSettings, Target,
 };
 
 use crate::load::{load, Loaded};
@@ -278,14 +279,7 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
         },
     ));
     progress.finish_and_clear();
-    notices.extend(run.notices.iter().map(|n| Notice {
-        level: match n.level {
-            condense_summarizer::NoticeLevel::Info => NoticeLevel::Info,
-            condense_summarizer::NoticeLevel::Warning => NoticeLevel::Warning,
-            condense_summarizer::NoticeLevel::Error => NoticeLevel::Error,
-        },
-        text: n.text.clone(),
-    }));
+    notices.extend(run.notices.iter().cloned());
     let flushed = apply_flush(plan, run.results, &mut state, &config);
     report.summarized_batches = flushed.summarized_batches;
     report.summarized_calls = flushed.summarized_calls;

@@ -224,7 +224,7 @@ fn analyze(path: &Path, config: &Config, protection: &Protection) -> Outcome {
     };
     drop(r);
     walk(&messages, &state, &mut f);
-    f.metrics = compute_context_metrics(&messages, state.frontier.as_ref(), &state, protection);
+    f.metrics = compute_context_metrics(&messages, state.frontier(), &state, protection);
     Outcome::Read(f)
 }
 

@@ -53,12 +53,12 @@ pub fn status_value(loaded: &Loaded) -> Value {
     };
     let metrics = compute_context_metrics(
         &loaded.messages,
-        loaded.state.frontier.as_ref(),
+        loaded.state.frontier(),
         &loaded.state,
         &loaded.protection,
     );
     let (batches, calls, raw) = pending(loaded);
-    let stats = &loaded.state.stats;
+    let stats = loaded.state.stats();
     let c = &loaded.config;
     json!({
         "session": loaded.path.display().to_string(),
@@ -88,7 +88,7 @@ pub fn status_value(loaded: &Loaded) -> Value {
             "largestChainSharePct": metrics.largest_chain_share_pct,
             "frontierGapTokens": metrics.frontier_gap_tokens,
         },
-        "frontier": loaded.state.frontier.as_ref().map(|f| serde_json::to_value(f).unwrap_or(Value::Null)),
+        "frontier": loaded.state.frontier().map(|f| serde_json::to_value(f).unwrap_or(Value::Null)),
         "pending": { "batches": batches, "toolCalls": calls, "rawChars": raw },
         "totals": {
             "messages": loaded.messages.len(),
@@ -180,7 +180,7 @@ pub fn status(loaded: &Loaded, as_json: bool) -> Result<(), CliError> {
 
 /// `condense stats`.
 pub fn stats(loaded: &Loaded, as_json: bool) -> Result<(), CliError> {
-    let s = &loaded.state.stats;
+    let s = loaded.state.stats();
     if as_json {
         let v = json!({
             "calls": s.call_count, "inputTokens": s.total_input_tokens, "outputTokens": s.total_output_tokens,

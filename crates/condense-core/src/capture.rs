@@ -310,7 +310,7 @@ pub fn capture_pending(
     mode: BatchingMode,
     now: i64,
 ) -> Vec<CapturedBatch> {
-    let frontier = state.frontier.as_ref();
+    let frontier = state.frontier();
     let batches = capture_branch(messages, entry_timestamps, state, protection, now)
         .into_iter()
         .filter_map(|b| trim_to_pending(b, state, frontier))

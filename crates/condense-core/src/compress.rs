@@ -25,9 +25,10 @@ use serde_json::Value;
 use crate::chains::{detect_chains, select_eligible, with_closing_message, ChainRange};
 use crate::config::Config;
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
-use crate::flush::{head_preview, FlushEffect, JobResult, Notice, NoticeLevel, WrittenSpill};
+use crate::flush::{head_preview, FlushEffect, JobResult, WrittenSpill};
 use crate::js::{js_len, js_prefix};
 use crate::message::{tool_result_text, Message, Role};
+use crate::notice::{Notice, NoticeLevel};
 use crate::occurrence::OccurrenceKey;
 use crate::protect::Protection;
 use crate::records::{ChainEntry, ToolCallRecord};
@@ -473,13 +474,13 @@ pub fn apply_chains(
                 let fused = job.and_then(|j| fusion.get_mut(j).and_then(Option::take));
                 let text = match fused {
                     Some(JobResult::Summary { text, usage }) => {
-                        state.stats.add_usage(&usage);
-                        state.stats.ranges_summarized += 1;
+                        state.stats_mut().add_usage(&usage);
+                        state.stats_mut().ranges_summarized += 1;
                         (!text.trim().is_empty()).then_some(text)
                     }
                     Some(JobResult::Unusable { usage: Some(u) })
                     | Some(JobResult::Failed { usage: Some(u), .. }) => {
-                        state.stats.add_usage(&u);
+                        state.stats_mut().add_usage(&u);
                         None
                     }
                     _ => None,
@@ -533,13 +534,13 @@ pub fn apply_chains(
             extra: Default::default(),
         };
         state.register_chain(entry.clone());
-        state.stats.chains_compressed += 1;
+        state.stats_mut().chains_compressed += 1;
         out.effects.push(FlushEffect::Chain(entry.clone()));
         out.compressed.push(entry);
     }
     if !out.compressed.is_empty() {
         // One stats snapshot after all the chains, as pi-condense writes it.
-        out.effects.push(FlushEffect::Stats(state.stats.clone()));
+        out.effects.push(FlushEffect::Stats(state.stats().clone()));
         let ids: Vec<&str> = out.compressed.iter().map(|c| c.block_id.as_str()).collect();
         let noun = if ids.len() == 1 { "chain" } else { "chains" };
         out.notices.push(Notice {

@@ -20,14 +20,10 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::thinking_level::ThinkingLevel;
+
 /// The key of the condense block in pi's `settings.json`.
 pub const SETTINGS_KEY: &str = "contextPrune";
-
-/// The values `summarizerThinking` may take, in the order the settings overlay
-/// cycles them. `default` means "whatever the summarizer model uses".
-pub const SUMMARIZER_THINKING_LEVELS: [&str; 7] = [
-    "default", "off", "minimal", "low", "medium", "high", "xhigh",
-];
 
 /// What `pruneOn` may say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +128,7 @@ pub struct Config {
     pub show_prune_status_line: bool,
     /// `summarizerModel`: `default` (the session's model) or `provider/id`.
     pub summarizer_model: String,
-    /// `summarizerThinking`: one of [`SUMMARIZER_THINKING_LEVELS`].
+    /// `summarizerThinking`: a [`ThinkingLevel`]'s spelling (`default`, …).
     pub summarizer_thinking: String,
     /// `pruneOn`: when a flush happens.
     pub prune_on: PruneOn,
@@ -509,7 +505,7 @@ impl Normalizer {
                     Some(obj),
                     "summarizerThinking",
                     d.summarizer_thinking.as_str(),
-                    |s| SUMMARIZER_THINKING_LEVELS.into_iter().find(|l| *l == s),
+                    |s| ThinkingLevel::parse(s).map(ThinkingLevel::as_str),
                     |l| l,
                 )
                 .to_owned(),

@@ -12,6 +12,7 @@ use crate::capture::CapturedBatch;
 use crate::config::Config;
 use crate::dedup::content_hash;
 use crate::js::js_len;
+use crate::notice::{Notice, NoticeLevel};
 use crate::occurrence::OccurrenceKey;
 use crate::records::{
     ChainEntry, Frontier, FrontierOutcome, SummarizerStats, SummaryRef, ToolCallRecord,
@@ -112,26 +113,6 @@ pub enum FlushEffect {
     Frontier(Frontier),
     /// The cumulative stats snapshot (`context-prune-stats`).
     Stats(SummarizerStats),
-}
-
-/// What a flush tells the user (the host decides how to show it).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Notice {
-    /// `info`, `warning` or `error`.
-    pub level: NoticeLevel,
-    /// The text.
-    pub text: String,
-}
-
-/// A notice's severity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoticeLevel {
-    /// Informational.
-    Info,
-    /// Something degraded.
-    Warning,
-    /// Something failed.
-    Error,
 }
 
 /// How a batch is handled.
@@ -344,7 +325,7 @@ pub fn apply_flush(
                             _ => None,
                         };
                         if let Some(u) = usage {
-                            state.stats.add_usage(&u);
+                            state.stats_mut().add_usage(&u);
                             stats_changed = true;
                         }
                         failure = Some(match other {
@@ -361,7 +342,7 @@ pub fn apply_flush(
                         break;
                     }
                 };
-                state.stats.add_usage(&usage);
+                state.stats_mut().add_usage(&usage);
                 stats_changed = true;
                 let batch = &pb.remaining;
                 let keys: Vec<OccurrenceKey> = batch.calls.iter().map(|c| c.key()).collect();
@@ -477,13 +458,13 @@ pub fn apply_flush(
             outcome,
             extra: Default::default(),
         };
-        state.frontier = Some(frontier.clone());
+        state.set_frontier(frontier.clone());
         r.effects.push(FlushEffect::Frontier(frontier));
-        r.effects.push(FlushEffect::Stats(state.stats.clone()));
+        r.effects.push(FlushEffect::Stats(state.stats().clone()));
         r.outcome = FlushOutcome::Processed(outcome);
     } else {
         if stats_changed {
-            r.effects.push(FlushEffect::Stats(state.stats.clone()));
+            r.effects.push(FlushEffect::Stats(state.stats().clone()));
         }
         r.outcome = FlushOutcome::SummarizerFailed(failure.clone().unwrap_or_default());
     }

@@ -15,10 +15,13 @@ mod config;
 mod dedup;
 mod diagnostics;
 mod flush;
+mod format;
 mod fxhash;
 mod js;
 mod message;
 mod metrics;
+mod model_ref;
+mod notice;
 mod occurrence;
 mod protect;
 mod query;
@@ -26,7 +29,9 @@ mod records;
 mod refs;
 mod render;
 mod state;
+mod state_builder;
 mod text;
+mod thinking_level;
 
 // The message model.
 pub use message::{
@@ -39,15 +44,18 @@ pub use text::SharedText;
 // Settings and protection.
 pub use config::{
     replace_context_prune, BatchingMode, ChainCompressionConfig, Config, ConfigWarning, PruneOn,
-    PurgeErrorsConfig, ThinkingStripConfig, SETTINGS_KEY, SUMMARIZER_THINKING_LEVELS,
+    PurgeErrorsConfig, ThinkingStripConfig, SETTINGS_KEY,
 };
+pub use model_ref::ModelRef;
 pub use protect::Protection;
+pub use thinking_level::ThinkingLevel;
 
 // The pruning state and what is persisted of it.
 pub use records::{
     ChainEntry, Frontier, FrontierOutcome, SummarizerStats, SummaryRef, ToolCallRecord,
 };
 pub use state::{State, SummaryBody};
+pub use state_builder::StateBuilder;
 
 // Rendering what the model sees.
 pub use diagnostics::{Diagnostic, DiagnosticKind, DiagnosticSink};
@@ -70,8 +78,7 @@ pub use capture::{
 pub use dedup::{content_hash, normalize as normalize_for_hash};
 pub use flush::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, FlushPlan,
-    FlushResult, JobResult, Notice, NoticeLevel, PlannedBatch, Slot, SpillPlan, SummaryJob, Usage,
-    WrittenSpill,
+    FlushResult, JobResult, PlannedBatch, Slot, SpillPlan, SummaryJob, Usage, WrittenSpill,
 };
 pub use refs::substitute_inline_refs;
 
@@ -85,6 +92,10 @@ pub use budget::{
     MAX_BUDGET_WINDOW,
 };
 pub use metrics::{compute_context_metrics, ContextMetrics};
+
+// What the user is told, and how numbers read.
+pub use format::format_count;
+pub use notice::{Notice, NoticeLevel};
 
 // JavaScript string lengths, the unit every threshold shared with pi-condense
 // is measured in.

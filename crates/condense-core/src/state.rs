@@ -116,9 +116,9 @@ pub struct State {
     chains: BTreeMap<i64, ChainEntry>,
     next_block: u64,
     /// The last attempted prune boundary.
-    pub frontier: Option<Frontier>,
+    frontier: Option<Frontier>,
     /// Cumulative summarizer usage.
-    pub stats: SummarizerStats,
+    stats: SummarizerStats,
 }
 
 impl State {
@@ -129,6 +129,33 @@ impl State {
             next_block: 1,
             ..State::default()
         }
+    }
+
+    // ---- frontier and stats --------------------------------------------------
+
+    /// The last attempted prune boundary, if a flush ever attempted one.
+    pub fn frontier(&self) -> Option<&Frontier> {
+        self.frontier.as_ref()
+    }
+
+    /// Records the last attempted prune boundary (replacing the previous one).
+    pub fn set_frontier(&mut self, frontier: Frontier) {
+        self.frontier = Some(frontier);
+    }
+
+    /// Cumulative summarizer usage.
+    pub fn stats(&self) -> &SummarizerStats {
+        &self.stats
+    }
+
+    /// Replaces the cumulative summarizer usage (with a persisted snapshot).
+    pub fn set_stats(&mut self, stats: SummarizerStats) {
+        self.stats = stats;
+    }
+
+    /// The cumulative usage, for a flush to add its calls to.
+    pub(crate) fn stats_mut(&mut self) -> &mut SummarizerStats {
+        &mut self.stats
     }
 
     fn occurrence(&self, id: &str, ts: Option<i64>) -> Option<&Occurrence> {

@@ -2,8 +2,8 @@
 //! nested objects, warnings, and the unknown-key round trip.
 
 use condense_core::{
-    replace_context_prune, BatchingMode, Config, ConfigWarning, PruneOn, SETTINGS_KEY,
-    SUMMARIZER_THINKING_LEVELS,
+    replace_context_prune, BatchingMode, Config, ConfigWarning, PruneOn, ThinkingLevel,
+    SETTINGS_KEY,
 };
 use serde_json::{json, Value};
 
@@ -374,7 +374,7 @@ fn defaults_and_their_camel_case_form() {
 
 #[test]
 fn every_thinking_level_is_accepted() {
-    for level in SUMMARIZER_THINKING_LEVELS {
+    for level in ThinkingLevel::ALL.map(ThinkingLevel::as_str) {
         let (c, w) = Config::from_settings_value(&json!({ "summarizerThinking": level }));
         assert_eq!(c.summarizer_thinking, level);
         assert!(w.is_empty());

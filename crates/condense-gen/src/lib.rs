@@ -1526,12 +1526,12 @@ impl<'a> Writer<'a> {
         let config = &opts.config;
         let metrics = compute_context_metrics(
             &self.messages,
-            self.state.frontier.as_ref(),
+            self.state.frontier(),
             &self.state,
             &self.protection,
         );
         let now = self.tick(2, 20);
-        let frontier = self.state.frontier.clone();
+        let frontier = self.state.frontier().cloned();
         let batches: Vec<_> = capture_branch(
             &self.messages,
             &self.entry_ts,
@@ -1831,9 +1831,9 @@ mod tests {
         assert_eq!(synth.stats.summaries, 75);
         // Budget flushes at 10, 20, …, 70 and at the tail's start (75).
         assert_eq!(synth.stats.flushes, 8);
-        let f = state.frontier.as_ref().unwrap();
+        let f = state.frontier().unwrap();
         assert_eq!(f.last_attempted_turn_index, 74);
-        assert_eq!(state.stats.call_count, 75);
+        assert_eq!(state.stats().call_count, 75);
     }
 
     #[test]

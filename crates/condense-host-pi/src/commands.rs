@@ -30,8 +30,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use condense_core::compute_context_metrics;
 use condense_core::OccurrenceKey;
 use condense_core::TriggerKind;
+use condense_core::{format_count, BatchingMode, Config, PruneOn, ThinkingLevel};
 use condense_core::{js_len, js_prefix};
-use condense_core::{BatchingMode, Config, PruneOn, SUMMARIZER_THINKING_LEVELS};
 use condense_core::{JobResult, NoticeLevel, Slot};
 use condense_summarizer::{CancelToken, ProgressEvent, RunOptions, Summarizer};
 use serde_json::{json, Value};
@@ -170,28 +170,6 @@ fn plural(n: u64) -> &'static str {
     }
 }
 
-/// `x.toFixed(1)` for a non-negative `x` (JavaScript rounds an exact tie up,
-/// Rust's formatting to even; ties are the quarters `j/4` with `j` odd).
-fn to_fixed1(x: f64) -> String {
-    let q = x * 4.0;
-    if q.fract() == 0.0 && q < 9.0e15 && (q as i64) % 2 == 1 {
-        let tenths = (q as i64 * 10 + 2) / 4;
-        return format!("{}.{}", tenths / 10, tenths % 10);
-    }
-    format!("{x:.1}")
-}
-
-/// `1.2k`, `3.4M`, `340`: pi-condense's compact counts.
-pub fn count(n: u64) -> String {
-    if n >= 1_000_000 {
-        format!("{}M", to_fixed1(n as f64 / 1_000_000.0))
-    } else if n >= 1000 {
-        format!("{}k", to_fixed1(n as f64 / 1000.0))
-    } else {
-        n.to_string()
-    }
-}
-
 /// `$0.003`, or `<$0.001` for a positive amount below a tenth of a cent.
 pub fn format_cost(cost: f64) -> String {
     if cost > 0.0 && cost < 0.001 {
@@ -250,17 +228,7 @@ fn parse_count(text: &str) -> Option<u64> {
 }
 
 fn thinking_label(level: &str) -> String {
-    match level {
-        "default" => "Default".to_owned(),
-        "xhigh" => "XHigh".to_owned(),
-        other => {
-            let mut c = other.chars();
-            match c.next() {
-                Some(f) => f.to_uppercase().chain(c).collect(),
-                None => String::new(),
-            }
-        }
-    }
+    ThinkingLevel::parse(level).map_or_else(|| level.to_owned(), |l| l.label().to_owned())
 }
 
 fn prune_on_label(m: PruneOn) -> &'static str {
@@ -389,30 +357,25 @@ pub fn status_text(e: &Engine) -> String {
         on_off(c.dedup_by_content_hash),
         on_off(c.show_prune_status_line),
     );
-    let s = &e.state.stats;
+    let s = e.state.stats();
     if s.call_count > 0 {
         t.push_str(&format!(
             "\n  --- summarizer ---\n  calls:       {}\n  input:       {} tokens\n  output:      {} tokens\n  cost:        {}",
             s.call_count,
-            count(s.total_input_tokens),
-            count(s.total_output_tokens),
+            format_count(s.total_input_tokens),
+            format_count(s.total_output_tokens),
             format_cost(s.total_cost)
         ));
     } else {
         t.push_str("\n  (no summarizer calls yet)");
     }
     // Measured now, not the cached snapshot: status is rare and should be exact.
-    let m = compute_context_metrics(
-        e.messages(),
-        e.state.frontier.as_ref(),
-        &e.state,
-        e.protection(),
-    );
+    let m = compute_context_metrics(e.messages(), e.state.frontier(), &e.state, e.protection());
     t.push_str(&format!(
         "\n  --- context ---\n  thinking:     {} tokens (open segment)\n  chain share:  {}%\n  frontier gap: {} tokens",
-        count(m.open_cycle_thinking_tokens),
+        format_count(m.open_cycle_thinking_tokens),
         m.largest_chain_share_pct,
-        count(m.frontier_gap_tokens)
+        format_count(m.frontier_gap_tokens)
     ));
     if e.is_rearmed() {
         t.push_str("\n  rearmed:      yes");
@@ -422,15 +385,15 @@ pub fn status_text(e: &Engine) -> String {
 
 /// `/pruner stats`.
 pub fn stats_text(e: &Engine) -> String {
-    let s = &e.state.stats;
+    let s = e.state.stats();
     if s.call_count == 0 && s.chains_compressed == 0 {
         return "pruner stats: no summarizer calls yet.".to_owned();
     }
     let mut t = format!(
         "pruner stats:\n  calls:       {}\n  input:       {} tokens\n  output:      {} tokens\n  cost:        {}",
         s.call_count,
-        count(s.total_input_tokens),
-        count(s.total_output_tokens),
+        format_count(s.total_input_tokens),
+        format_count(s.total_output_tokens),
         format_cost(s.total_cost)
     );
     if s.chains_compressed > 0 {
@@ -445,7 +408,7 @@ pub fn stats_text(e: &Engine) -> String {
 // ---- model, thinking, prune-on, batching ------------------------------------------
 
 fn thinking_levels() -> String {
-    SUMMARIZER_THINKING_LEVELS.join(", ")
+    ThinkingLevel::ALL.map(ThinkingLevel::as_str).join(", ")
 }
 
 fn model(e: &mut Engine, arg: &str) -> Effects {
@@ -463,7 +426,7 @@ fn model(e: &mut Engine, arg: &str) -> Effects {
         None => (arg, None),
         Some(i) => {
             let (m, suffix) = (&arg[..i], &arg[i + 1..]);
-            if m.is_empty() || !SUMMARIZER_THINKING_LEVELS.contains(&suffix) {
+            if m.is_empty() || ThinkingLevel::parse(suffix).is_none() {
                 return vec![warn(format!(
                     "Invalid model thinking suffix: {suffix}. Use one of: {}.",
                     thinking_levels()
@@ -492,7 +455,7 @@ fn thinking(e: &mut Engine, arg: &str) -> Effects {
             thinking_label(t)
         ))];
     }
-    if !SUMMARIZER_THINKING_LEVELS.contains(&arg) {
+    if ThinkingLevel::parse(arg).is_none() {
         return vec![warn(format!(
             "Invalid summarizer thinking level: {arg}. Use one of: {}.",
             thinking_levels()
@@ -735,15 +698,7 @@ struct Setting {
     kind: Kind,
 }
 
-const THINKING_CHOICES: &[(&str, &str)] = &[
-    ("default", "Default"),
-    ("off", "Off"),
-    ("minimal", "Minimal"),
-    ("low", "Low"),
-    ("medium", "Medium"),
-    ("high", "High"),
-    ("xhigh", "XHigh"),
-];
+const THINKING_CHOICES: &[(&str, &str)] = &ThinkingLevel::CHOICES;
 const PRUNE_ON_CHOICES: &[(&str, &str)] = &[
     ("agent-message", "On agent message"),
     ("on-demand", "On demand"),
@@ -1203,16 +1158,19 @@ pub fn tree_text(e: &Engine, env: CommandEnv) -> String {
         out.push_str(&format!(
             "\n[pruner] Turn {turn} summary ({n} tool{} · {} chars · original {})",
             plural(n),
-            count(js_len(&body.text) as u64),
-            count(original)
+            format_count(js_len(&body.text) as u64),
+            format_count(original)
         ));
         if let Some(r) = records.first() {
             out.push_str(&format!(" · {}", local_time(r.timestamp, env)));
         }
         for r in records {
             let size = match r.spill_bytes {
-                Some(b) => format!("{} bytes", count(b)),
-                None => format!("{} chars", count(js_len(&r.result_text.to_str()) as u64)),
+                Some(b) => format!("{} bytes", format_count(b)),
+                None => format!(
+                    "{} chars",
+                    format_count(js_len(&r.result_text.to_str()) as u64)
+                ),
             };
             out.push_str(&format!(
                 "\n  {}({}) · {size}{}",
@@ -1244,9 +1202,9 @@ struct Row {
 fn char_progress(received: u64, raw: u64) -> String {
     format!(
         "{} summary char{} / {} raw char{}",
-        count(received),
+        format_count(received),
         plural(received),
-        count(raw),
+        format_count(raw),
         plural(raw)
     )
 }
@@ -1522,8 +1480,9 @@ async fn compact(host: &dyn CommandHost) -> Effects {
 mod tests {
     use std::sync::{Arc, Mutex};
 
+    use condense_core::ModelRef;
     use condense_store::time::format_iso;
-    use condense_summarizer::{Extractive, ModelRef, SummarizerSettings, Target};
+    use condense_summarizer::{Extractive, SummarizerSettings, Target};
 
     use super::*;
     use crate::engine::StartParams;
@@ -1704,11 +1663,13 @@ mod tests {
         );
         {
             let mut e = h.engine();
-            e.state.stats.call_count = 3;
-            e.state.stats.total_input_tokens = 12_345;
-            e.state.stats.total_output_tokens = 250;
-            e.state.stats.total_cost = 0.0031;
-            e.state.stats.chains_compressed = 2;
+            let mut stats = e.state.stats().clone();
+            stats.call_count = 3;
+            stats.total_input_tokens = 12_345;
+            stats.total_output_tokens = 250;
+            stats.total_cost = 0.0031;
+            stats.chains_compressed = 2;
+            e.state.set_stats(stats);
         }
         assert_eq!(
             texts(&cmd(&h, "stats")),
@@ -1716,10 +1677,14 @@ mod tests {
         );
         assert_eq!(format_cost(0.0004), "<$0.001");
         assert_eq!(format_cost(0.0), "$0.000");
-        assert_eq!(count(1250), "1.3k", "JavaScript rounds the tie up");
-        assert_eq!(count(1150), "1.1k", "1.15 is below the tie in binary");
-        assert_eq!(count(2_500_000), "2.5M");
-        assert_eq!(count(999), "999");
+        assert_eq!(format_count(1250), "1.3k", "JavaScript rounds the tie up");
+        assert_eq!(
+            format_count(1150),
+            "1.1k",
+            "1.15 is below the tie in binary"
+        );
+        assert_eq!(format_count(2_500_000), "2.5M");
+        assert_eq!(format_count(999), "999");
     }
 
     #[test]

@@ -12,7 +12,6 @@
 
 use std::path::PathBuf;
 
-use condense_core::DiagnosticSink;
 use condense_core::Message;
 use condense_core::Protection;
 use condense_core::State;
@@ -27,6 +26,7 @@ use condense_core::{
 };
 use condense_core::{compute_context_metrics, ContextMetrics};
 use condense_core::{flush_trigger, BudgetGate, TriggerKind};
+use condense_core::{format_count, DiagnosticSink};
 use condense_core::{render, PlanStep, RenderSettings};
 use condense_core::{Config, PruneOn};
 use condense_store::effects::{entry_for, NewEntry};
@@ -242,7 +242,7 @@ impl Engine {
         self.messages = ctx.messages;
         let (state, _problems) = condense_store::replay::replay_branch(&branch);
         self.state = state;
-        self.cost_baseline = self.state.stats.clone();
+        self.cost_baseline = self.state.stats().clone();
         // The id is the session's to claim: sanitized, so a crafted one
         // cannot move spills out of the session directory.
         self.blob_dir = p.session_dir.map(|d| {
@@ -312,7 +312,7 @@ impl Engine {
     fn refresh_metrics(&mut self) {
         self.metrics = compute_context_metrics(
             &self.messages,
-            self.state.frontier.as_ref(),
+            self.state.frontier(),
             &self.state,
             &self.protection,
         );
@@ -335,7 +335,11 @@ impl Engine {
             } else {
                 0.0
             };
-            format!("prune: ON · {}->{} (-{pct}%)", compact(b), compact(a))
+            format!(
+                "prune: ON · {}->{} (-{pct}%)",
+                format_count(b),
+                format_count(a)
+            )
         } else {
             "prune: ON".to_owned()
         };
@@ -344,8 +348,8 @@ impl Engine {
         if m.frontier_gap_tokens > 0 {
             s.push_str(&format!(
                 " · think {} · gap {} · chain {}%",
-                compact(m.open_cycle_thinking_tokens),
-                compact(m.frontier_gap_tokens),
+                format_count(m.open_cycle_thinking_tokens),
+                format_count(m.frontier_gap_tokens),
                 m.largest_chain_share_pct
             ));
         }
@@ -433,7 +437,7 @@ impl Engine {
                 &self.protection,
             );
             let batch = self.spill(batch, &mut out);
-            if let Some(b) = trim_to_pending(batch, &self.state, self.state.frontier.as_ref()) {
+            if let Some(b) = trim_to_pending(batch, &self.state, self.state.frontier()) {
                 self.pending.push(b);
                 pushed = true;
                 if self.config.show_prune_status_line {
@@ -624,7 +628,7 @@ impl Engine {
                 "largestChainSharePct": step.metrics.largest_chain_share_pct,
                 "frontierGapTokens": step.metrics.frontier_gap_tokens,
             }}}));
-        let s = &self.state.stats;
+        let s = self.state.stats();
         let b = &self.cost_baseline;
         out.push(
             json!({"kind": "cost", "totalCost": s.total_cost - b.total_cost,
@@ -688,7 +692,7 @@ impl Engine {
             }
         }
         if !r.compressed.is_empty() {
-            let s = &self.state.stats;
+            let s = self.state.stats();
             let b = &self.cost_baseline;
             out.push(
                 json!({"kind": "cost", "totalCost": s.total_cost - b.total_cost,
@@ -770,16 +774,5 @@ impl Engine {
         self.protection = Protection::new(&config);
         self.config = config;
         json!({"kind": "saveSettings", "contextPrune": block})
-    }
-}
-
-/// `12.3k` style counts for the footer.
-pub fn compact(n: u64) -> String {
-    if n >= 1_000_000 {
-        format!("{:.1}M", n as f64 / 1_000_000.0)
-    } else if n >= 1000 {
-        format!("{:.1}k", n as f64 / 1000.0)
-    } else {
-        n.to_string()
     }
 }

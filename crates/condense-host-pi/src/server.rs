@@ -16,10 +16,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use condense_core::Message;
+use condense_core::ModelRef;
 use condense_core::TriggerKind;
 use condense_core::{SummaryJob, Usage};
 use condense_summarizer::{
-    CancelToken, Completion, CompletionRequest, EventSink, FallbackController, ModelRef, Provider,
+    CancelToken, Completion, CompletionRequest, EventSink, FallbackController, Provider,
     ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
 };
 use serde_json::{json, Value};

@@ -112,7 +112,7 @@ fn flush(c: &mut Criterion) {
     };
     let protection = Protection::new(&config);
     let capture = || {
-        let frontier = state.frontier.clone();
+        let frontier = state.frontier().cloned();
         let batches: Vec<_> = capture_branch(&messages, &entry_ts, &state, &protection, 0)
             .into_iter()
             .filter_map(|b| trim_to_pending(b, &state, frontier.as_ref()))

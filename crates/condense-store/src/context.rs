@@ -23,21 +23,12 @@
 
 use std::collections::BTreeMap;
 
-use condense_core::{Message, Role};
+use condense_core::{Message, ModelRef, Role};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::session::{Entry, EntryType, Session};
 use crate::time::parse_iso;
-
-/// The model the branch was last using.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ModelRef {
-    /// Provider name (e.g. `anthropic`).
-    pub provider: String,
-    /// Model id within the provider.
-    pub model_id: String,
-}
 
 /// What pi's `buildSessionContext` returns for a branch.
 #[derive(Debug, Clone, Default)]
@@ -262,16 +253,16 @@ fn model(branch: &[&Entry]) -> Option<ModelRef> {
     })?;
     if entry.kind == EntryType::ModelChange {
         let m: ModelChange = serde_json::from_str(entry.raw()).ok()?;
-        Some(ModelRef {
-            provider: m.provider.unwrap_or_default(),
-            model_id: m.model_id.unwrap_or_default(),
-        })
+        Some(ModelRef::new(
+            m.provider.unwrap_or_default(),
+            m.model_id.unwrap_or_default(),
+        ))
     } else {
         let m: AssistantModel = serde_json::from_str(entry.message.as_ref()?.json()).ok()?;
-        Some(ModelRef {
-            provider: m.provider.unwrap_or_default(),
-            model_id: m.model.unwrap_or_default(),
-        })
+        Some(ModelRef::new(
+            m.provider.unwrap_or_default(),
+            m.model.unwrap_or_default(),
+        ))
     }
 }
 
@@ -360,23 +351,11 @@ mod tests {
         );
         assert_eq!(ctx.entry_ids, vec!["c", "u2", "b1", "a"]);
         assert_eq!(ctx.thinking_level, "high");
-        assert_eq!(
-            ctx.model,
-            Some(ModelRef {
-                provider: "q".into(),
-                model_id: "m2".into()
-            })
-        );
+        assert_eq!(ctx.model, Some(ModelRef::new("q", "m2")));
 
         // On the branch ending before the assistant, the model_change wins.
         let ctx = s.context(Some("b1"));
-        assert_eq!(
-            ctx.model,
-            Some(ModelRef {
-                provider: "p".into(),
-                model_id: "m1".into()
-            })
-        );
+        assert_eq!(ctx.model, Some(ModelRef::new("p", "m1")));
     }
 
     #[test]

@@ -22,8 +22,8 @@ use crate::entries::{
     CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
     CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY,
 };
-use condense_core::State;
 use condense_core::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
+use condense_core::{State, StateBuilder};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -127,20 +127,19 @@ pub fn summary_text_of(content: &Value) -> String {
     }
 }
 
-/// The fold both entry points share: the state being built, what was
-/// skipped, and the dedup aliases (applied last).
+/// The fold both entry points share: the state being built (core's
+/// [`StateBuilder`] applies each piece in replay's order) and what was
+/// skipped.
 struct Fold {
-    state: State,
+    state: StateBuilder,
     problems: Vec<ReplayProblem>,
-    aliases: Vec<(OccurrenceKey, OccurrenceKey)>,
 }
 
 impl Fold {
     fn new() -> Self {
         Fold {
-            state: State::new(),
+            state: StateBuilder::new(),
             problems: Vec::new(),
-            aliases: Vec::new(),
         }
     }
 
@@ -162,7 +161,7 @@ impl Fold {
     ) {
         match record {
             Ok(r) => {
-                self.state.add_record(r, !backfilled);
+                self.state.record(r, backfilled);
             }
             Err(e) => self.problem(position, custom_type, format!("bad tool call record: {e}")),
         }
@@ -185,13 +184,15 @@ impl Fold {
                             .into_iter()
                             .filter_map(|r| serde_json::from_value(r).ok())
                             .collect();
-                        self.state.register_summary_refs(&refs);
+                        self.state.backfill_refs(&refs);
                     }
                 }
                 Err(e) => self.problem(position, custom_type, format!("bad index payload: {e}")),
             },
             CUSTOM_TYPE_CHAIN => match ChainEntry::deserialize(data) {
-                Ok(c) if !c.block_id.is_empty() => self.state.register_chain(c),
+                Ok(c) if !c.block_id.is_empty() => {
+                    self.state.chain(c);
+                }
                 Ok(_) => self.problem(position, custom_type, "chain entry without blockId".into()),
                 Err(e) => self.problem(position, custom_type, format!("bad chain payload: {e}")),
             },
@@ -201,10 +202,12 @@ impl Fold {
                     original_tool_call_id: Some(orig),
                     new_result_timestamp,
                     original_result_timestamp,
-                }) if !new.is_empty() && !orig.is_empty() => self.aliases.push((
-                    OccurrenceKey::new(new, new_result_timestamp),
-                    OccurrenceKey::new(orig, original_result_timestamp),
-                )),
+                }) if !new.is_empty() && !orig.is_empty() => {
+                    self.state.dedup_alias(
+                        OccurrenceKey::new(new, new_result_timestamp),
+                        OccurrenceKey::new(orig, original_result_timestamp),
+                    );
+                }
                 Ok(_) => self.problem(position, custom_type, "dedup alias without ids".into()),
                 Err(e) => self.problem(
                     position,
@@ -220,14 +223,18 @@ impl Fold {
                     .is_some() =>
             {
                 match Frontier::deserialize(data) {
-                    Ok(f) => self.state.frontier = Some(f),
+                    Ok(f) => {
+                        self.state.frontier(f);
+                    }
                     Err(e) => {
                         self.problem(position, custom_type, format!("bad frontier payload: {e}"))
                     }
                 }
             }
             CUSTOM_TYPE_STATS => match SummarizerStats::deserialize(data) {
-                Ok(s) => self.state.stats = s,
+                Ok(s) => {
+                    self.state.stats(s);
+                }
                 Err(e) => self.problem(position, custom_type, format!("bad stats payload: {e}")),
             },
             _ => {}
@@ -237,17 +244,11 @@ impl Fold {
     /// A `context-prune-summary` custom message.
     fn summary(&mut self, content: &Value, details: &Value) {
         let refs = summary_refs_of(details);
-        self.state.register_summary_refs(&refs);
-        let text = summary_text_of(content);
-        self.state
-            .register_summary_body(refs.iter().map(SummaryRef::key).collect(), text);
+        self.state.summary(&refs, summary_text_of(content));
     }
 
-    fn finish(mut self) -> (State, Vec<ReplayProblem>) {
-        for (new, orig) in &self.aliases {
-            self.state.register_dedup_alias(new, orig);
-        }
-        (self.state, self.problems)
+    fn finish(self) -> (State, Vec<ReplayProblem>) {
+        (self.state.build(), self.problems)
     }
 }
 
@@ -351,7 +352,7 @@ pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayPro
                         .into_iter()
                         .filter_map(|r| from_raw(r.get()).ok())
                         .collect();
-                    fold.state.register_summary_refs(&refs);
+                    fold.state.backfill_refs(&refs);
                 }
                 continue;
             }

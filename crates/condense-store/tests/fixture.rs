@@ -129,7 +129,7 @@ fn context_messages_have_the_expected_roles_and_timestamps() {
     assert_eq!(ctx.thinking_level, "off");
     let model = ctx.model.unwrap();
     assert_eq!(
-        (model.provider.as_str(), model.model_id.as_str()),
+        (model.provider.as_str(), model.id.as_str()),
         ("fake", "fake-1")
     );
 

@@ -306,7 +306,7 @@ fn run_flush(
             .collect(),
         None => vec![None; messages.len()],
     };
-    let frontier = state.frontier.clone();
+    let frontier = state.frontier().cloned();
     let batches: Vec<_> = capture_branch(messages, &entry_ts, state, protection, now)
         .into_iter()
         .filter_map(|b| trim_to_pending(b, state, frontier.as_ref()))
@@ -606,16 +606,18 @@ fn run(case: &Value) -> Result<(), String> {
     if rendered(&next, &replayed, &config) != live {
         failures.push("after a restart (replaying the appended entries) the render differs".into());
     }
-    if replayed.frontier != run.state.frontier {
+    if replayed.frontier() != run.state.frontier() {
         failures.push(format!(
             "after a restart the frontier differs: live {:?}, replayed {:?}",
-            run.state.frontier, replayed.frontier
+            run.state.frontier(),
+            replayed.frontier()
         ));
     }
-    if replayed.stats != run.state.stats {
+    if replayed.stats() != run.state.stats() {
         failures.push(format!(
             "after a restart the stats differ: live {:?}, replayed {:?}",
-            run.state.stats, replayed.stats
+            run.state.stats(),
+            replayed.stats()
         ));
     }
 

@@ -134,7 +134,7 @@ fn every_fixture_flush_is_reproduced() {
             .collect();
         let (mut state, problems) = replay_branch(before);
         assert!(problems.is_empty(), "{problems:?}");
-        let frontier = state.frontier.clone();
+        let frontier = state.frontier().cloned();
         let batches: Vec<_> = capture_branch(&messages, &entry_ts, &state, &protection, 0)
             .into_iter()
             .filter_map(|b| trim_to_pending(b, &state, frontier.as_ref()))

@@ -141,9 +141,9 @@ fn reused_provider_ids_render_per_occurrence() {
     assert!(!state.has_legacy_bare_record("bash_1"));
     assert_eq!(state.next_short_ref(), 3);
     assert_eq!(state.chains().len(), 1);
-    assert_eq!(state.stats.chains_compressed, 1);
+    assert_eq!(state.stats().chains_compressed, 1);
     assert_eq!(
-        state.frontier.as_ref().map(|f| f.last_attempted_turn_index),
+        state.frontier().map(|f| f.last_attempted_turn_index),
         Some(2)
     );
 }
@@ -161,7 +161,7 @@ fn legacy_bare_id_records_render_and_fail_closed() {
     assert_eq!(state.next_short_ref(), 5);
     // A frontier without `outcome` defaults to summarized.
     assert_eq!(
-        state.frontier.as_ref().map(|f| f.outcome),
+        state.frontier().map(|f| f.outcome),
         Some(FrontierOutcome::Summarized)
     );
 }
@@ -228,7 +228,7 @@ fn flush_reused_ids(path: &Path) -> Flushed {
     };
     let protection = Protection::new(&config);
 
-    let frontier = state.frontier.clone();
+    let frontier = state.frontier().cloned();
     let batches: Vec<_> = capture_branch(&messages, &stamps, &state, &protection, NOW)
         .into_iter()
         .filter_map(|b| trim_to_pending(b, &state, frontier.as_ref()))
@@ -318,9 +318,9 @@ fn restart_renders_byte_identical_to_the_live_state() {
     let (state, problems) = replay_branch(&branch);
     assert!(problems.is_empty(), "{problems:?}");
     assert_same_render("restart", &live, &render_json(&messages, &state, &f.config));
-    assert_eq!(state.frontier, f.state.frontier);
-    assert_eq!(state.stats, f.state.stats);
-    assert_eq!(state.stats.chains_compressed, 2);
+    assert_eq!(state.frontier(), f.state.frontier());
+    assert_eq!(state.stats(), f.state.stats());
+    assert_eq!(state.stats().chains_compressed, 2);
 
     // The render compresses both chains and stubs the newly summarized result.
     let joined = live.join("\n");
@@ -336,8 +336,8 @@ fn facets(s: &State) -> String {
         s.records(),
         s.summary_bodies(),
         s.chains().collect::<Vec<_>>(),
-        s.frontier,
-        s.stats,
+        s.frontier(),
+        s.stats(),
         s.next_short_ref(),
         s.indexed_count()
     )
@@ -378,7 +378,7 @@ fn a_crash_mid_append_loses_only_the_torn_entry() {
     let (_, full_state) = replay_file(&path);
     assert_eq!(facets(&torn_state), facets(&before_state));
     // The torn entry was the last stats snapshot: it mattered.
-    assert_ne!(torn_state.stats, full_state.stats);
+    assert_ne!(torn_state.stats(), full_state.stats());
     let config = Config::default();
     let (messages, _) = branch_inputs(&torn.branch(None));
     assert_eq!(
@@ -390,13 +390,13 @@ fn a_crash_mid_append_loses_only_the_torn_entry() {
     // malformed middle line and the new entry reads back whole.
     {
         let mut app = Appender::open(&torn_path, LockMode::Try).expect("appender");
-        let stats = FlushEffect::Stats(full_state.stats.clone());
+        let stats = FlushEffect::Stats(full_state.stats().clone());
         append_effects(&mut app, &[stats], NOW + 10).expect("append");
     }
     let (healed, healed_state) = replay_file(&torn_path);
     let kinds: Vec<_> = healed.problems.iter().map(|p| (p.line, p.kind)).collect();
     assert_eq!(kinds, [(last_line_no, ProblemKind::Malformed)]);
-    assert_eq!(healed_state.stats, full_state.stats);
+    assert_eq!(healed_state.stats(), full_state.stats());
 }
 
 // ---- spill blobs ------------------------------------------------------------------

@@ -285,7 +285,7 @@ fn bug_replayed_total_cost_is_exact() {
     drop(app);
     let session = condense_store::Session::open(&path).expect("reopen");
     let (state, _) = condense_store::replay::replay_branch(&session.branch(None));
-    assert_eq!(state.stats.total_cost, stats.total_cost);
+    assert_eq!(state.stats().total_cost, stats.total_cost);
 }
 
 /// Not one of the five guarantees, but what makes guarantee 1 useful: an

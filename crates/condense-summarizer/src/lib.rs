@@ -16,9 +16,10 @@
 //!   results in job order, [`JobResult::NotRun`] after the first failure.
 //!
 //! Nothing here knows pi or files, nothing prints: user-facing messages come
-//! back as [`Notice`] values. Time comes from tokio (and an injected
+//! back as core [`Notice`] values. Time comes from tokio (and an injected
 //! [`Clock`] for the fallback), so tests run under paused time.
 //!
+//! [`Notice`]: condense_core::Notice
 //! [`SummaryJob`]: condense_core::SummaryJob
 //! [`JobResult`]: condense_core::JobResult
 //! [`JobResult::NotRun`]: condense_core::JobResult::NotRun
@@ -43,10 +44,9 @@ pub use fallback::{
     PROBE_COOLDOWN,
 };
 pub use http::{Anthropic, AnthropicConfig, ApiKey, OpenAiCompatible, OpenAiConfig, Pricing};
-pub use notice::{Notice, NoticeLevel};
 pub use provider::{
-    Completion, CompletionRequest, EventSink, ModelRef, Provider, ProviderError, ProviderErrorKind,
-    StopReason, StreamEvent, ThinkingLevel,
+    Completion, CompletionRequest, EventSink, Provider, ProviderError, ProviderErrorKind,
+    StopReason, StreamEvent,
 };
 pub use runner::{ProgressEvent, RunOptions, RunReport};
 pub use summarizer::{

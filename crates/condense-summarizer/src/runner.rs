@@ -22,9 +22,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::cancel::CancelToken;
-use crate::notice::Notice;
+use crate::notice;
 use crate::prompt::batch_user_message;
 use crate::summarizer::{FailureKind, JobOutcome, Summarizer};
+use condense_core::Notice;
 
 /// How a plan's jobs are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,7 +177,7 @@ impl Summarizer {
                                     usage: None,
                                 },
                                 failure: Some(FailureKind::Transient),
-                                notices: vec![Notice::failed("summarizer task failed")],
+                                notices: vec![notice::failed("summarizer task failed")],
                             })
                         }
                     };

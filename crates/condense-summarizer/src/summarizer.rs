@@ -12,12 +12,13 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::cancel::CancelToken;
 use crate::fallback::{FallbackController, Route, Transition};
-use crate::notice::Notice;
+use crate::notice;
 use crate::prompt::{batch_user_message, range_user_message};
 use crate::provider::{
-    CompletionRequest, EventSink, ModelRef, Provider, ProviderErrorKind, StopReason, StreamEvent,
-    ThinkingLevel,
+    CompletionRequest, EventSink, Provider, ProviderErrorKind, StopReason, StreamEvent,
 };
+use condense_core::Notice;
+use condense_core::{ModelRef, ThinkingLevel};
 
 /// The idle and ceiling timeouts of one provider call.
 ///
@@ -316,7 +317,7 @@ impl Summarizer {
         match first {
             Ok(success) => {
                 if controller.on_primary_success(choice.probe) == Transition::Recover {
-                    notices.push(Notice::fallback_recovered(&self.primary.model.label()));
+                    notices.push(notice::fallback_recovered(&self.primary.model.label()));
                 }
                 finish(Ok(success), None, notices)
             }
@@ -339,7 +340,7 @@ impl Summarizer {
     }
 
     fn entered_notice(&self, session: &Target) -> Notice {
-        Notice::fallback_entered(&self.primary.model.label(), &session.model.label())
+        notice::fallback_entered(&self.primary.model.label(), &session.model.label())
     }
 
     /// One call to `target`, with timeouts and the usable-summary guard.
@@ -508,10 +509,10 @@ fn finish(
             };
             match f.kind {
                 FailureKind::Transient if f.timed_out => {
-                    notices.push(Notice::timed_out(&f.message))
+                    notices.push(notice::timed_out(&f.message))
                 }
                 FailureKind::Transient | FailureKind::Auth => {
-                    notices.push(Notice::failed(&f.message))
+                    notices.push(notice::failed(&f.message))
                 }
                 FailureKind::Unusable | FailureKind::Aborted => {}
             }

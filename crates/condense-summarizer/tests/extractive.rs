@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use condense_core::substitute_inline_refs;
 use condense_core::CapturedBatch;
+use condense_core::ModelRef;
 use condense_core::SummaryRef;
 use condense_core::{JobResult, Usage};
 use condense_summarizer::prompt::batch_user_message;
 use condense_summarizer::{
-    CancelToken, Extractive, FailureKind, ModelRef, Summarizer, SummarizerSettings, Target,
+    CancelToken, Extractive, FailureKind, Summarizer, SummarizerSettings, Target,
 };
 use serde_json::json;
 use support::{batch, call};

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use condense_core::ModelRef;
 use condense_summarizer::{
-    FallbackController, ManualClock, ModelRef, Route, TargetChoice, Transition, PROBE_COOLDOWN,
+    FallbackController, ManualClock, Route, TargetChoice, Transition, PROBE_COOLDOWN,
 };
 
 const PRIMARY: TargetChoice = TargetChoice {

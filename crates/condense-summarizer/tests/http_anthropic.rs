@@ -5,10 +5,11 @@ mod support;
 use std::sync::Arc;
 
 use condense_core::{JobResult, Usage};
+use condense_core::{ModelRef, ThinkingLevel};
 use condense_summarizer::{
-    Anthropic, AnthropicConfig, ApiKey, CancelToken, CompletionRequest, FailureKind, ModelRef,
-    Pricing, Provider, ProviderErrorKind, StopReason, StreamEvent, Summarizer, SummarizerSettings,
-    Target, ThinkingLevel, Timeouts,
+    Anthropic, AnthropicConfig, ApiKey, CancelToken, CompletionRequest, FailureKind, Pricing,
+    Provider, ProviderErrorKind, StopReason, StreamEvent, Summarizer, SummarizerSettings, Target,
+    Timeouts,
 };
 use serde_json::json;
 use support::server::{event, End, Reply, ScriptedServer};

@@ -5,10 +5,11 @@ mod support;
 use std::sync::Arc;
 
 use condense_core::{JobResult, Usage};
+use condense_core::{ModelRef, ThinkingLevel};
 use condense_summarizer::{
-    ApiKey, CancelToken, CompletionRequest, FailureKind, ModelRef, OpenAiCompatible, OpenAiConfig,
-    Pricing, Provider, ProviderErrorKind, StopReason, StreamEvent, Summarizer, SummarizerSettings,
-    Target, ThinkingLevel, Timeouts,
+    ApiKey, CancelToken, CompletionRequest, FailureKind, OpenAiCompatible, OpenAiConfig, Pricing,
+    Provider, ProviderErrorKind, StopReason, StreamEvent, Summarizer, SummarizerSettings, Target,
+    Timeouts,
 };
 use serde_json::json;
 use support::server::{data, End, Reply, ScriptedServer};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use condense_core::JobResult;
 use condense_summarizer::{
-    CancelToken, CompletionRequest, Notice, ProgressEvent, ProviderError, RunOptions, RunReport,
+    CancelToken, CompletionRequest, ProgressEvent, ProviderError, RunOptions, RunReport,
     StopReason, Summarizer, SummarizerSettings,
 };
 use support::{jobs, Behavior, FakeProvider, USAGE};
@@ -120,7 +120,10 @@ async fn a_failure_stops_later_jobs_and_cancels_running_ones() {
     assert!(p.all_cancelled());
     // Jobs 0-2 ran to completion; jobs 4-7 were cancelled, not awaited.
     assert_eq!(start.elapsed(), Duration::from_secs(10));
-    assert_eq!(report.notices, vec![Notice::failed("boom")]);
+    assert_eq!(
+        report.notices,
+        vec![condense_summarizer::notice::failed("boom")]
+    );
     assert!(report.discarded_usage.is_empty());
 }
 
@@ -158,7 +161,7 @@ async fn the_earliest_failure_wins_and_later_successes_are_discarded() {
     );
     assert_eq!(
         report.notices,
-        vec![Notice::failed("late job failed first")]
+        vec![condense_summarizer::notice::failed("late job failed first")]
     );
 }
 

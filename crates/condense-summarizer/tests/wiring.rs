@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use condense_core::{JobResult, Usage};
+use condense_core::{Notice, NoticeLevel, ThinkingLevel};
 use condense_summarizer::{
-    CancelToken, Completion, FailureKind, FallbackController, JobOutcome, Notice, NoticeLevel,
-    ProviderError, StopReason, Summarizer, SummarizerSettings, Target, ThinkingLevel, Timeouts,
-    TokioClock,
+    CancelToken, Completion, FailureKind, FallbackController, JobOutcome, ProviderError,
+    StopReason, Summarizer, SummarizerSettings, Target, Timeouts, TokioClock,
 };
 use support::{reply, small_batch, transient, Behavior, FakeProvider, MockProvider, USAGE};
 use tokio::time::Instant;
@@ -33,7 +33,7 @@ fn target(p: &Arc<FakeProvider>, (provider, id, name): (&str, &str, &str)) -> Ta
 fn mock_target(mock: MockProvider, (provider, id, name): (&str, &str, &str)) -> Target {
     Target::new(
         Arc::new(mock),
-        condense_summarizer::ModelRef::new(provider, id).named(name),
+        condense_core::ModelRef::new(provider, id).named(name),
     )
 }
 
@@ -229,7 +229,10 @@ async fn fallback_only_failure_notifies_and_keeps_the_probe_clock() {
     session.set(transient("session hiccup"));
     tokio::time::advance(Duration::from_secs(300)).await;
     let o = run(&s).await;
-    assert_eq!(o.notices, vec![Notice::failed("session hiccup")]);
+    assert_eq!(
+        o.notices,
+        vec![condense_summarizer::notice::failed("session hiccup")]
+    );
     assert!(c.in_fallback());
     assert_eq!(primary.calls(), 1);
     // Had that failure restarted the cooldown, this would not probe.
@@ -249,7 +252,10 @@ async fn auth_failure_notifies_and_never_falls_back() {
     let (s, c) = pair(&primary, &session, Timeouts::default());
     let o = run(&s).await;
     assert_eq!(o.failure, Some(FailureKind::Auth));
-    assert_eq!(o.notices, vec![Notice::failed("no key")]);
+    assert_eq!(
+        o.notices,
+        vec![condense_summarizer::notice::failed("no key")]
+    );
     assert!(!c.in_fallback());
     assert_eq!(session.calls(), 0);
 }
@@ -425,7 +431,7 @@ async fn both_time_out_one_warning() {
     assert_eq!(o.failure, Some(FailureKind::Transient));
     assert_eq!(
         o.notices,
-        vec![Notice::timed_out(
+        vec![condense_summarizer::notice::timed_out(
             "summarizer Session stalled (no output for 20s)"
         )]
     );

@@ -1882,8 +1882,8 @@ pub fn facets(s: &State, exact_cost: bool) -> Vec<String> {
         .collect();
     out.extend(s.summary_bodies().iter().map(|b| format!("body {b:?}")));
     out.extend(s.chains().map(|c| format!("chain {c:?}")));
-    out.push(format!("frontier {:?}", s.frontier));
-    let mut stats = s.stats.clone();
+    out.push(format!("frontier {:?}", s.frontier()));
+    let mut stats = s.stats().clone();
     if !exact_cost {
         // Known issue: serde_json parses floats to within one ulp unless its
         // `float_roundtrip` feature is on, so a replayed `totalCost` may be

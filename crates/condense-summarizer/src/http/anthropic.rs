@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 use super::{join_url, next_events, post_json, ApiKey, Pricing, SseParser};
 use crate::provider::{
     Completion, CompletionRequest, EventSink, Provider, ProviderError, StopReason, StreamEvent,
-    ThinkingLevel,
 };
+use condense_core::ThinkingLevel;
 
 /// Settings of an [`Anthropic`] provider.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,11 +10,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use condense_core::ModelRef;
 use condense_core::{CapturedBatch, CapturedCall};
 use condense_core::{SummaryJob, Usage};
 use condense_summarizer::{
-    CancelToken, Completion, CompletionRequest, EventSink, ModelRef, Provider, ProviderError,
-    StopReason, Target,
+    CancelToken, Completion, CompletionRequest, EventSink, Provider, ProviderError, StopReason,
+    Target,
 };
 use serde_json::json;
 
