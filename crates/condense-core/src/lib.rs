@@ -1,11 +1,52 @@
 //! condense-core: the engine's logic, with no I/O, no clock and no threads.
 //!
-//! Given a branch's messages and the pruning [`State`](state::State), [`render()`]
-//! computes exactly what the model should see, as an edit plan over the input.
-//! Time and ids come in as values, so the same inputs always give
-//! byte-identical outputs; that is what keeps the provider's prompt cache warm.
+//! Given a branch's messages and the pruning [`State`], [`render()`]
+//! computes exactly what the model should see, as an edit plan over the
+//! input. Time and ids come in as values, so the same inputs always give
+//! byte-identical outputs; that is what keeps the provider's prompt cache
+//! warm.
+//!
+//! # Rendering a session
+//!
+//! Messages are pi's JSON ([`Message::from_json`]); the state comes from
+//! what was persisted ([`StateBuilder`], in append order); the
+//! [`Config`] is the `contextPrune` settings block.
+//!
+//! ```
+//! use condense_core::{render, Config, Message, Protection, RenderSettings, StateBuilder};
+//!
+//! let branch = [
+//!     r#"{"role":"user","content":[{"type":"text","text":"what is in a.rs?"}],"timestamp":1}"#,
+//!     r#"{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a.rs"}}],"timestamp":2}"#,
+//!     r#"{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"fn main() {}"}],"isError":false,"timestamp":3}"#,
+//!     r#"{"role":"assistant","content":[{"type":"text","text":"An empty main."}],"timestamp":4}"#,
+//! ];
+//! let messages: Vec<Message> = branch.iter().map(|m| Message::from_json(m)).collect::<Result<_, _>>()?;
+//!
+//! // What a flush persisted: the result's record and a summary naming it `t1`.
+//! let record = serde_json::from_str(r#"{"toolCallId":"c1","toolName":"read","args":{"path":"a.rs"},
+//!     "resultText":"fn main() {}","isError":false,"turnIndex":1,"timestamp":2,"resultTimestamp":3}"#)?;
+//! let refs = serde_json::from_str::<Vec<_>>(r#"[{"shortId":"t1","toolCallId":"c1","resultTimestamp":3}]"#)?;
+//! let mut state = StateBuilder::new();
+//! state.record(record, false).summary(&refs, "- `t1` a.rs holds an empty main".into());
+//! let state = state.build();
+//!
+//! let config = Config::default();
+//! let settings = RenderSettings { config: &config, protection: &Protection::new(&config) };
+//! let seen = render(&messages, &state, &settings).messages(&messages);
+//! assert!(seen[2].json().contains("ref `t1`"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Beyond rendering, the crate plans and applies flushes
+//! ([`capture_turn`], [`plan_flush`], [`apply_flush`], [`plan_chains`],
+//! [`apply_chains`]): a flush returns [`FlushEffect`]s saying *what* to
+//! persist, and the caller (condense-store) decides how. [`query`] answers
+//! `context_tree_query`.
 //!
 //! See `docs/ARCHITECTURE.md` for the map of modules.
+
+#![warn(missing_docs)]
 
 mod budget;
 mod capture;
