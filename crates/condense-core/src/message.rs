@@ -181,7 +181,9 @@ impl Message {
     }
 
     /// Reads a message whose JSON is `buf[range]`, sharing the buffer
-    /// instead of copying the text.
+    /// instead of copying the text: for a reader that holds a whole session
+    /// file in one buffer (condense-store). Otherwise use
+    /// [`Message::from_json`].
     pub fn from_shared(
         buf: &Arc<String>,
         range: std::ops::Range<usize>,

@@ -162,8 +162,10 @@ impl ToolCallRecord {
     }
 
     /// Reads a record whose JSON is `buf[range]`, its result text left in
-    /// the buffer (see [`SharedText`]). The result, or the error, is what
-    /// `serde_json::from_str` gives for the same text.
+    /// the buffer (see [`SharedText`]): for a reader that holds a whole
+    /// session file in one buffer (condense-store); otherwise deserialize
+    /// with serde. The result, or the error, is what `serde_json::from_str`
+    /// gives for the same text.
     pub fn from_shared(buf: &Arc<String>, range: Range<usize>) -> serde_json::Result<Self> {
         let json = buf.get(range).unwrap_or_default();
         let shared = serde_json::from_str::<RecordFields<RawText<'_>>>(json)

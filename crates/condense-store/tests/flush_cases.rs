@@ -240,18 +240,10 @@ fn check_effects(label: &str, expected: &[Value], actual: &[Value], out: &mut Ve
     }
 }
 
-fn level_name(l: NoticeLevel) -> &'static str {
-    match l {
-        NoticeLevel::Info => "info",
-        NoticeLevel::Warning => "warning",
-        NoticeLevel::Error => "error",
-    }
-}
-
 fn check_notices(label: &str, expected: &[Value], actual: &[Notice], out: &mut Vec<String>) {
     let ok = expected.len() == actual.len()
         && expected.iter().zip(actual).all(|(e, a)| {
-            e["level"].as_str() == Some(level_name(a.level))
+            e["level"].as_str() == Some(NoticeLevel::as_str(a.level))
                 && e.get("text")
                     .and_then(Value::as_str)
                     .filter(|t| *t != a.text)
@@ -264,7 +256,7 @@ fn check_notices(label: &str, expected: &[Value], actual: &[Notice], out: &mut V
     if !ok {
         let actual: Vec<Value> = actual
             .iter()
-            .map(|n| json!({"level": level_name(n.level), "text": n.text}))
+            .map(|n| json!({"level": NoticeLevel::as_str(n.level), "text": n.text}))
             .collect();
         out.push(format!(
             "{label}: notices differ\n  expected: {}\n  actual:   {}",
