@@ -55,6 +55,7 @@ mod compress;
 mod config;
 mod dedup;
 mod diagnostics;
+mod economy;
 mod flush;
 mod format;
 mod fxhash;
@@ -141,3 +142,9 @@ pub use notice::{Notice, NoticeLevel};
 // JavaScript string lengths, the unit every threshold shared with pi-condense
 // is measured in.
 pub use js::{js_len, js_prefix};
+
+// Prompt-cache economics: price profiles and what each call bills.
+pub use economy::{
+    bill_call, BillTotals, CacheTerms, CallBill, CallTokens, PreviousCall, PriceProfile,
+    ProfileError, ProfileOverrides, PROFILE_NAMES,
+};
