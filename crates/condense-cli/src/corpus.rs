@@ -83,7 +83,7 @@ enum Outcome {
 }
 
 /// Every `*.jsonl` below `dir`, sorted by path.
-fn session_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn session_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -229,7 +229,7 @@ fn analyze(path: &Path, config: &Config, protection: &Protection) -> Outcome {
 }
 
 /// The nearest-rank `p`-th percentile of sorted values.
-fn percentile<T: Copy>(sorted: &[T], p: u32) -> Option<T> {
+pub(crate) fn percentile<T: Copy>(sorted: &[T], p: u32) -> Option<T> {
     if sorted.is_empty() {
         return None;
     }

@@ -12,6 +12,7 @@ mod inspect;
 mod load;
 mod output;
 mod progress;
+mod simulate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -129,6 +130,9 @@ enum Command {
     /// Generate a realistic session, compact it, and show what each
     /// mechanism reclaimed.
     Demo(demo::DemoArgs),
+    /// Replay sessions call by call under each pruning policy and price
+    /// every call with prompt caching.
+    Simulate(simulate::SimulateArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -156,6 +160,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Gen(args) => generate::run(&args),
         Command::Corpus(args) => corpus::run(&args),
         Command::Demo(args) => demo::run(&args),
+        Command::Simulate(args) => simulate::run(&args),
         Command::Query {
             mut args,
             latest,

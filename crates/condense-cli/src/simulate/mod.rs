@@ -1,0 +1,336 @@
+//! `condense simulate SESSION|DIR`: replays recorded sessions call by call
+//! under each pruning policy and prices every call (issue 12).
+//!
+//! [`policy`] is the plug-in point (a [`policy::PromptSource`] per policy),
+//! [`replay`] the loop over a branch, [`tokens`] the token model,
+//! [`fidelity`] how closely the no-pruning replay reproduces the usage a
+//! session recorded, [`report`] the text and JSON output, [`chart`] the SVG.
+//! Pricing itself is core's (`condense_core::economy`).
+
+pub mod chart;
+pub mod fidelity;
+pub mod policy;
+pub mod replay;
+pub mod report;
+pub mod tokens;
+
+use std::path::{Path, PathBuf};
+
+use condense_core::{PriceProfile, ProfileOverrides};
+use condense_store::session::Session;
+use rayon::prelude::*;
+
+use crate::output::write_all;
+use crate::{CliError, SessionArg};
+use replay::PolicyRun;
+use tokens::{Chars, Coefficients, Measure, TokenCount, TokenModel, DEFAULT_COEFFICIENTS};
+
+/// Options of `condense simulate`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimulateArgs {
+    /// A session file or id, or a directory (every `*.jsonl` below it).
+    pub target: String,
+    /// A policy to simulate (repeatable; default: every known policy).
+    #[arg(long = "policy", value_name = "NAME")]
+    pub policies: Vec<String>,
+    /// Price profile: anthropic-5m, anthropic-1h, openai, no-cache.
+    #[arg(long, default_value = "anthropic-5m")]
+    pub profile: String,
+    /// Override the cache write price (units of an input token).
+    #[arg(long, value_name = "X")]
+    pub write_price: Option<f64>,
+    /// Override the cache read price.
+    #[arg(long, value_name = "X")]
+    pub read_price: Option<f64>,
+    /// Override the cache time to live, in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub ttl: Option<f64>,
+    /// Override the minimum cacheable prompt, in tokens.
+    #[arg(long, value_name = "TOKENS")]
+    pub min_cacheable: Option<u64>,
+    /// Override the output token price.
+    #[arg(long, value_name = "X")]
+    pub output_price: Option<f64>,
+    /// The summarizer's price relative to the main model's.
+    #[arg(long, value_name = "X")]
+    pub summarizer_price: Option<f64>,
+    /// Dollars per million uncached input tokens.
+    #[arg(long, value_name = "USD")]
+    pub usd_per_mtok: Option<f64>,
+    /// Tokens per character of message content (default: calibrated).
+    #[arg(long, value_name = "X")]
+    pub tokens_per_char: Option<f64>,
+    /// Tokens each message adds beyond its content (default: calibrated).
+    #[arg(long, value_name = "X", allow_negative_numbers = true)]
+    pub tokens_per_message: Option<f64>,
+    /// Fixed prompt tokens the session file does not hold (system prompt,
+    /// tools; default: calibrated).
+    #[arg(long, value_name = "TOKENS")]
+    pub overhead: Option<u64>,
+    /// Fit the token model on the sessions' recorded usage and report it,
+    /// instead of simulating.
+    #[arg(long, conflicts_with_all = ["svg", "policies"])]
+    pub calibrate: bool,
+    /// With --calibrate: count BPE tokens of this tokenizer (o200k, cl100k)
+    /// instead of characters (built with `--features tiktoken`).
+    #[cfg(feature = "tiktoken")]
+    #[arg(long, value_name = "NAME", requires = "calibrate")]
+    pub tokenizer: Option<String>,
+    /// Write a chart of prompt size and cumulative cost per call (SVG).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Worker threads for a directory (default: one per core).
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Machine-readable report (fields in docs/cli.md).
+    #[arg(long)]
+    pub json: bool,
+    /// With --json: every call of every policy too.
+    #[arg(long, requires = "json")]
+    pub per_call: bool,
+}
+
+impl SimulateArgs {
+    fn profile(&self) -> Result<PriceProfile, CliError> {
+        PriceProfile::named(&self.profile)
+            .and_then(|p| {
+                p.with_overrides(&ProfileOverrides {
+                    write: self.write_price,
+                    read: self.read_price,
+                    ttl_seconds: self.ttl,
+                    min_cacheable_tokens: self.min_cacheable,
+                    output: self.output_price,
+                    summarizer: self.summarizer_price,
+                    usd_per_mtok_input: self.usd_per_mtok,
+                })
+            })
+            .map_err(|e| CliError::Usage(e.to_string()))
+    }
+
+    fn coefficients(&self) -> Result<Coefficients, CliError> {
+        let d = DEFAULT_COEFFICIENTS;
+        let per_unit = self.tokens_per_char.unwrap_or(d.per_unit);
+        if !per_unit.is_finite() || per_unit <= 0.0 {
+            return Err(CliError::Usage(
+                "--tokens-per-char must be a positive number".into(),
+            ));
+        }
+        let per_message = self.tokens_per_message.unwrap_or(d.per_message);
+        if !per_message.is_finite() {
+            return Err(CliError::Usage(
+                "--tokens-per-message must be a number".into(),
+            ));
+        }
+        Ok(Coefficients {
+            per_unit,
+            per_message,
+            overhead: self.overhead.unwrap_or(d.overhead),
+        })
+    }
+
+    fn policy_names(&self) -> Result<Vec<String>, CliError> {
+        if self.policies.is_empty() {
+            return Ok(policy::POLICY_NAMES
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect());
+        }
+        for name in &self.policies {
+            if policy::policy(name).is_none() {
+                return Err(CliError::Usage(format!(
+                    "unknown policy `{name}` (known: {})",
+                    policy::POLICY_NAMES.join(", ")
+                )));
+            }
+        }
+        Ok(self.policies.clone())
+    }
+}
+
+/// One session simulated under every policy asked for.
+#[derive(Debug, Clone)]
+pub struct SessionSim {
+    /// The session file.
+    pub path: PathBuf,
+    /// Reader problems (lines skipped), as text.
+    pub problems: Vec<String>,
+    /// One run per policy, in the order asked.
+    pub runs: Vec<PolicyRun>,
+}
+
+/// Simulates one session file.
+pub fn simulate_file(
+    path: &Path,
+    policies: &[String],
+    tokens: &dyn TokenCount,
+    profile: &PriceProfile,
+) -> Result<SessionSim, String> {
+    let session = Session::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let branch = session.branch(None);
+    let mut runs = Vec::with_capacity(policies.len());
+    for name in policies {
+        let mut source = policy::policy(name).ok_or_else(|| format!("unknown policy `{name}`"))?;
+        runs.push(replay::replay(&branch, source.as_mut(), tokens, profile)?);
+    }
+    Ok(SessionSim {
+        path: path.to_owned(),
+        problems: session.problems.iter().map(|p| p.to_string()).collect(),
+        runs,
+    })
+}
+
+/// The session files a target names: every `*.jsonl` below a directory, or
+/// the one session a path or id names.
+fn target_files(target: &str) -> Result<(Vec<PathBuf>, bool), CliError> {
+    let path = PathBuf::from(target);
+    if path.is_dir() {
+        return Ok((crate::corpus::session_files(&path), true));
+    }
+    let file = crate::load::resolve(&SessionArg {
+        session: Some(target.to_owned()),
+        latest: false,
+        settings: None,
+    })?;
+    Ok((vec![file], false))
+}
+
+/// Simulates every file, on all cores, with progress for a corpus.
+fn simulate_all(
+    files: &[PathBuf],
+    policies: &[String],
+    tokens: &dyn TokenCount,
+    profile: &PriceProfile,
+    jobs: Option<usize>,
+) -> Result<Vec<Result<SessionSim, String>>, CliError> {
+    let progress = crate::progress::bar(files.len() as u64, "simulating sessions");
+    let work = || -> Vec<Result<SessionSim, String>> {
+        files
+            .par_iter()
+            .map(|path| {
+                let sim = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    simulate_file(path, policies, tokens, profile)
+                }))
+                .unwrap_or_else(|_| {
+                    Err(format!(
+                        "{}: internal error while simulating",
+                        path.display()
+                    ))
+                });
+                progress.inc(1);
+                sim
+            })
+            .collect()
+    };
+    let out = match jobs {
+        Some(0) => return Err(CliError::Usage("--jobs must be at least 1".into())),
+        Some(n) => rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build()
+            .map_err(|e| CliError::Data(format!("starting {n} worker threads: {e}")))?
+            .install(work),
+        None => work(),
+    };
+    progress.finish_and_clear();
+    Ok(out)
+}
+
+/// `condense simulate`.
+pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
+    let profile = args.profile()?;
+    let coefficients = args.coefficients()?;
+    let model = TokenModel {
+        measure: Chars,
+        coefficients,
+    };
+    let (files, is_dir) = target_files(&args.target)?;
+    if args.calibrate {
+        let none = vec!["none".to_owned()];
+        // Replayed counting one token per content unit, then one per message
+        // sent: each call's prompt is then its context's content size, or
+        // its number of messages.
+        let units = Coefficients {
+            per_unit: 1.0,
+            per_message: 0.0,
+            overhead: 0,
+        };
+        let count = Coefficients {
+            per_unit: 0.0,
+            per_message: 1.0,
+            overhead: 0,
+        };
+        let counted = TokenModel {
+            measure: Chars,
+            coefficients: count,
+        };
+        let (by_count, _) = split(simulate_all(&files, &none, &counted, &profile, args.jobs)?);
+        #[cfg(feature = "tiktoken")]
+        if let Some(name) = &args.tokenizer {
+            let measure = tokens::Bpe::named(name).map_err(CliError::Usage)?;
+            let bpe = TokenModel {
+                measure,
+                coefficients: units,
+            };
+            let (sims, failures) = split(simulate_all(&files, &none, &bpe, &profile, args.jobs)?);
+            let report = fidelity::calibrate(&sims, &by_count, bpe.measure.name(), None);
+            return write_all(&calibration_text(&report, &failures, args.json));
+        }
+        let chars = TokenModel {
+            measure: Chars,
+            coefficients: units,
+        };
+        let (sims, failures) = split(simulate_all(&files, &none, &chars, &profile, args.jobs)?);
+        let report =
+            fidelity::calibrate(&sims, &by_count, chars.measure.name(), Some(&coefficients));
+        return write_all(&calibration_text(&report, &failures, args.json));
+    }
+    let policies = args.policy_names()?;
+    let sims = simulate_all(&files, &policies, &model, &profile, args.jobs)?;
+    let (sims, failures) = split(sims);
+    if !is_dir {
+        if let Some(message) = failures.first() {
+            return Err(CliError::Data(message.clone()));
+        }
+    }
+    if let Some(svg) = &args.svg {
+        chart::write_svg(svg, &sims, &profile).map_err(CliError::Data)?;
+    }
+    let report = report::Report {
+        profile: &profile,
+        coefficients: &coefficients,
+        sims: &sims,
+        failures: &failures,
+        corpus: is_dir,
+        per_call: args.per_call,
+    };
+    if args.json {
+        write_all(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+        ))
+    } else {
+        write_all(&report.text())
+    }
+}
+
+fn calibration_text(report: &fidelity::Calibration, failures: &[String], json: bool) -> String {
+    if json {
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&report.to_json()).unwrap_or_default()
+        )
+    } else {
+        report.text(failures)
+    }
+}
+
+fn split(results: Vec<Result<SessionSim, String>>) -> (Vec<SessionSim>, Vec<String>) {
+    let mut ok = Vec::new();
+    let mut failed = Vec::new();
+    for r in results {
+        match r {
+            Ok(s) => ok.push(s),
+            Err(e) => failed.push(e),
+        }
+    }
+    (ok, failed)
+}

@@ -1,0 +1,115 @@
+//! What a simulated policy answers for each LLM call: the prompt source.
+//!
+//! The replay ([`super::replay`]) walks a session's branch and, before every
+//! assistant message (one LLM call), asks the policy what the model would be
+//! sent. A policy sees what pi's extension would: the `context` messages
+//! (pi's `buildSessionContext` of the branch so far, compaction summaries
+//! included) and the entries recorded since the previous call, from which it
+//! can tell turn ends and the final reply to fire its triggers. It answers
+//! with the rendered messages and the summarizer work it did on the way.
+//!
+//! `none` is [`NoPruning`]. The engine-driven policies (`reference`,
+//! `cache-aware`, a settings file) implement [`PromptSource`] over the
+//! engine's flush driver.
+
+use std::borrow::Cow;
+
+use condense_core::Message;
+use condense_store::session::Entry;
+
+use super::tokens::TokenCount;
+
+/// Everything a policy may look at before one call.
+#[expect(
+    dead_code,
+    reason = "`none` needs only the context; the engine-driven policies read the rest"
+)]
+pub struct CallInput<'a> {
+    /// The call's number on the branch (0-based).
+    pub index: usize,
+    /// When the call was made (ms since the epoch), if known.
+    pub at_ms: Option<i64>,
+    /// What pi hands the `context` event for this call.
+    pub context: &'a [Message],
+    /// The branch entries recorded since the previous call (for the first
+    /// call, from the root), ending with the entry before this call's
+    /// assistant message.
+    pub new_entries: &'a [&'a Entry],
+    /// How the simulator counts tokens (for summarizer work a policy models).
+    pub tokens: &'a dyn TokenCount,
+}
+
+/// The summarizer's work, in tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SummarizerWork {
+    /// Prompt tokens the summarizer was sent.
+    pub input: u64,
+    /// Tokens it produced.
+    pub output: u64,
+}
+
+/// A policy's answer for one call.
+pub struct Prompt<'a> {
+    /// The messages the model is sent (the rendered context).
+    pub messages: Cow<'a, [Message]>,
+    /// Summarizer work done since the previous call (flushes the triggers
+    /// fired before this call).
+    pub summarizer: SummarizerWork,
+}
+
+/// What a policy reports once the branch has been replayed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Finish {
+    /// Summarizer work after the last call (e.g. an agent-end flush).
+    pub summarizer: SummarizerWork,
+    /// Tool outputs the model can no longer see verbatim nor page back in
+    /// (`context_tree_query`); condense's invariant says 0.
+    pub unrecoverable_outputs: u64,
+}
+
+/// A pruning policy as the simulator drives it.
+pub trait PromptSource {
+    /// The policy's name in reports (`none`, `reference`, …).
+    fn name(&self) -> &str;
+
+    /// The prompt of the call described by `call`.
+    fn prompt<'a>(&mut self, call: &CallInput<'a>) -> Result<Prompt<'a>, String>;
+
+    /// Called once after the last call, with the entries recorded after it.
+    fn finish(
+        &mut self,
+        trailing_entries: &[&Entry],
+        tokens: &dyn TokenCount,
+    ) -> Result<Finish, String> {
+        let _ = (trailing_entries, tokens);
+        Ok(Finish::default())
+    }
+}
+
+/// No pruning: the model sees the branch as pi builds it.
+#[derive(Debug, Default)]
+pub struct NoPruning;
+
+impl PromptSource for NoPruning {
+    fn name(&self) -> &str {
+        "none"
+    }
+
+    fn prompt<'a>(&mut self, call: &CallInput<'a>) -> Result<Prompt<'a>, String> {
+        Ok(Prompt {
+            messages: Cow::Borrowed(call.context),
+            summarizer: SummarizerWork::default(),
+        })
+    }
+}
+
+/// The policies `condense simulate` knows, by name.
+pub const POLICY_NAMES: [&str; 1] = ["none"];
+
+/// A fresh instance of the policy called `name` (one per session replayed).
+pub fn policy(name: &str) -> Option<Box<dyn PromptSource + Send>> {
+    match name {
+        "none" => Some(Box::new(NoPruning)),
+        _ => None,
+    }
+}

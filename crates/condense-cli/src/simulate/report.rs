@@ -1,0 +1,347 @@
+//! `condense simulate`'s report: a table per session, totals and
+//! per-session distributions for a directory, or one JSON object.
+
+use condense_core::{BillTotals, PriceProfile};
+use serde_json::{json, Map, Value};
+
+use super::fidelity::Fidelity;
+use super::replay::{recorded_totals, PolicyRun, SimCall};
+use super::tokens::Coefficients;
+use super::SessionSim;
+use crate::corpus::percentile;
+
+/// Everything the report shows.
+pub struct Report<'a> {
+    /// The price profile in force.
+    pub profile: &'a PriceProfile,
+    /// The token model in force.
+    pub coefficients: &'a Coefficients,
+    /// The sessions simulated.
+    pub sims: &'a [SessionSim],
+    /// Sessions that could not be simulated, as messages.
+    pub failures: &'a [String],
+    /// A directory (totals and distributions) rather than one session.
+    pub corpus: bool,
+    /// List every call in the JSON.
+    pub per_call: bool,
+}
+
+fn totals_json(t: &BillTotals, profile: &PriceProfile) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("calls".into(), json!(t.calls));
+    m.insert("prompt_tokens".into(), json!(t.prompt_tokens));
+    m.insert("peak_prompt_tokens".into(), json!(t.peak_prompt));
+    m.insert("cache_read_tokens".into(), json!(t.cache_read));
+    m.insert("cache_write_tokens".into(), json!(t.cache_write));
+    m.insert("uncached_tokens".into(), json!(t.uncached));
+    m.insert("cache_hit_share".into(), json!(t.cache_hit_share()));
+    m.insert("output_tokens".into(), json!(t.output));
+    m.insert(
+        "billed_input_units".into(),
+        json!(t.billed_input_units(profile)),
+    );
+    m.insert("input_units".into(), json!(t.input_units));
+    m.insert("output_units".into(), json!(t.output_units));
+    m.insert("summarizer_input_tokens".into(), json!(t.summarizer_input));
+    m.insert(
+        "summarizer_output_tokens".into(),
+        json!(t.summarizer_output),
+    );
+    m.insert("summarizer_units".into(), json!(t.summarizer_units));
+    m.insert("total_units".into(), json!(t.total_units()));
+    m.insert("cost_usd".into(), json!(t.usd(profile)));
+    m
+}
+
+fn call_json(c: &SimCall) -> Value {
+    json!({
+        "at_ms": c.at_ms,
+        "prompt_tokens": c.prompt,
+        "shared_prefix_tokens": c.shared_prefix,
+        "messages": c.messages,
+        "cache_read_tokens": c.bill.cache_read,
+        "cache_write_tokens": c.bill.cache_write,
+        "uncached_tokens": c.bill.uncached,
+        "output_tokens": c.bill.output,
+        "input_units": c.bill.input_units,
+        "output_units": c.bill.output_units,
+        "summarizer_input_tokens": c.summarizer.input,
+        "summarizer_output_tokens": c.summarizer.output,
+        "recorded": c.recorded.map(|r| json!({
+            "input": r.input, "cache_read": r.cache_read, "cache_write": r.cache_write, "output": r.output,
+        })),
+    })
+}
+
+fn run_json(run: &PolicyRun, profile: &PriceProfile, per_call: bool) -> Value {
+    let mut m = totals_json(&run.totals, profile);
+    if per_call {
+        m.insert(
+            "calls_detail".into(),
+            run.calls.iter().map(call_json).collect(),
+        );
+    }
+    m.insert("tool_outputs".into(), json!(run.tool_outputs));
+    m.insert(
+        "outputs_recoverable".into(),
+        json!(run.tool_outputs.saturating_sub(run.unrecoverable_outputs)),
+    );
+    Value::Object(m)
+}
+
+fn none_run(sim: &SessionSim) -> Option<&PolicyRun> {
+    sim.runs.iter().find(|r| r.policy == "none")
+}
+
+fn profile_json(p: &PriceProfile) -> Value {
+    json!({
+        "name": p.name,
+        "cache": p.cache.map(|c| json!({
+            "ttl_seconds": c.ttl_ms as f64 / 1000.0,
+            "write": c.write,
+            "read": c.read,
+            "min_cacheable_tokens": c.min_cacheable_tokens,
+        })),
+        "output": p.output,
+        "summarizer": p.summarizer,
+        "usd_per_mtok_input": p.usd_per_mtok_input,
+    })
+}
+
+/// The policies in the order the first session ran them.
+fn policy_names(sims: &[SessionSim]) -> Vec<String> {
+    sims.first()
+        .map(|s| s.runs.iter().map(|r| r.policy.clone()).collect())
+        .unwrap_or_default()
+}
+
+fn distribution(mut values: Vec<f64>) -> Value {
+    values.sort_by(f64::total_cmp);
+    json!({
+        "p50": percentile(&values, 50),
+        "p90": percentile(&values, 90),
+        "max": values.last(),
+    })
+}
+
+impl Report<'_> {
+    fn policy_totals(&self, name: &str) -> (BillTotals, u64, u64) {
+        let mut t = BillTotals::default();
+        let (mut outputs, mut lost) = (0, 0);
+        for run in self
+            .sims
+            .iter()
+            .flat_map(|s| &s.runs)
+            .filter(|r| r.policy == name)
+        {
+            t.merge(&run.totals);
+            outputs += run.tool_outputs;
+            lost += run.unrecoverable_outputs;
+        }
+        (t, outputs, lost)
+    }
+
+    fn recorded(&self) -> Option<BillTotals> {
+        let mut t = BillTotals::default();
+        let mut any = false;
+        for r in self
+            .sims
+            .iter()
+            .filter_map(|s| recorded_totals(none_run(s)?, self.profile))
+        {
+            t.merge(&r);
+            any = true;
+        }
+        any.then_some(t)
+    }
+
+    fn fidelity(&self) -> Option<Fidelity> {
+        Fidelity::of(
+            self.sims
+                .iter()
+                .filter_map(none_run)
+                .flat_map(|r| &r.calls)
+                .filter_map(|c| c.recorded.map(|u| (c.prompt, u.prompt()))),
+        )
+    }
+
+    /// The JSON object docs/cli.md describes.
+    pub fn to_json(&self) -> Value {
+        let profile = self.profile;
+        let sessions: Vec<Value> = self
+            .sims
+            .iter()
+            .map(|s| {
+                let policies: Map<String, Value> = s
+                    .runs
+                    .iter()
+                    .map(|r| (r.policy.clone(), run_json(r, profile, self.per_call)))
+                    .collect();
+                let none = none_run(s);
+                json!({
+                    "path": s.path.display().to_string(),
+                    "problems": s.problems,
+                    "policies": policies,
+                    "recorded": none.and_then(|r| recorded_totals(r, profile)).map(|t| totals_json(&t, profile)),
+                    "fidelity": none.and_then(|r| Fidelity::of_calls(&r.calls)).map(|f| f.to_json()),
+                })
+            })
+            .collect();
+        let names = policy_names(self.sims);
+        let totals: Map<String, Value> = names
+            .iter()
+            .map(|n| {
+                let (t, outputs, lost) = self.policy_totals(n);
+                let mut m = totals_json(&t, profile);
+                m.insert("tool_outputs".into(), json!(outputs));
+                m.insert(
+                    "outputs_recoverable".into(),
+                    json!(outputs - lost.min(outputs)),
+                );
+                (n.clone(), Value::Object(m))
+            })
+            .collect();
+        let distributions: Map<String, Value> = names
+            .iter()
+            .map(|n| {
+                let runs: Vec<&PolicyRun> = self
+                    .sims
+                    .iter()
+                    .flat_map(|s| &s.runs)
+                    .filter(|r| &r.policy == n)
+                    .collect();
+                let of = |f: &dyn Fn(&BillTotals) -> f64| {
+                    distribution(runs.iter().map(|r| f(&r.totals)).collect())
+                };
+                (
+                    n.clone(),
+                    json!({
+                        "calls": of(&|t| t.calls as f64),
+                        "prompt_tokens": of(&|t| t.prompt_tokens as f64),
+                        "peak_prompt_tokens": of(&|t| t.peak_prompt as f64),
+                        "billed_input_units": of(&|t| t.billed_input_units(profile)),
+                        "cache_hit_share": of(&|t| t.cache_hit_share()),
+                        "cost_usd": of(&|t| t.usd(profile)),
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "profile": profile_json(profile),
+            "token_model": {
+                "tokens_per_char": self.coefficients.per_unit,
+                "tokens_per_message": self.coefficients.per_message,
+                "overhead_tokens": self.coefficients.overhead,
+            },
+            "sessions": sessions,
+            "unreadable": self.failures,
+            "totals": totals,
+            "recorded": self.recorded().map(|t| totals_json(&t, profile)),
+            "fidelity": self.fidelity().map(|f| f.to_json()),
+            "distributions": distributions,
+        })
+    }
+
+    /// The text report.
+    pub fn text(&self) -> String {
+        let p = self.profile;
+        let mut out = String::new();
+        out.push_str(&format!("profile: {}", p.name));
+        match p.cache {
+            Some(c) => out.push_str(&format!(
+                " (TTL {}s, write {}x, read {}x, min {} tokens",
+                c.ttl_ms / 1000,
+                c.write,
+                c.read,
+                c.min_cacheable_tokens
+            )),
+            None => out.push_str(" (no caching"),
+        }
+        out.push_str(&format!(
+            ", output {}x, summarizer {}x, ${}/MTok input)\n",
+            p.output, p.summarizer, p.usd_per_mtok_input
+        ));
+        let c = self.coefficients;
+        out.push_str(&format!(
+            "tokens: {} per prompt + {:.4} per char of content + {:.2} per message\n",
+            c.overhead, c.per_unit, c.per_message
+        ));
+        if self.corpus {
+            out.push_str(&format!("sessions: {}", self.sims.len()));
+            if !self.failures.is_empty() {
+                out.push_str(&format!(" ({} unreadable)", self.failures.len()));
+            }
+            out.push('\n');
+        } else if let Some(s) = self.sims.first() {
+            out.push_str(&format!("session: {}\n", s.path.display()));
+            for problem in &s.problems {
+                out.push_str(&format!("  skipped: {problem}\n"));
+            }
+        }
+        out.push('\n');
+        out.push_str(&format!(
+            "{:<10} {:>7} {:>14} {:>14} {:>11} {:>6} {:>12} {:>11} {:>11}\n",
+            "policy",
+            "calls",
+            "prompt tokens",
+            "billed input",
+            "cost",
+            "cache",
+            "summarizer",
+            "peak prompt",
+            "recoverable"
+        ));
+        let row = |name: &str, t: &BillTotals, recoverable: String| {
+            format!(
+                "{:<10} {:>7} {:>14} {:>14.0} {:>11} {:>5.1}% {:>12} {:>11} {:>11}\n",
+                name,
+                t.calls,
+                t.prompt_tokens,
+                t.billed_input_units(p),
+                format!("${:.2}", t.usd(p)),
+                100.0 * t.cache_hit_share(),
+                t.summarizer_input + t.summarizer_output,
+                t.peak_prompt,
+                recoverable
+            )
+        };
+        for name in policy_names(self.sims) {
+            let (t, outputs, lost) = self.policy_totals(&name);
+            out.push_str(&row(
+                &name,
+                &t,
+                format!("{}/{}", outputs - lost.min(outputs), outputs),
+            ));
+        }
+        if let Some(t) = self.recorded() {
+            out.push_str(&row("recorded", &t, "-".into()));
+        }
+        if let Some(f) = self.fidelity() {
+            out.push_str(&format!("\nnone vs recorded prompts: {}\n", f.text()));
+        }
+        if self.corpus && self.sims.len() > 1 {
+            out.push_str("\nper session (p50 / p90 / max):\n");
+            for name in policy_names(self.sims) {
+                let mut billed: Vec<f64> = self
+                    .sims
+                    .iter()
+                    .flat_map(|s| &s.runs)
+                    .filter(|r| r.policy == name)
+                    .map(|r| r.totals.billed_input_units(p))
+                    .collect();
+                billed.sort_by(f64::total_cmp);
+                let pct = |q| percentile(&billed, q).unwrap_or(0.0);
+                out.push_str(&format!(
+                    "  {name}: billed input {:.0} / {:.0} / {:.0}\n",
+                    pct(50),
+                    pct(90),
+                    billed.last().copied().unwrap_or(0.0)
+                ));
+            }
+        }
+        for failure in self.failures {
+            out.push_str(&format!("unreadable: {failure}\n"));
+        }
+        out
+    }
+}

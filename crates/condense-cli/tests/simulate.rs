@@ -1,0 +1,469 @@
+//! `condense simulate`: hand-written sessions whose bills are worked out
+//! from their messages' lengths, the pi-mono sessions against their
+//! recorded usage, and a directory of generated sessions.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::{json, Value};
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("condense-simulate-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn condense(dir: &Path, args: &[&str]) -> Output {
+    let agent = dir.join("agent-home");
+    std::fs::create_dir_all(&agent).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .output()
+        .expect("condense runs")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "status {:?}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The pi-mono fixtures: `shared/` beside the checkout (CI, main), or beside
+/// the worktrees' parent.
+fn pi_mono_dir() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    [
+        "../../../shared/fixtures/pi-mono",
+        "../../../../shared/fixtures/pi-mono",
+    ]
+    .iter()
+    .map(|rel| manifest.join(rel))
+    .find(|p| p.is_dir())
+    .expect("shared/fixtures/pi-mono beside the checkout")
+}
+
+const MIN_MS: i64 = 60_000;
+const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z
+
+/// A v3 session written entry by entry.
+struct Hand {
+    lines: Vec<String>,
+    last_id: Option<String>,
+    n: usize,
+}
+
+impl Hand {
+    fn new() -> Hand {
+        Hand {
+            lines: vec![r#"{"type":"session","version":3,"id":"sim-1","timestamp":"2026-01-01T00:00:00.000Z","cwd":"/w"}"#.into()],
+            last_id: None,
+            n: 0,
+        }
+    }
+
+    fn entry(&mut self, mut fields: Value, at_ms: i64) -> String {
+        self.n += 1;
+        let id = format!("e{:07}", self.n);
+        let obj = fields.as_object_mut().unwrap();
+        obj.insert("id".into(), json!(id));
+        obj.insert("parentId".into(), json!(self.last_id));
+        let secs = at_ms / 1000 - T0 / 1000;
+        obj.insert(
+            "timestamp".into(),
+            json!(format!(
+                "2026-01-01T{:02}:{:02}:{:02}.000Z",
+                secs / 3600,
+                secs / 60 % 60,
+                secs % 60
+            )),
+        );
+        self.lines.push(serde_json::to_string(&fields).unwrap());
+        self.last_id = Some(id.clone());
+        id
+    }
+
+    /// Appends a message entry.
+    fn message(&mut self, message: Value, at_ms: i64) {
+        self.entry(json!({"type": "message", "message": message}), at_ms);
+    }
+
+    fn write(&self, dir: &Path, name: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, self.lines.join("\n") + "\n").unwrap();
+        p
+    }
+}
+
+fn user(text: &str, at: i64) -> Value {
+    json!({"role": "user", "content": [{"type": "text", "text": text}], "timestamp": at})
+}
+
+fn assistant(model: &str, text: &str, at: i64, output: u64) -> Value {
+    json!({"role": "assistant", "content": [{"type": "text", "text": text}], "provider": "anthropic",
+           "model": model, "usage": {"input": 0, "output": output, "cacheRead": 0, "cacheWrite": 0}, "timestamp": at})
+}
+
+fn tool_result(text: &str, at: i64) -> Value {
+    json!({"role": "toolResult", "toolCallId": "c1", "toolName": "bash", "content": [{"type": "text", "text": text}],
+           "isError": false, "timestamp": at})
+}
+
+#[test]
+fn calls_are_billed_from_their_prompts_prefixes_and_gaps() {
+    let dir = temp_dir("hand");
+    let mut s = Hand::new();
+    // With one token per character of content, no framing per message and
+    // 100 tokens of overhead, a prompt is 100 + the lengths of its texts.
+    let (u1, a1, r1, a2, u2, a3, u3) = (
+        "build the thing",
+        "running",
+        "x".repeat(500),
+        "done",
+        "again",
+        "ok",
+        "and now?",
+    );
+    s.message(user(u1, T0), T0);
+    s.message(assistant("m1", a1, T0 + 1000, 7), T0 + 2000);
+    s.message(tool_result(&r1, T0 + 3000), T0 + 3000);
+    s.message(assistant("m1", a2, T0 + MIN_MS, 11), T0 + MIN_MS);
+    // Ten idle minutes: the cache is cold.
+    s.message(user(u2, T0 + 11 * MIN_MS), T0 + 11 * MIN_MS);
+    s.message(
+        assistant("m1", a3, T0 + 11 * MIN_MS + 500, 3),
+        T0 + 11 * MIN_MS + 500,
+    );
+    // A model change one minute later: a different cache.
+    s.message(user(u3, T0 + 12 * MIN_MS), T0 + 12 * MIN_MS);
+    s.message(
+        assistant("m2", "fine", T0 + 12 * MIN_MS + 500, 5),
+        T0 + 12 * MIN_MS + 500,
+    );
+    // An aborted request: recorded, but pi does not send it again.
+    s.message(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "partial answer"}], "provider": "anthropic",
+               "model": "m2", "stopReason": "aborted", "timestamp": T0 + 12 * MIN_MS + 900}),
+        T0 + 12 * MIN_MS + 900,
+    );
+    s.message(
+        user("go on", T0 + 12 * MIN_MS + 1000),
+        T0 + 12 * MIN_MS + 1000,
+    );
+    s.message(
+        assistant("m2", "going", T0 + 12 * MIN_MS + 1100, 2),
+        T0 + 12 * MIN_MS + 1100,
+    );
+    let len = |t: &str| t.len() as u64;
+    let (u1, a1, r1, a2, u2, a3, u3) = (
+        len(u1),
+        len(a1),
+        len(&r1),
+        len(a2),
+        len(u2),
+        len(a3),
+        len(u3),
+    );
+    let path = s.write(&dir, "hand.jsonl");
+
+    let out = condense(
+        &dir,
+        &[
+            "simulate",
+            path.to_str().unwrap(),
+            "--json",
+            "--tokens-per-char",
+            "1",
+            "--tokens-per-message",
+            "0",
+            "--overhead",
+            "100",
+            "--min-cacheable",
+            "0",
+        ],
+    );
+    let v = json_of(&out);
+    let none = &v["sessions"][0]["policies"]["none"];
+    let p1 = 100 + u1;
+    let p2 = p1 + a1 + r1;
+    let p3 = p2 + a2 + u2;
+    let p4 = p3 + a3 + u3;
+    // The aborted call's prompt is p4 + "fine"; the one after it adds "go on"
+    // but not the aborted answer.
+    let p5 = p4 + 4;
+    let p6 = p5 + 5;
+    // call 1 writes p1; call 2 reads p1 and writes the rest; call 3 is cold
+    // (writes p3); call 4 is on another model (writes p4); calls 5 and 6 read
+    // their predecessor's prompt and write the rest.
+    let read = p1 + p4 + p5;
+    let write = p2 + p3 + p4 + (p5 - p4) + (p6 - p5);
+    assert_eq!(none["calls"], 6);
+    assert_eq!(none["prompt_tokens"], p1 + p2 + p3 + p4 + p5 + p6);
+    assert_eq!(none["peak_prompt_tokens"], p6);
+    assert_eq!(none["cache_read_tokens"], read);
+    assert_eq!(none["cache_write_tokens"], write);
+    assert_eq!(none["uncached_tokens"], 0);
+    // The aborted call recorded no usage, and its text is not sent again.
+    assert_eq!(none["output_tokens"], 7 + 11 + 3 + 5 + 2);
+    let billed = write as f64 * 1.25 + read as f64 * 0.1;
+    assert!((none["billed_input_units"].as_f64().unwrap() - billed).abs() < 1e-6);
+    let total = billed + 28.0 * 5.0;
+    assert!((none["cost_usd"].as_f64().unwrap() - total * 3.0 / 1e6).abs() < 1e-12);
+    assert_eq!(none["tool_outputs"], 1);
+    assert_eq!(none["outputs_recoverable"], 1);
+    assert_eq!(none["summarizer_input_tokens"], 0);
+    // The session recorded no prompts, so there is nothing to compare with.
+    assert_eq!(v["fidelity"], Value::Null);
+
+    // Under the 1-hour TTL the idle gap keeps the cache: call 3 reads p2.
+    let out = condense(
+        &dir,
+        &[
+            "simulate",
+            path.to_str().unwrap(),
+            "--json",
+            "--tokens-per-char",
+            "1",
+            "--tokens-per-message",
+            "0",
+            "--overhead",
+            "100",
+            "--min-cacheable",
+            "0",
+            "--profile",
+            "anthropic-1h",
+        ],
+    );
+    let none = &json_of(&out)["sessions"][0]["policies"]["none"];
+    assert_eq!(none["cache_read_tokens"], p1 + p2 + p4 + p5);
+}
+
+#[test]
+fn a_compaction_rewrites_the_prompt_from_its_first_message() {
+    let dir = temp_dir("compaction");
+    let mut s = Hand::new();
+    s.message(user("first task", T0), T0);
+    s.message(assistant("m1", &"a".repeat(3000), T0 + 1000, 1), T0 + 1000);
+    s.message(user("second task", T0 + 2000), T0 + 2000);
+    let kept = s.last_id.clone().unwrap();
+    s.message(assistant("m1", "b", T0 + 3000, 1), T0 + 3000);
+    s.entry(json!({"type": "compaction", "summary": "the first task was done", "firstKeptEntryId": kept, "tokensBefore": 900}), T0 + 4000);
+    s.message(user("third task", T0 + 5000), T0 + 5000);
+    s.message(assistant("m1", "c", T0 + 6000, 1), T0 + 6000);
+    let path = s.write(&dir, "compacted.jsonl");
+    let out = condense(
+        &dir,
+        &[
+            "simulate",
+            path.to_str().unwrap(),
+            "--json",
+            "--tokens-per-char",
+            "1",
+            "--tokens-per-message",
+            "0",
+            "--overhead",
+            "0",
+            "--min-cacheable",
+            "0",
+        ],
+    );
+    let none = &json_of(&out)["sessions"][0]["policies"]["none"];
+    // Calls 1 → 2 share the first user message; call 3's prompt starts with
+    // the compaction summary, so it shares nothing and is all written.
+    let first_user = "first task".len() as u64;
+    assert_eq!(none["calls"], 3);
+    assert_eq!(none["cache_read_tokens"], first_user);
+    let prompts = none["prompt_tokens"].as_u64().unwrap();
+    assert_eq!(
+        none["cache_write_tokens"].as_u64().unwrap(),
+        prompts - first_user
+    );
+}
+
+/// Σ (input + cacheRead + cacheWrite) of a session's assistant messages,
+/// and how many assistant messages it has, read straight from the file.
+fn recorded_prompts(path: &Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let (mut sum, mut calls) = (0, 0);
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let m = &v["message"];
+        if v["type"] == "message" && m["role"] == "assistant" {
+            calls += 1;
+            let u = &m["usage"];
+            sum += ["input", "cacheRead", "cacheWrite"]
+                .iter()
+                .map(|k| u[k].as_u64().unwrap_or(0))
+                .sum::<u64>();
+        }
+    }
+    (sum, calls)
+}
+
+#[test]
+fn the_no_pruning_replay_reproduces_the_recorded_pi_mono_prompts() {
+    let dir = pi_mono_dir();
+    let tmp = temp_dir("pi-mono");
+    let out = condense(&tmp, &["simulate", dir.to_str().unwrap(), "--json"]);
+    let v = json_of(&out);
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2);
+    for s in sessions {
+        let path = PathBuf::from(s["path"].as_str().unwrap());
+        let (recorded, calls) = recorded_prompts(&path);
+        let none = &s["policies"]["none"];
+        assert_eq!(none["calls"], calls, "{}", path.display());
+        assert_eq!(
+            s["recorded"]["prompt_tokens"],
+            recorded,
+            "{}",
+            path.display()
+        );
+        assert_eq!(none["outputs_recoverable"], none["tool_outputs"]);
+        // The issue's target: within 5% in total, per session.
+        let err = s["fidelity"]["total_error"].as_f64().unwrap();
+        assert!(err.abs() < 0.05, "{}: total error {err}", path.display());
+    }
+    let err = v["fidelity"]["total_error"].as_f64().unwrap();
+    assert!(err.abs() < 0.05, "pooled total error {err}");
+    // Calibration on the same sessions finds the defaults again.
+    let cal = json_of(&condense(
+        &tmp,
+        &["simulate", "--calibrate", dir.to_str().unwrap(), "--json"],
+    ));
+    let fitted = &cal["fitted"];
+    let model = &v["token_model"];
+    let close =
+        |a: &Value, b: &Value, tol: f64| (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() < tol;
+    assert!(close(&fitted["per_unit"], &model["tokens_per_char"], 1e-3));
+    assert!(close(
+        &fitted["per_message"],
+        &model["tokens_per_message"],
+        0.1
+    ));
+    assert_eq!(fitted["overhead_tokens"], model["overhead_tokens"]);
+    // The fitted model's spread per call, as docs/economy.md states it.
+    let spread = &cal["fitted_fidelity"]["per_call_error"];
+    assert!(spread["mean_abs"].as_f64().unwrap() < 0.02, "{spread}");
+}
+
+#[test]
+fn a_directory_reports_totals_and_distributions_and_names_unreadable_files() {
+    let dir = temp_dir("corpus");
+    for seed in ["1", "2", "3"] {
+        let file = dir.join(format!("s{seed}.jsonl"));
+        let out = condense(
+            &dir,
+            &[
+                "gen",
+                "--tokens",
+                "60000",
+                "--seed",
+                seed,
+                "-o",
+                file.to_str().unwrap(),
+            ],
+        );
+        assert!(out.status.success());
+    }
+    std::os::unix::fs::symlink(dir.join("missing"), dir.join("broken.jsonl")).unwrap();
+    let v = json_of(&condense(
+        &dir,
+        &["simulate", dir.to_str().unwrap(), "--json", "--jobs", "2"],
+    ));
+    let sessions = v["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 3);
+    assert_eq!(v["unreadable"].as_array().unwrap().len(), 1);
+    let sum: u64 = sessions
+        .iter()
+        .map(|s| s["policies"]["none"]["prompt_tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(v["totals"]["none"]["prompt_tokens"], sum);
+    let mut billed: Vec<f64> = sessions
+        .iter()
+        .map(|s| {
+            s["policies"]["none"]["billed_input_units"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    billed.sort_by(f64::total_cmp);
+    assert_eq!(
+        v["distributions"]["none"]["billed_input_units"]["max"].as_f64(),
+        billed.last().copied()
+    );
+    assert_eq!(
+        v["distributions"]["none"]["billed_input_units"]["p50"].as_f64(),
+        Some(billed[1])
+    );
+}
+
+#[test]
+fn the_chart_has_a_line_per_policy_and_the_recorded_figures() {
+    let dir = pi_mono_dir();
+    let tmp = temp_dir("svg");
+    let svg = tmp.join("chart.svg");
+    let file = dir.join("before-compaction.jsonl");
+    let out = condense(
+        &tmp,
+        &[
+            "simulate",
+            file.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"));
+    assert!(
+        text.contains("\nnone\n</text>") && text.contains("\nrecorded\n</text>"),
+        "legend names each line"
+    );
+    // Two panels, each with the policy's line and the recorded one.
+    assert!(text.matches("<polyline").count() >= 4);
+    // A directory has no single chart.
+    let out = condense(
+        &tmp,
+        &[
+            "simulate",
+            dir.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn bad_options_are_usage_errors() {
+    let tmp = temp_dir("usage");
+    let file = pi_mono_dir().join("large-session.jsonl");
+    let f = file.to_str().unwrap();
+    for args in [
+        vec!["simulate", f, "--profile", "anthropic"],
+        vec!["simulate", f, "--policy", "aggressive"],
+        vec!["simulate", f, "--write-price", "-1"],
+        vec!["simulate", f, "--profile", "no-cache", "--ttl", "60"],
+        vec!["simulate", f, "--tokens-per-char", "0"],
+    ] {
+        let out = condense(&tmp, &args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = condense(&tmp, &["simulate", "/nonexistent/session.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+}
