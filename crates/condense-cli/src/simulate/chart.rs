@@ -10,47 +10,48 @@ use plotters::prelude::*;
 use super::replay::{recorded_bill, PolicyRun};
 use super::SessionSim;
 
-/// One line of the chart: (call number, prompt tokens, cumulative units).
+/// One line of each panel: (call number, prompt tokens) and (call number,
+/// cumulative units).
 struct Series {
     name: String,
-    points: Vec<(u32, u64, f64)>,
+    prompts: Vec<(u32, u64)>,
+    costs: Vec<(u32, f64)>,
 }
 
 fn policy_series(run: &PolicyRun) -> Series {
     let mut total = 0.0;
-    let points = run
-        .calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            total += c.bill.input_units + c.bill.output_units;
-            (i as u32 + 1, c.prompt, total)
-        })
-        .collect();
-    Series {
+    let mut s = Series {
         name: run.policy.clone(),
-        points,
+        prompts: Vec::new(),
+        costs: Vec::new(),
+    };
+    for (i, c) in run.calls.iter().enumerate() {
+        total += c.bill.input_units + c.bill.output_units + c.summarizer_units;
+        s.prompts.push((i as u32 + 1, c.prompt));
+        s.costs.push((i as u32 + 1, total));
     }
+    s
 }
 
-/// The recorded calls priced by `profile`; calls without usage keep the
-/// running total and show no prompt.
+/// The recorded calls priced by `profile`; a call that recorded no prompt
+/// (aborted before the provider answered) is left out of the prompt line.
 fn recorded_series(run: &PolicyRun, profile: &PriceProfile) -> Option<Series> {
     let mut total = 0.0;
-    let mut points = Vec::with_capacity(run.calls.len());
+    let mut s = Series {
+        name: "recorded".into(),
+        prompts: Vec::new(),
+        costs: Vec::new(),
+    };
     for (i, c) in run.calls.iter().enumerate() {
         let usage = c.recorded.unwrap_or_default();
         let bill = recorded_bill(profile, &usage);
         total += bill.input_units + bill.output_units;
-        points.push((i as u32 + 1, usage.prompt(), total));
+        if usage.prompt() > 0 {
+            s.prompts.push((i as u32 + 1, usage.prompt()));
+        }
+        s.costs.push((i as u32 + 1, total));
     }
-    run.calls
-        .iter()
-        .any(|c| c.recorded.is_some_and(|u| u.prompt() > 0))
-        .then(|| Series {
-            name: "recorded".into(),
-            points,
-        })
+    (!s.prompts.is_empty()).then_some(s)
 }
 
 /// Writes the chart of one session to `path`.
@@ -84,21 +85,21 @@ fn draw(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let calls = series
         .iter()
-        .map(|s| s.points.len())
+        .map(|s| s.costs.len())
         .max()
         .unwrap_or(0)
-        .max(1) as u32;
+        .max(2) as u32;
     let max_prompt = series
         .iter()
-        .flat_map(|s| &s.points)
+        .flat_map(|s| &s.prompts)
         .map(|p| p.1)
         .max()
         .unwrap_or(0)
         .max(1);
     let max_cost = series
         .iter()
-        .flat_map(|s| &s.points)
-        .map(|p| p.2 * profile.usd_per_mtok_input / 1e6)
+        .flat_map(|s| &s.costs)
+        .map(|p| p.1 * profile.usd_per_mtok_input / 1e6)
         .fold(0.0, f64::max)
         .max(1e-6);
     let root = SVGBackend::new(path, (960, 720)).into_drawing_area();
@@ -128,7 +129,7 @@ fn draw(
             color.stroke_width(2)
         };
         prompt_chart
-            .draw_series(LineSeries::new(s.points.iter().map(|p| (p.0, p.1)), style))?
+            .draw_series(LineSeries::new(s.prompts.iter().copied(), style))?
             .label(s.name.clone())
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
@@ -146,7 +147,7 @@ fn draw(
         .x_label_area_size(32)
         .y_label_area_size(72)
         .caption(
-            "cumulative billed cost (US$, input and output)",
+            "cumulative billed cost (US$: prompts, outputs, summarizer)",
             ("sans-serif", 16),
         )
         .build_cartesian_2d(1u32..calls, 0f64..max_cost * 1.05)?;
@@ -158,7 +159,7 @@ fn draw(
     for (s, color) in series.iter().zip(colors.iter().cycle()) {
         let usd = profile.usd_per_mtok_input / 1e6;
         cost_chart.draw_series(LineSeries::new(
-            s.points.iter().map(|p| (p.0, p.2 * usd)),
+            s.costs.iter().map(|p| (p.0, p.1 * usd)),
             color.stroke_width(2),
         ))?;
     }

@@ -69,6 +69,8 @@ pub struct SimCall {
     pub bill: CallBill,
     /// Summarizer work done before it.
     pub summarizer: SummarizerWork,
+    /// Its price, in units.
+    pub summarizer_units: f64,
     /// What the provider reported, if the session recorded it.
     pub recorded: Option<RecordedUsage>,
 }
@@ -179,9 +181,11 @@ pub fn replay(
         };
         let bill = bill_call(profile, previous, call);
         run.totals.add_call(prompt_tokens, &bill);
+        let before = run.totals.summarizer_units;
         run.totals
             .add_summarizer(profile, prompt.summarizer.input, prompt.summarizer.output);
         run.calls.push(SimCall {
+            summarizer_units: run.totals.summarizer_units - before,
             at_ms,
             prompt: prompt_tokens,
             shared_prefix,
