@@ -25,7 +25,10 @@ pub trait TokenCount: Sync {
     /// Tokens of one message of the prompt.
     fn message(&self, message: &Message) -> u64;
     /// Tokens of a plain text (e.g. a summarizer prompt a policy models).
-    #[expect(dead_code, reason = "for the engine-driven policies' summarizer work")]
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "for the engine-driven policies' summarizer work")
+    )]
     fn text(&self, text: &str) -> u64;
     /// Tokens of every prompt the session file does not hold.
     fn overhead(&self) -> u64;
