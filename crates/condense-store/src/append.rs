@@ -19,13 +19,13 @@
 //! a stale one. Read, decide and append under the same appender.
 //!
 //! pi itself takes no lock: it keeps the leaf in memory and appends with
-//! `appendFileSync`. Appending to a file a running pi holds would fork its
-//! tree behind its back, so inside pi condense never writes the file (the
-//! host adapter asks pi to append), and the CLI must refuse sessions that a
-//! running pi has open.
-//!
-//! TODO: detecting a running pi (scanning `/proc/*/fd` for the session path)
-//! is the CLI's job, not this module's.
+//! `appendFileSync` (open, write, close), so no descriptor stays open while
+//! it runs. Appending to the file of a running pi would fork its tree behind
+//! its back (pi's next entry takes pi's in-memory leaf as parent), so inside
+//! pi condense never writes the file (the host adapter asks pi to append),
+//! and the condense sidecar keeps a [`SessionHold`] on the session it serves:
+//! a shared lock on the file for as long as pi runs that session. An
+//! [`Appender`] (exclusive) cannot be had meanwhile, so the CLI refuses it.
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashSet;
@@ -63,7 +63,9 @@ pub enum AppendError {
         source: io::Error,
     },
     /// Another process holds the file's lock ([`LockMode::Try`]).
-    #[error("{0}: another condense process is writing this session")]
+    #[error(
+        "{0}: locked by another process: a running pi (its condense sidecar holds the session) or another condense writing it"
+    )]
     Locked(PathBuf),
     /// The file has no session header: not a pi session, or a damaged one.
     #[error("{0}: no session header; refusing to append")]
@@ -253,11 +255,25 @@ impl Appender {
             path: path.clone(),
             source,
         };
+        // A FIFO or device would block the open or never end the read.
+        let regular = |meta: std::fs::Metadata| {
+            if meta.is_file() {
+                Ok(())
+            } else {
+                Err(crate::session::not_a_regular_file(
+                    "a directory, FIFO, socket or device",
+                ))
+            }
+        };
+        std::fs::metadata(&path)
+            .and_then(regular)
+            .map_err(io_err)?;
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
             .open(&path)
             .map_err(io_err)?;
+        file.metadata().and_then(regular).map_err(io_err)?;
         match mode {
             LockMode::Wait => fs4::FileExt::lock(&file).map_err(io_err)?,
             LockMode::Try => match fs4::FileExt::try_lock(&file) {
@@ -418,6 +434,59 @@ impl Appender {
         now_ms: i64,
     ) -> Result<String, AppendError> {
         self.append_with(now_ms, |base| message_entry_line(message, base))
+    }
+}
+
+/// A shared advisory lock on a session file, held while a running pi works
+/// on that session (the condense sidecar keeps one), so that no [`Appender`]
+/// (an exclusive lock) writes behind pi's back.
+///
+/// pi creates a new session's file only when its first assistant message is
+/// persisted, so the hold is taken when it can be: [`SessionHold::refresh`]
+/// retries cheaply until it holds the file. Dropping the hold (or the
+/// process ending) releases the lock.
+#[derive(Debug, Default)]
+pub struct SessionHold {
+    path: Option<PathBuf>,
+    file: Option<File>,
+}
+
+impl SessionHold {
+    /// Holds `path` from now on (releasing the previous session's file),
+    /// or nothing for `None`.
+    pub fn set(&mut self, path: Option<PathBuf>) {
+        if self.path != path {
+            self.file = None;
+            self.path = path;
+        }
+        self.refresh();
+    }
+
+    /// Takes the lock if it is not held yet and the file exists. Never
+    /// blocks: if an [`Appender`] holds the file right now, the next call
+    /// tries again.
+    pub fn refresh(&mut self) {
+        if self.file.is_some() {
+            return;
+        }
+        let Some(path) = &self.path else {
+            return;
+        };
+        // Only a regular file: opening a FIFO would block the caller.
+        if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            return;
+        }
+        let Ok(file) = File::open(path) else {
+            return;
+        };
+        if fs4::FileExt::try_lock_shared(&file).is_ok() {
+            self.file = Some(file);
+        }
+    }
+
+    /// Whether the lock is held.
+    pub fn is_held(&self) -> bool {
+        self.file.is_some()
     }
 }
 
