@@ -25,7 +25,7 @@ use condense_summarizer::{
     Provider, RunOptions, Summarizer, SummarizerSettings, Target,
 };
 
-use crate::load::{load, Loaded};
+use crate::load::{load, load_at, load_config, rebuild, resolve, Loaded};
 use crate::output::write_all;
 use crate::{CliError, SessionArg};
 
@@ -115,8 +115,8 @@ fn provider(args: &CompactArgs) -> Result<(Arc<dyn Provider>, ModelRef), CliErro
 }
 
 /// Another process that has `path` open (Linux: any `/proc/<pid>/fd` link
-/// to it), so a running pi's session is not written behind its back. pi
-/// takes no lock; this is how condense notices it.
+/// to it): the condense sidecar of a running pi keeps its session open, and
+/// so does any other reader or writer.
 pub fn held_by_other_process(path: &Path) -> Option<u32> {
     let target = path.canonicalize().ok()?;
     let me = std::process::id();
@@ -141,6 +141,76 @@ pub fn held_by_other_process(path: &Path) -> Option<u32> {
         }
     }
     None
+}
+
+/// A running pi whose working directory is `cwd` (the session header's):
+/// a process whose command line names pi (an argument whose file name is
+/// `pi`, or that lies in a `pi-coding-agent` package) with that cwd. pi
+/// keeps no descriptor open and takes no lock, so without condense's sidecar
+/// this is the only trace of it; it may be running another session of the
+/// same directory, which is refused all the same (`--force` overrides).
+pub fn pi_running_in(cwd: &Path) -> Option<u32> {
+    let want = cwd.canonicalize().ok()?;
+    let me = std::process::id();
+    for proc_entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = proc_entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if std::fs::read_link(proc_entry.path().join("cwd")).ok() != Some(want.clone()) {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(proc_entry.path().join("cmdline")) else {
+            continue;
+        };
+        let names_pi = cmdline.split(|&b| b == 0).any(|arg| {
+            let arg = String::from_utf8_lossy(arg);
+            let path = Path::new(arg.as_ref());
+            path.file_name().is_some_and(|n| n == "pi") || arg.contains("pi-coding-agent")
+        });
+        if names_pi {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Refuses a session another process has open (`--force` overrides).
+fn refuse_if_open(path: &Path) -> Result<(), CliError> {
+    match held_by_other_process(path) {
+        Some(pid) => Err(CliError::Data(format!(
+            "{}: open in process {pid} (a running pi's condense sidecar?); close it or pass --force",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a session whose directory a running pi works in (`--force`
+/// overrides).
+fn refuse_if_pi_runs_there(
+    path: &Path,
+    session: &condense_store::session::Session,
+) -> Result<(), CliError> {
+    let Some(cwd) = session.header.as_ref().map(|h| h.cwd.as_str()) else {
+        return Ok(());
+    };
+    if cwd.is_empty() {
+        return Ok(());
+    }
+    match pi_running_in(Path::new(cwd)) {
+        Some(pid) => Err(CliError::Data(format!(
+            "{}: pi (process {pid}) is running in the session's directory {cwd}; close it or pass --force",
+            path.display()
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// What a compaction did.
@@ -180,27 +250,32 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Finds the session, refuses it if a running pi may hold it, takes the
+/// store's lock and only then reads it, so every decision is made on the file
+/// as it is under the lock (a compact that ran meanwhile is seen, not
+/// repeated). A dry run takes no lock.
+fn load_locked(args: &CompactArgs) -> Result<(Loaded, Option<Appender>), CliError> {
+    let config = load_config(&args.session)?;
+    let path = resolve(&args.session)?;
+    if args.dry_run {
+        return Ok((load_at(path, config)?, None));
+    }
+    if !args.force {
+        refuse_if_open(&path)?;
+    }
+    let appender = Appender::open(&path, LockMode::Try)
+        .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?;
+    if !args.force {
+        refuse_if_pi_runs_there(&path, appender.session())?;
+    }
+    let loaded = rebuild(path, appender.session(), config);
+    Ok((loaded, Some(appender)))
+}
+
 /// Runs the compaction; returns the report (entries appended unless dry run).
 pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
-    let loaded = load(&args.session)?;
+    let (loaded, appender) = load_locked(args)?;
     let path: PathBuf = loaded.path.clone();
-    if !args.force && !args.dry_run {
-        if let Some(pid) = held_by_other_process(&path) {
-            return Err(CliError::Data(format!(
-                "{}: open in process {pid} (a running pi?); close it or pass --force",
-                path.display()
-            )));
-        }
-    }
-    // Take the lock before deciding anything, so no other condense appends in between.
-    let appender = if args.dry_run {
-        None
-    } else {
-        Some(
-            Appender::open(&path, LockMode::Try)
-                .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?,
-        )
-    };
     let (provider, model) = provider(args)?;
     let mut report = CompactReport {
         before_tokens: rendered_tokens(&loaded, &loaded.state),

@@ -498,7 +498,7 @@ pub fn scan(args: &CorpusArgs) -> Result<Value, CliError> {
         latest: false,
         settings: args.settings.clone(),
     })?;
-    let protection = Protection::new(&config);
+    let protection = crate::load::protection(&config);
     let files = session_files(&args.dir);
     let progress = crate::progress::bar(files.len() as u64, "reading sessions");
     let work = || -> Vec<(PathBuf, Outcome)> {

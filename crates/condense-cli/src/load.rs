@@ -36,6 +36,9 @@ pub fn agent_dir() -> PathBuf {
     home.join(".pi").join("agent")
 }
 
+/// Every `*.jsonl` below `dir`. Symlinked directories are not followed, so
+/// the walk is bounded by the real tree: a link cycle (`loop -> ..`) cannot
+/// make it run forever.
 fn session_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
@@ -45,7 +48,8 @@ fn session_files(dir: &Path) -> Vec<PathBuf> {
         };
         for e in rd.flatten() {
             let p = e.path();
-            if p.is_dir() {
+            // The entry's own type: a symlink is not a directory here.
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "jsonl") {
                 out.push(p);
@@ -61,7 +65,10 @@ pub fn resolve(arg: &SessionArg) -> Result<PathBuf, CliError> {
     if arg.latest {
         return session_files(&sessions)
             .into_iter()
-            .filter_map(|p| Some((std::fs::metadata(&p).ok()?.modified().ok()?, p)))
+            .filter_map(|p| {
+                let meta = std::fs::metadata(&p).ok().filter(|m| m.is_file())?;
+                Some((meta.modified().ok()?, p))
+            })
             .max()
             .map(|(_, p)| p)
             .ok_or_else(|| CliError::Data(format!("no sessions under {}", sessions.display())));
@@ -99,14 +106,14 @@ pub fn load_config(arg: &SessionArg) -> Result<Config, CliError> {
         .settings
         .clone()
         .unwrap_or_else(|| agent_dir().join("settings.json"));
-    let text = match std::fs::read_to_string(&path) {
+    let bytes = match condense_store::session::read_regular_file(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && arg.settings.is_none() => {
             return Ok(Config::default())
         }
         Err(e) => return Err(CliError::Data(format!("{}: {e}", path.display()))),
     };
-    let value: serde_json::Value = serde_json::from_str(&text)
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
         .map_err(|e| CliError::Data(format!("{}: malformed settings: {e}", path.display())))?;
     let (config, warnings) = Config::from_settings_file_value(&value);
     for w in warnings {
@@ -115,12 +122,37 @@ pub fn load_config(arg: &SessionArg) -> Result<Config, CliError> {
     Ok(config)
 }
 
+/// Compiles the config's protection rules, reporting each dropped or
+/// never-matching `protectedPaths` pattern on stderr as a config warning.
+pub fn protection(config: &Config) -> Protection {
+    let (protection, warnings) = Protection::compile(config);
+    for w in warnings {
+        eprintln!("condense: warning: {w}");
+    }
+    protection
+}
+
 /// Loads a session: file, branch, messages, state, config.
 pub fn load(arg: &SessionArg) -> Result<Loaded, CliError> {
     let config = load_config(arg)?;
     let path = resolve(arg)?;
+    load_at(path, config)
+}
+
+/// Loads the session file at `path` with `config`.
+pub fn load_at(path: PathBuf, config: Config) -> Result<Loaded, CliError> {
     let session = condense_store::session::Session::open(&path)
         .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?;
+    Ok(rebuild(path, &session, config))
+}
+
+/// What condense knows of a session already read (`compact` reads it under
+/// its lock): branch, messages, state, protection; problems on stderr.
+pub fn rebuild(
+    path: PathBuf,
+    session: &condense_store::session::Session,
+    config: Config,
+) -> Loaded {
     for p in &session.problems {
         eprintln!("condense: {}: {p}", path.display());
     }
@@ -138,18 +170,18 @@ pub fn load(arg: &SessionArg) -> Result<Loaded, CliError> {
             p.message
         );
     }
-    let protection = Protection::new(&config);
+    let protection = protection(&config);
     let session_id = session
         .header
         .as_ref()
         .map(|h| h.id.clone())
         .unwrap_or_default();
-    Ok(Loaded {
+    Loaded {
         blob_dir: condense_store::spill::blob_dir(&path, &session_id),
         path,
         messages,
         state,
         config,
         protection,
-    })
+    }
 }

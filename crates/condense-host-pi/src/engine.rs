@@ -243,14 +243,12 @@ impl Engine {
         let (state, _problems) = condense_store::replay::replay_branch(&branch);
         self.state = state;
         self.cost_baseline = self.state.stats().clone();
-        // The id is the session's to claim: sanitized, so a crafted one
-        // cannot move spills out of the session directory.
-        self.blob_dir = p.session_dir.map(|d| {
-            d.join(format!(
-                "{}-blobs",
-                condense_store::spill::sanitize_file_stem(&p.session_id)
-            ))
-        });
+        // The id is the session's to claim: named as the CLI names it, so a
+        // crafted or over-long one cannot move spills out of the session
+        // directory or make every spill fail.
+        self.blob_dir = p
+            .session_dir
+            .map(|d| condense_store::spill::blob_dir_in(&d, &p.session_id));
         self.pending.clear();
         self.budget.reset();
         self.rearmed = false;

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -19,6 +20,7 @@ use condense_core::Message;
 use condense_core::ModelRef;
 use condense_core::TriggerKind;
 use condense_core::{SummaryJob, Usage};
+use condense_store::append::SessionHold;
 use condense_summarizer::{
     CancelToken, Completion, CompletionRequest, EventSink, FallbackController, Provider,
     ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
@@ -205,6 +207,8 @@ struct StartRequestParams {
     #[serde(default)]
     session_dir: Option<String>,
     #[serde(default)]
+    session_file: Option<String>,
+    #[serde(default)]
     branch: Vec<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     tree: bool,
@@ -223,6 +227,9 @@ pub struct Server {
     outbox: Outbox,
     fallback: Arc<FallbackController>,
     session_model: Mutex<Option<ModelRef>>,
+    /// The shared lock on the session file pi runs, so `condense compact`
+    /// refuses it (see `condense_store::append::SessionHold`).
+    session_hold: Mutex<SessionHold>,
 }
 
 /// Syncs and renders for a `context` request and writes the answer object:
@@ -348,6 +355,23 @@ impl Server {
         context_answer(&mut engine, &mut answers, keep, append, base)
     }
 
+    /// Holds the session file pi now runs (`sessionFile` of `session.start`;
+    /// `None` for an in-memory session), releasing the previous one.
+    fn hold_session(&self, file: Option<&str>) {
+        self.session_hold
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .set(file.map(PathBuf::from));
+    }
+
+    /// Takes the session file's hold once pi has created the file.
+    fn refresh_hold(&self) {
+        self.session_hold
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .refresh();
+    }
+
     /// `session.start`: the session model (`null` clears it, absent keeps
     /// it), the fallback state, and the engine rebuilt from the branch.
     fn start_session(&self, model: Option<&Value>, p: StartParams) -> Value {
@@ -379,6 +403,7 @@ impl Server {
                 Ok(json!({"protocol": PROTOCOL, "sidecar": env!("CARGO_PKG_VERSION")}))
             }
             "session.start" => {
+                self.hold_session(params.get("sessionFile").and_then(Value::as_str));
                 let tree = params.get("tree").and_then(Value::as_bool).unwrap_or(false);
                 let p = StartParams {
                     settings: params.get("settings").cloned().unwrap_or(Value::Null),
@@ -401,6 +426,7 @@ impl Server {
                 Ok(self.start_session(params.get("model"), p))
             }
             "turn.end" => {
+                self.refresh_hold();
                 let Some(message) = message_of(params.get("message")) else {
                     return Ok(json!({"effects": []}));
                 };
@@ -435,6 +461,7 @@ impl Server {
                 Ok(json!({"effects": effects, "synced": true}))
             }
             "message.end" => {
+                self.refresh_hold();
                 let Some(message) = message_of(params.get("message")) else {
                     return Ok(json!({"effects": []}));
                 };
@@ -450,6 +477,7 @@ impl Server {
                 Ok(json!({"effects": effects}))
             }
             "agent.end" => {
+                self.refresh_hold();
                 Ok(json!({"effects": self.engine.lock().expect("engine lock").agent_end()}))
             }
             "query" => {
@@ -567,6 +595,7 @@ where
         outbox: outbox.clone(),
         fallback: Arc::new(FallbackController::new(Arc::new(TokioClock::new()))),
         session_model: Mutex::new(None),
+        session_hold: Mutex::new(SessionHold::default()),
     });
     let mut input = input;
     loop {
@@ -590,6 +619,7 @@ where
                     let server = server.clone();
                     tokio::spawn(async move {
                         let p = req.params;
+                        server.hold_session(p.session_file.as_deref());
                         let params = StartParams {
                             settings: p.settings,
                             session_id: p.session_id.unwrap_or_default(),
