@@ -78,7 +78,13 @@ pub fn resolve(arg: &SessionArg) -> Result<PathBuf, CliError> {
         .as_deref()
         .ok_or_else(|| CliError::Usage("name a session or pass --latest".into()))?;
     let as_path = PathBuf::from(name);
-    if as_path.exists() {
+    if let Ok(meta) = std::fs::metadata(&as_path) {
+        // A FIFO would block the read and a device never end it.
+        if !meta.is_file() {
+            return Err(CliError::Data(format!(
+                "{name}: not a regular file; refusing to read it"
+            )));
+        }
         return Ok(as_path);
     }
     let matches: Vec<PathBuf> = session_files(&sessions)
