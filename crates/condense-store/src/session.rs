@@ -35,7 +35,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use condense_core::{Message, Role};
+use condense_core::{Message, MessageError, Role};
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -509,6 +509,17 @@ fn raw_string(raw: Option<&RawValue>) -> Option<String> {
     serde_json::from_str(text).ok()
 }
 
+/// A message whose JSON `body` lies in `buf` (a slice of a line read from
+/// it), sharing the buffer instead of copying the body; copied otherwise.
+fn shared_message(buf: &Arc<String>, body: &str) -> Result<Message, MessageError> {
+    let (base, at) = (buf.as_ptr() as usize, body.as_ptr() as usize);
+    if at >= base && at + body.len() <= base + buf.len() {
+        Message::from_shared(buf, at - base..at - base + body.len())
+    } else {
+        Message::from_json(body)
+    }
+}
+
 /// The fast path for the commonest line, a `message` entry exactly as pi
 /// writes it: `{"type":"message","id":"…","parentId":null|"…",
 /// "timestamp":"…","message":{…}}`. The message is the last field, so its
@@ -546,12 +557,7 @@ fn fast_message_entry(
     }
     // Share the file's buffer when the body lies in it (it always does for a
     // line read from the file); copy otherwise.
-    let (base, at) = (buf.as_ptr() as usize, body.as_ptr() as usize);
-    let message = if at >= base && at + body.len() <= base + buf.len() {
-        Message::from_shared(buf, at - base..at - base + body.len()).ok()?
-    } else {
-        Message::from_json(body).ok()?
-    };
+    let message = shared_message(buf, body).ok()?;
     Some(Entry {
         line: line_no,
         kind: EntryType::Message,
@@ -724,7 +730,7 @@ impl Reader {
         let mut message = None;
         if kind == EntryType::Message {
             match fields.message {
-                Some(raw) => match Message::from_json(raw.get()) {
+                Some(raw) => match shared_message(&buf, raw.get()) {
                     Ok(m) => message = Some(m),
                     Err(err) => self.problem(
                         line_no,
