@@ -106,7 +106,10 @@ fn special_files_are_refused_and_a_corpus_scan_goes_on() {
     assert!(made.success());
     std::os::unix::fs::symlink("/dev/zero", corpus.join("zero.jsonl")).expect("symlink");
 
-    let report = json_of(&condense(&agent, &["corpus", corpus.to_str().expect("utf-8"), "--json"]));
+    let report = json_of(&condense(
+        &agent,
+        &["corpus", corpus.to_str().expect("utf-8"), "--json"],
+    ));
     assert_eq!(report["sessions"]["found"], 3);
     assert_eq!(report["sessions"]["unreadable"], 2);
     assert_eq!(
@@ -130,10 +133,18 @@ fn special_files_are_refused_and_a_corpus_scan_goes_on() {
         );
     }
 
-    for target in ["/dev/zero", corpus.join("fifo.jsonl").to_str().expect("utf-8")] {
+    for target in [
+        "/dev/zero",
+        corpus.join("fifo.jsonl").to_str().expect("utf-8"),
+    ] {
         for cmd in ["render", "status", "compact"] {
             let out = condense(&agent, &[cmd, target]);
-            assert_eq!(out.status.code(), Some(2), "{cmd} {target}: {}", stderr(&out));
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{cmd} {target}: {}",
+                stderr(&out)
+            );
             assert!(
                 stderr(&out).contains("not a regular file"),
                 "{cmd} {target}: {}",
@@ -143,7 +154,11 @@ fn special_files_are_refused_and_a_corpus_scan_goes_on() {
     }
     let out = condense(&agent, &["status", "--settings", "/dev/zero", "good"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("not a regular file"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a regular file"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// A session whose index records one spill at `spill_path`.
@@ -208,12 +223,15 @@ fn compact_never_writes_through_a_symlinked_blob_directory() {
     let id = "0190f5a1-0000-7000-8000-00000000f00d";
     let path = session_with_big_output(root.path(), id, Path::new("/w"), 200_000);
     std::os::unix::fs::symlink(&outside, root.path().join(format!("{id}-blobs"))).expect("link");
-    let report = json_of(&condense(&agent, &["compact", path.to_str().expect("utf-8"), "--json"]));
+    let report = json_of(&condense(
+        &agent,
+        &["compact", path.to_str().expect("utf-8"), "--json"],
+    ));
     assert_eq!(report["spilledOutputs"], 0, "{report}");
     assert!(
-        report["notices"]
-            .as_array()
-            .is_some_and(|n| n.iter().any(|n| n.as_str().is_some_and(|s| s.contains("symlink")))),
+        report["notices"].as_array().is_some_and(|n| n
+            .iter()
+            .any(|n| n.as_str().is_some_and(|s| s.contains("symlink")))),
         "{report}"
     );
     assert_eq!(
@@ -230,9 +248,11 @@ fn a_session_id_too_long_for_a_file_name_still_spills() {
     let id = "i".repeat(250);
     let path = session_with_big_output(root.path(), "long", Path::new("/w"), 200_000);
     // The file name is short; the header's id is the long one.
-    let text = std::fs::read_to_string(&path)
-        .expect("session")
-        .replacen(r#""id":"long""#, &format!(r#""id":"{id}""#), 1);
+    let text = std::fs::read_to_string(&path).expect("session").replacen(
+        r#""id":"long""#,
+        &format!(r#""id":"{id}""#),
+        1,
+    );
     std::fs::write(&path, text).expect("session");
     let p = path.to_str().expect("utf-8");
     let report = json_of(&condense(&agent, &["compact", p, "--json"]));
@@ -240,7 +260,8 @@ fn a_session_id_too_long_for_a_file_name_still_spills() {
     let out = condense(&agent, &["query", p, "call_1"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("line of a long build log\nline of a long build log"),
+        String::from_utf8_lossy(&out.stdout)
+            .contains("line of a long build log\nline of a long build log"),
         "the spilled output reads back"
     );
 }
@@ -304,7 +325,10 @@ fn two_compacts_at_once_write_the_work_once() {
     let probe = root.path().join("probe.jsonl");
     std::fs::write(&probe, &raw).expect("probe");
     let start = Instant::now();
-    json_of(&condense(&agent, &["status", probe.to_str().expect("utf-8"), "--json"]));
+    json_of(&condense(
+        &agent,
+        &["status", probe.to_str().expect("utf-8"), "--json"],
+    ));
     let read_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(1000);
     for round in 0..12u64 {
         let path = root.path().join(format!("round{round}.jsonl"));
@@ -366,7 +390,11 @@ fn compact_refuses_a_session_whose_directory_a_pi_works_in() {
     let _ = pi.wait();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("pi (process"), "{}", stderr(&out));
-    assert_eq!(std::fs::read(&path).expect("session"), before, "file intact");
+    assert_eq!(
+        std::fs::read(&path).expect("session"),
+        before,
+        "file intact"
+    );
     assert!(forced.status.success(), "{}", stderr(&forced));
 }
 
@@ -395,10 +423,60 @@ fn protected_path_warnings_are_printed() {
     let corpus = root.path().join("corpus");
     std::fs::create_dir_all(&corpus).expect("corpus");
     std::fs::copy(&session, corpus.join("s.jsonl")).expect("copy");
-    let out = condense(&agent, &["corpus", corpus.to_str().expect("utf-8"), "--json"]);
+    let out = condense(
+        &agent,
+        &["corpus", corpus.to_str().expect("utf-8"), "--json"],
+    );
     assert!(
         stderr(&out).contains("condense: warning: contextPrune.protectedPaths: pattern"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// The largest `VmHWM` (peak resident set) seen while `condense` runs.
+fn peak_rss_kib(agent: &Path, args: &[&str]) -> (Output, u64) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", agent)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("condense runs");
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0;
+    let start = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        let hwm = std::fs::read_to_string(&status)
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            })
+            .unwrap_or(0);
+        peak = peak.max(hwm);
+        assert!(start.elapsed() < LIMIT * 5, "compact still running");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (child.wait_with_output().expect("output"), peak)
+}
+
+/// A compact holds a giant output about twice (the file, which messages
+/// share, and the output's text to spill), not seven times.
+#[test]
+fn compacting_a_giant_output_keeps_memory_bounded() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let agent = root.path().join("agent");
+    let path = session_with_big_output(root.path(), "giant", Path::new("/w"), 24 << 20);
+    let file_kib = std::fs::metadata(&path).expect("session").len() / 1024;
+    let (out, peak) = peak_rss_kib(&agent, &["compact", path.to_str().expect("utf-8"), "--json"]);
+    let report = json_of(&out);
+    assert_eq!(report["spilledOutputs"], 1, "{report}");
+    // Twice the file, plus the process's own few MB, plus slack.
+    let bound = file_kib * 3;
+    assert!(
+        peak > 0 && peak < bound,
+        "peak RSS {peak} KiB for a {file_kib} KiB session (bound {bound} KiB)"
     );
 }

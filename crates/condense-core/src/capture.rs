@@ -132,7 +132,9 @@ fn result_text(r: &Message) -> String {
 }
 
 fn fast_result_text(json: &str) -> Option<String> {
-    let content = serde_json::from_str::<ResultContent<'_>>(json).ok()?.content;
+    let content = serde_json::from_str::<ResultContent<'_>>(json)
+        .ok()?
+        .content;
     let Some(content) = content else {
         return Some(String::new());
     };

@@ -62,7 +62,10 @@ fn wait_mid_turn(pi: &PiEnv, llm: &FakeLlm) -> PathBuf {
                 return file;
             }
         }
-        assert!(Instant::now() < deadline, "pi never reached its second call");
+        assert!(
+            Instant::now() < deadline,
+            "pi never reached its second call"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

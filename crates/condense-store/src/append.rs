@@ -265,9 +265,7 @@ impl Appender {
                 ))
             }
         };
-        std::fs::metadata(&path)
-            .and_then(regular)
-            .map_err(io_err)?;
+        std::fs::metadata(&path).and_then(regular).map_err(io_err)?;
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)

@@ -52,9 +52,7 @@ pub fn checked_blob_dir(blob_dir: &Path) -> std::io::Result<PathBuf> {
             format!("{}: blob directory {why}", blob_dir.display()),
         )
     };
-    let name = blob_dir
-        .file_name()
-        .ok_or_else(|| refused("has no name"))?;
+    let name = blob_dir.file_name().ok_or_else(|| refused("has no name"))?;
     let parent = match blob_dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
@@ -114,11 +112,7 @@ pub fn blob_stem(key: &str) -> String {
         return stem;
     }
     let digest = Sha1::digest(key.as_bytes());
-    let hash: String = digest
-        .iter()
-        .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hash: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
     // Sanitized stems are ASCII, so any cut is a character boundary.
     stem.truncate(MAX_STEM - 40);
     format!("{stem}~{hash}")
@@ -311,9 +305,15 @@ mod tests {
         let crafted = blob_dir(Path::new("/s/a.jsonl"), "/etc/x");
         assert_eq!(crafted.parent(), Some(Path::new("/s")));
         let name = crafted.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        assert!(name.starts_with("_etc_x~") && name.ends_with("-blobs"), "{name}");
+        assert!(
+            name.starts_with("_etc_x~") && name.ends_with("-blobs"),
+            "{name}"
+        );
         assert_eq!(
-            blob_dir(Path::new("/s/a.jsonl"), "0190f5a1-0000-7000-8000-00000000c0de"),
+            blob_dir(
+                Path::new("/s/a.jsonl"),
+                "0190f5a1-0000-7000-8000-00000000c0de"
+            ),
             Path::new("/s/0190f5a1-0000-7000-8000-00000000c0de-blobs")
         );
     }

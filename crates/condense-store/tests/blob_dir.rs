@@ -157,8 +157,16 @@ fn a_session_id_too_long_for_a_file_name_still_spills_and_reads_back() {
     let blobs = blob_dir(&path, &long);
     let name = blobs.file_name().and_then(|n| n.to_str()).expect("name");
     assert!(name.len() <= 200 && name.ends_with("-blobs"), "{name}");
-    assert_ne!(blobs, blob_dir(&path, &other), "long ids keep their own directory");
-    assert_eq!(blobs, blob_dir(&path, &long), "the reader finds the writer's directory");
+    assert_ne!(
+        blobs,
+        blob_dir(&path, &other),
+        "long ids keep their own directory"
+    );
+    assert_eq!(
+        blobs,
+        blob_dir(&path, &long),
+        "the reader finds the writer's directory"
+    );
 
     let key = OccurrenceKey::new("call_1", Some(2));
     let written = write_blob(&blobs, &key, "THE LONG SESSION'S OUTPUT").expect("spill");
@@ -179,7 +187,11 @@ fn special_files_are_not_read_as_sessions() {
         .expect("mkfifo");
     assert!(made.success());
     let (tx, rx) = std::sync::mpsc::channel();
-    let paths = [fifo.clone(), PathBuf::from("/dev/zero"), root.path().to_path_buf()];
+    let paths = [
+        fifo.clone(),
+        PathBuf::from("/dev/zero"),
+        root.path().to_path_buf(),
+    ];
     std::thread::spawn(move || {
         for p in paths {
             let session = Session::open(&p).map(|_| ()).map_err(|e| e.to_string());
