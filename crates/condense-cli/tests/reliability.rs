@@ -470,7 +470,10 @@ fn compacting_a_giant_output_keeps_memory_bounded() {
     let agent = root.path().join("agent");
     let path = session_with_big_output(root.path(), "giant", Path::new("/w"), 24 << 20);
     let file_kib = std::fs::metadata(&path).expect("session").len() / 1024;
-    let (out, peak) = peak_rss_kib(&agent, &["compact", path.to_str().expect("utf-8"), "--json"]);
+    let (out, peak) = peak_rss_kib(
+        &agent,
+        &["compact", path.to_str().expect("utf-8"), "--json"],
+    );
     let report = json_of(&out);
     assert_eq!(report["spilledOutputs"], 1, "{report}");
     // Twice the file, plus the process's own few MB, plus slack.

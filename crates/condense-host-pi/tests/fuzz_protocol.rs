@@ -780,6 +780,52 @@ fn the_sidecar_refuses_crafted_spill_paths_opens_no_socket_and_runs_nothing() {
     }
 }
 
+/// A blob directory that is a symlink (to `/`) is never read through by the
+/// sidecar, and the sidecar holds the session file it serves (an exclusive
+/// lock, as `condense compact` takes, fails) until it exits.
+#[test]
+#[cfg(unix)]
+fn the_sidecar_never_reads_through_a_symlinked_blob_directory_and_holds_its_session() {
+    use condense_store::append::{AppendError, Appender, LockMode};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (session_id, branch, blobs) = crafted_session(dir.path());
+    std::fs::remove_dir_all(&blobs).expect("blob dir");
+    std::os::unix::fs::symlink("/", &blobs).expect("symlink to /");
+    let file = dir.path().join(format!("{session_id}.jsonl"));
+    let header = json!({"type": "session", "version": 3, "id": session_id,
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": dir.path()});
+    let lines: String = std::iter::once(&header)
+        .chain(&branch)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&file, lines).expect("session");
+
+    let mut s = Sidecar::start();
+    s.call("1", "hello", json!({"protocol": 1}));
+    s.call(
+        "2",
+        "session.start",
+        json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
+               "sessionId": session_id, "sessionDir": dir.path(), "sessionFile": file,
+               "branch": branch, "messages": null}),
+    );
+    let q = s.call("q", "query", json!({"toolCallIds": ["abs"]}));
+    let text = q["result"]["text"].as_str().unwrap_or_default();
+    assert!(!text.contains("root:"), "/etc/passwd leaked: {text}");
+    assert!(text.ends_with("PREVIEW abs"), "{text}");
+
+    assert!(
+        matches!(
+            Appender::open(&file, LockMode::Try),
+            Err(AppendError::Locked(_))
+        ),
+        "the sidecar holds the session it serves"
+    );
+    s.call("3", "shutdown", json!({}));
+    drop(s);
+    Appender::open(&file, LockMode::Try).expect("released when the sidecar exits");
+}
+
 /// The sidecar's sources start no process and open no listening or
 /// connecting socket of their own (the summarizer's HTTP providers are not
 /// wired in: LLM calls go through the shim).
