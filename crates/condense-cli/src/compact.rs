@@ -8,17 +8,18 @@
 //! advisory lock, and only after every decision is made: a failed run
 //! writes nothing.
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use condense_core::capture_pending;
 use condense_core::ModelRef;
-use condense_core::{apply_chains, plan_chains};
-use condense_core::{
-    apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, Notice,
-    NoticeLevel,
-};
+use condense_core::OccurrenceKey;
+use condense_core::State;
 use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
+use condense_core::{FlushEffect, JobResult, Notice, NoticeLevel, WrittenSpill};
+use condense_engine::flush::{spill_batch, BlobDir};
+use condense_engine::{run_flush, Blobs, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
 use condense_store::append::{Appender, LockMode};
 use condense_summarizer::{
     Anthropic, AnthropicConfig, ApiKey, CancelToken, Extractive, OpenAiCompatible, OpenAiConfig,
@@ -286,9 +287,14 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
     let config = loaded.config.clone();
     let mut effects: Vec<FlushEffect> = Vec::new();
     let mut notices: Vec<Notice> = Vec::new();
+    let mut blobs: Box<dyn Blobs> = if args.dry_run {
+        Box::new(DryRun)
+    } else {
+        Box::new(BlobDir(Some(&loaded.blob_dir)))
+    };
 
     // Eager spill of oversized pending outputs (blob first, record after).
-    let mut batches = capture_pending(
+    let batches = capture_pending(
         &loaded.messages,
         &[],
         &state,
@@ -297,40 +303,34 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
         now,
     );
     let mut kept = Vec::new();
-    for batch in batches.drain(..) {
-        let plan = plan_spill(&batch, &state, &config);
-        let mut written = Vec::new();
-        if !args.dry_run {
-            for &i in &plan.spill {
-                let c = &batch.calls[i];
-                match condense_store::spill::write_blob(&loaded.blob_dir, &c.key(), &c.result_text)
-                {
-                    Ok(b) => written.push(b.to_spill(i)),
-                    Err(e) => notices.push(Notice {
-                        level: NoticeLevel::Warning,
-                        text: format!("spill of {} failed ({e}); it stays inline", c.tool_call_id),
-                    }),
-                }
-            }
-        } else {
-            written.extend(plan.spill.iter().map(|&i| condense_core::WrittenSpill {
-                call: i,
-                path: "(dry run)".into(),
-                bytes: batch.calls[i].result_text.len() as u64,
-            }));
-        }
-        report.spilled_outputs += written.len();
-        report.dedup_aliases += plan.aliases.len();
-        let (e, rest) = apply_spill(batch, &plan, &written, &mut state, &config);
-        effects.extend(e);
+    for batch in batches {
+        let spilled = spill_batch(batch, &mut state, &config, blobs.as_mut());
+        report.spilled_outputs += spilled.spilled;
+        report.dedup_aliases += spilled.aliases;
+        effects.extend(spilled.effects);
+        notices.extend(spilled.failures.into_iter().map(|text| Notice {
+            level: NoticeLevel::Warning,
+            text,
+        }));
+        let rest = spilled.rest;
         if !rest.calls.is_empty() {
             kept.push(rest);
         }
     }
     report.batches = kept.len();
 
-    let plan = plan_flush(kept, &state, &config);
-    report.dedup_aliases += plan.aliases.len();
+    // The flush, through the one driver (K = --window; pi-condense's
+    // /pruner compact uses 0).
+    let flush = Flush::plan(
+        kept,
+        &state,
+        &config,
+        ChainPolicy::Always(args.window),
+        None,
+        Default::default(),
+        None,
+    );
+    report.dedup_aliases += flush.aliases();
     let summarizer = Summarizer::new(
         Target::new(provider, model),
         SummarizerSettings::from_config(&config),
@@ -340,9 +340,17 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
         .build()
         .map_err(|e| CliError::Data(format!("starting the async runtime: {e}")))?;
     let cancel = CancelToken::new();
-    let progress = crate::progress::bar(plan.jobs.len() as u64, "summarizing");
-    let run = runtime.block_on(summarizer.run_jobs(
-        &plan.jobs,
+    let progress = crate::progress::bar(flush.jobs().len() as u64, "summarizing");
+    let steps = Offline {
+        state: RefCell::new(state),
+        config: &config,
+        loaded: &loaded,
+        blobs: RefCell::new(blobs),
+    };
+    let run = runtime.block_on(run_flush(
+        &steps,
+        flush,
+        &summarizer,
         RunOptions::default(),
         &cancel,
         &mut |e| {
@@ -352,57 +360,24 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
                 progress.inc(1);
             }
         },
+        &move || now,
     ));
     progress.finish_and_clear();
-    notices.extend(run.notices.iter().cloned());
-    let flushed = apply_flush(plan, run.results, &mut state, &config);
+    let Ok((run_notices, flushed)) = run else {
+        return Err(CliError::Data(
+            "compaction cancelled; nothing written".into(),
+        ));
+    };
+    let state = steps.state.into_inner();
+    notices.extend(run_notices);
     report.summarized_batches = flushed.summarized_batches;
     report.summarized_calls = flushed.summarized_calls;
-    report.skipped_batches = flushed.processed_batches - flushed.summarized_batches;
-    report.outcome = match &flushed.outcome {
-        FlushOutcome::Empty => "empty".into(),
-        FlushOutcome::Processed(o) => o.as_str().into(),
-        FlushOutcome::SummarizerFailed(m) => format!("error: {m}"),
-    };
-    effects.extend(flushed.effects);
-    notices.extend(flushed.notices);
-
-    // Chain compression (K = --window; pi-condense's /pruner compact uses 0).
-    let chain_plan = plan_chains(
-        &loaded.messages,
-        None,
-        &state,
-        &config,
-        &loaded.protection,
-        args.window,
-    );
-    let mut fusion = Vec::new();
-    if config.chain_compression.fuse_range_summary {
-        for job in &chain_plan.fusion_jobs {
-            fusion.push(
-                runtime
-                    .block_on(summarizer.summarize_range(&job.summaries, &cancel))
-                    .result,
-            );
-        }
-    }
-    let mut chain_spills = Vec::new();
-    for (w, r, rec) in chain_plan.spills(&config) {
-        if args.dry_run {
-            continue;
-        }
-        if let Ok(b) = condense_store::spill::write_blob(
-            &loaded.blob_dir,
-            &rec.key(),
-            &rec.result_text.to_str(),
-        ) {
-            chain_spills.push((w, r, b.to_spill(r)));
-        }
-    }
-    let chains = apply_chains(chain_plan, fusion, &chain_spills, &mut state, &config, now);
-    report.chains_compressed = chains.compressed.len();
-    effects.extend(chains.effects);
-    notices.extend(chains.notices);
+    report.skipped_batches = flushed.processed - flushed.summarized_batches;
+    report.outcome = flushed.outcome.clone();
+    report.chains_compressed = flushed.compressed.len();
+    effects.extend(flushed.effects().cloned());
+    notices.extend(flushed.flush_notices);
+    notices.extend(flushed.chain_notices);
 
     report.entries = effects.len();
     report.after_tokens = rendered_tokens(&loaded, &state);
@@ -415,6 +390,55 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
         }
     }
     Ok(report)
+}
+
+/// The session's state while the driver runs: no lock (one thread), the
+/// steps borrow it in turn.
+struct Offline<'a> {
+    state: RefCell<State>,
+    config: &'a condense_core::Config,
+    loaded: &'a Loaded,
+    blobs: RefCell<Box<dyn Blobs + 'a>>,
+}
+
+impl FlushSteps for Offline<'_> {
+    type Done = FlushReport;
+
+    fn apply_summaries(&self, flush: Flush, results: Vec<JobResult>) -> Chains {
+        let mut state = self.state.borrow_mut();
+        flush.apply(results, &mut state, self.config).plan_chains(
+            &self.loaded.messages,
+            &state,
+            self.config,
+            &self.loaded.protection,
+        )
+    }
+
+    fn apply_chains(&self, chains: Chains, fusion: Vec<JobResult>, now: i64) -> FlushReport {
+        let mut state = self.state.borrow_mut();
+        let mut blobs = self.blobs.borrow_mut();
+        chains.apply(fusion, blobs.as_mut(), &mut state, self.config, now)
+    }
+
+    fn abandon(&self) {}
+}
+
+/// A dry run's blobs: counted, not written.
+struct DryRun;
+
+impl Blobs for DryRun {
+    fn write(
+        &mut self,
+        _key: &OccurrenceKey,
+        text: &str,
+        call: usize,
+    ) -> Result<WrittenSpill, String> {
+        Ok(WrittenSpill {
+            call,
+            path: "(dry run)".into(),
+            bytes: text.len() as u64,
+        })
+    }
 }
 
 /// `condense compact`: runs and prints the report.

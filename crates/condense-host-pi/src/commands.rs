@@ -24,7 +24,6 @@
 //! `settings set <key> [value]` (set it), `protected-tools --input [list]`
 //! and `protected-paths --input [list]` (an empty answer clears the list).
 
-use std::sync::MutexGuard;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use condense_core::compute_context_metrics;
@@ -32,16 +31,16 @@ use condense_core::OccurrenceKey;
 use condense_core::TriggerKind;
 use condense_core::{format_count, BatchingMode, Config, PruneOn, ThinkingLevel};
 use condense_core::{js_len, js_prefix};
-use condense_core::{JobResult, NoticeLevel, Slot};
+use condense_core::{Frontier, FrontierOutcome};
+use condense_core::{NoticeLevel, Slot};
+use condense_engine::session::{EngineFlush, EngineLock};
+use condense_engine::{run_flush, Delivery, Effect, Effects, Engine, Placement};
 use condense_summarizer::{CancelToken, ProgressEvent, RunOptions, Summarizer};
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::engine::{Delivery, Effects, Engine};
-
-/// What the commands need from the sidecar.
-pub trait CommandHost: Send + Sync {
-    /// The session's engine (never held across an `.await`).
-    fn engine(&self) -> MutexGuard<'_, Engine>;
+/// What the commands need from the sidecar: the session's engine (never
+/// held across an `.await`), and the rest below.
+pub trait CommandHost: EngineLock + Send + Sync {
     /// A summarizer for the current config (LLM calls go through the shim).
     fn summarizer(&self) -> Summarizer;
     /// Effects to carry out now, while the command is still running (the
@@ -145,20 +144,12 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn notify(level: &str, text: impl Into<String>) -> Value {
-    json!({"kind": "notify", "level": level, "text": text.into()})
+fn info(text: impl Into<String>) -> Effect {
+    Effect::info(text)
 }
 
-fn info(text: impl Into<String>) -> Value {
-    notify("info", text)
-}
-
-fn warn(text: impl Into<String>) -> Value {
-    notify("warning", text)
-}
-
-fn level_name(level: impl std::fmt::Debug) -> String {
-    format!("{level:?}").to_lowercase()
+fn warn(text: impl Into<String>) -> Effect {
+    Effect::warning(text)
 }
 
 /// `s` when `n` is not 1.
@@ -256,7 +247,7 @@ fn split_word(s: &str) -> (&str, &str) {
 
 /// Replaces the config: the `saveSettings` effect, then the footer.
 fn change(e: &mut Engine, f: impl FnOnce(&mut Config)) -> Effects {
-    let mut c = e.config.clone();
+    let mut c = e.config().clone();
     f(&mut c);
     let save = e.set_config(c);
     vec![save, e.footer()]
@@ -264,14 +255,23 @@ fn change(e: &mut Engine, f: impl FnOnce(&mut Config)) -> Effects {
 
 /// A `select` effect: the shim shows `options` and sends `command` with
 /// `values[i]` (the option itself when `values` is absent), prefixed by `then`.
-fn select(title: &str, options: Vec<String>, values: Vec<String>, then: &str) -> Value {
-    json!({"kind": "select", "title": title, "options": options, "values": values, "then": then})
+fn select(title: &str, options: Vec<String>, values: Vec<String>, then: &str) -> Effect {
+    Effect::Select {
+        title: title.to_owned(),
+        options,
+        values,
+        then: then.to_owned(),
+    }
 }
 
 /// An `input` effect: the shim asks for a line of text and sends `command`
 /// with `then` + " " + the text (also when it is empty).
-fn input(title: &str, placeholder: &str, then: &str) -> Value {
-    json!({"kind": "input", "title": title, "placeholder": placeholder, "then": then})
+fn input(title: &str, placeholder: &str, then: &str) -> Effect {
+    Effect::Input {
+        title: title.to_owned(),
+        placeholder: placeholder.to_owned(),
+        then: then.to_owned(),
+    }
 }
 
 // ---- entry point ------------------------------------------------------------------
@@ -325,7 +325,7 @@ fn run_sync(e: &mut Engine, sub: &str, rest: &str, env: CommandEnv) -> Effects {
     }
 }
 
-fn picker() -> Value {
+fn picker() -> Effect {
     let width = SUBCOMMANDS.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
     select(
         "pruner — choose a subcommand",
@@ -342,7 +342,7 @@ fn picker() -> Value {
 
 /// `/pruner status`.
 pub fn status_text(e: &Engine) -> String {
-    let c = &e.config;
+    let c = e.config();
     let mut t = format!(
         "pruner status:\n  enabled:  {}\n  model:    {}\n  thinking: {} ({})\n  idle to:  {}\n  max to:   {}\n  trigger:  {}\n  batching: {} ({})\n  dedup:    {}\n  status:   {}",
         c.enabled,
@@ -357,7 +357,7 @@ pub fn status_text(e: &Engine) -> String {
         on_off(c.dedup_by_content_hash),
         on_off(c.show_prune_status_line),
     );
-    let s = e.state.stats();
+    let s = e.state().stats();
     if s.call_count > 0 {
         t.push_str(&format!(
             "\n  --- summarizer ---\n  calls:       {}\n  input:       {} tokens\n  output:      {} tokens\n  cost:        {}",
@@ -370,7 +370,12 @@ pub fn status_text(e: &Engine) -> String {
         t.push_str("\n  (no summarizer calls yet)");
     }
     // Measured now, not the cached snapshot: status is rare and should be exact.
-    let m = compute_context_metrics(e.messages(), e.state.frontier(), &e.state, e.protection());
+    let m = compute_context_metrics(
+        e.messages(),
+        e.state().frontier(),
+        e.state(),
+        e.protection(),
+    );
     t.push_str(&format!(
         "\n  --- context ---\n  thinking:     {} tokens (open segment)\n  chain share:  {}%\n  frontier gap: {} tokens",
         format_count(m.open_cycle_thinking_tokens),
@@ -385,7 +390,7 @@ pub fn status_text(e: &Engine) -> String {
 
 /// `/pruner stats`.
 pub fn stats_text(e: &Engine) -> String {
-    let s = e.state.stats();
+    let s = e.state().stats();
     if s.call_count == 0 && s.chains_compressed == 0 {
         return "pruner stats: no summarizer calls yet.".to_owned();
     }
@@ -414,7 +419,7 @@ fn thinking_levels() -> String {
 fn model(e: &mut Engine, arg: &str) -> Effects {
     let (arg, _) = split_word(arg);
     if arg.is_empty() {
-        let c = &e.config;
+        let c = e.config();
         return vec![info(format!(
             "Current summarizer model: {}\nCurrent summarizer thinking: {} ({})",
             c.summarizer_model,
@@ -449,7 +454,7 @@ fn model(e: &mut Engine, arg: &str) -> Effects {
 fn thinking(e: &mut Engine, arg: &str) -> Effects {
     let (arg, _) = split_word(arg);
     if arg.is_empty() {
-        let t = &e.config.summarizer_thinking;
+        let t = &e.config().summarizer_thinking;
         return vec![info(format!(
             "Current summarizer thinking: {} ({t})",
             thinking_label(t)
@@ -469,7 +474,7 @@ fn thinking(e: &mut Engine, arg: &str) -> Effects {
 fn prune_on(e: &mut Engine, arg: &str) -> Effects {
     let (arg, _) = split_word(arg);
     if arg.is_empty() {
-        let current = e.config.prune_on;
+        let current = e.config().prune_on;
         return vec![
             info(format!(
                 "Current prune trigger: {} ({})",
@@ -505,7 +510,7 @@ fn prune_on(e: &mut Engine, arg: &str) -> Effects {
 fn batching(e: &mut Engine, arg: &str) -> Effects {
     let (arg, _) = split_word(arg);
     if arg.is_empty() {
-        let current = e.config.batching_mode;
+        let current = e.config().batching_mode;
         return vec![
             info(format!(
                 "Current batching mode: {} ({})",
@@ -552,9 +557,9 @@ fn protected(e: &mut Engine, tools: bool, arg: &str) -> Effects {
         Some(answer) => answer,
         None if arg.is_empty() => {
             let current = if tools {
-                &e.config.protected_tools
+                &e.config().protected_tools
             } else {
-                &e.config.protected_paths
+                &e.config().protected_paths
             };
             let what = if tools { "tool names" } else { "path globs" };
             return vec![
@@ -584,7 +589,7 @@ fn protected(e: &mut Engine, tools: bool, arg: &str) -> Effects {
 fn min_batch_chars(e: &mut Engine, arg: &str) -> Effects {
     let (arg, _) = split_word(arg);
     if arg.is_empty() {
-        let cur = e.config.min_batch_chars;
+        let cur = e.config().min_batch_chars;
         let state = if cur == 0 {
             "disabled".to_owned()
         } else {
@@ -612,7 +617,7 @@ fn min_batch_chars(e: &mut Engine, arg: &str) -> Effects {
 fn recovery_grace(e: &mut Engine, arg: &str) -> Effects {
     let (arg, _) = split_word(arg);
     if arg.is_empty() {
-        let cur = e.config.recovery_grace_turns;
+        let cur = e.config().recovery_grace_turns;
         let state = if cur == 0 {
             "disabled".to_owned()
         } else {
@@ -641,7 +646,7 @@ fn dedup(e: &mut Engine, arg: &str) -> Effects {
     let (arg, _) = split_word(arg);
     let arg = arg.to_ascii_lowercase();
     if arg.is_empty() || arg == "status" {
-        let on = e.config.dedup_by_content_hash;
+        let on = e.config().dedup_by_content_hash;
         let what = if on {
             "A tool output identical to one already summarized (same tool, same text up to line endings and trailing spaces) reuses that summary: no summarizer call."
         } else {
@@ -915,7 +920,7 @@ fn display(s: &Setting, v: &Value) -> String {
 }
 
 /// The settings list: every setting with its current value.
-fn settings_menu(e: &Engine) -> Value {
+fn settings_menu(e: &Engine) -> Effect {
     let width = SETTINGS
         .iter()
         .map(|s| s.label.chars().count())
@@ -929,7 +934,7 @@ fn settings_menu(e: &Engine) -> Value {
                 let label = format!("{}:", s.label);
                 format!(
                     "{label:w$} {}",
-                    display(s, &current_value(&e.config, s.key)),
+                    display(s, &current_value(e.config(), s.key)),
                     w = width + 1
                 )
             })
@@ -943,8 +948,8 @@ fn settings_menu(e: &Engine) -> Value {
 }
 
 /// The dialog for one setting: its values, or a text input.
-fn settings_edit(e: &Engine, s: &Setting) -> Value {
-    let now = display(s, &current_value(&e.config, s.key));
+fn settings_edit(e: &Engine, s: &Setting) -> Effect {
+    let now = display(s, &current_value(e.config(), s.key));
     let title = format!("{} (now {now})", s.label);
     let pick = |v: &str| format!("settings pick {} {v}", s.key);
     let mut options: Vec<String> = Vec::new();
@@ -975,8 +980,8 @@ fn settings_edit(e: &Engine, s: &Setting) -> Value {
     select(&title, options, values, "")
 }
 
-fn settings_input(e: &Engine, s: &Setting) -> Value {
-    let v = current_value(&e.config, s.key);
+fn settings_input(e: &Engine, s: &Setting) -> Effect {
+    let v = current_value(e.config(), s.key);
     let (hint, placeholder) = match s.kind {
         Kind::Text => ("\"default\" or provider/id".to_owned(), display(s, &v)),
         Kind::List => (
@@ -1046,7 +1051,7 @@ fn settings_set(e: &mut Engine, s: &Setting, text: &str) -> Effects {
         .get("contextPrune")
         .cloned()
         .unwrap_or(Value::Null);
-    let mut block = e.config.to_settings_value(&original);
+    let mut block = e.config().to_settings_value(&original);
     let mut slot = &mut block;
     let parts: Vec<&str> = s.key.split('.').collect();
     for part in &parts[..parts.len() - 1] {
@@ -1124,7 +1129,7 @@ fn tree_args(args: &Value) -> String {
 
 /// `/pruner tree` as text: each summary, then the calls it replaced.
 pub fn tree_text(e: &Engine, env: CommandEnv) -> String {
-    let state = &e.state;
+    let state = e.state();
     let bodies = state.summary_bodies();
     if bodies.is_empty() {
         return "No pruned tool calls found in this session.".to_owned();
@@ -1241,76 +1246,95 @@ fn widget_lines(rows: &[Row], now: i64) -> Vec<String> {
         .collect()
 }
 
-fn widget(lines: Option<Vec<String>>) -> Value {
-    json!({"kind": "widget", "key": PROGRESS_WIDGET, "placement": "aboveEditor", "lines": lines})
-}
-
-/// The `context-prune-frontier` data among a flush's effects.
-fn frontier_of(effects: &[Value]) -> Option<&Value> {
-    effects
-        .iter()
-        .find(|e| e["kind"] == "append" && e["customType"] == "context-prune-frontier")
-        .map(|e| &e["data"])
+fn widget(lines: Option<Vec<String>>) -> Effect {
+    Effect::Widget {
+        key: PROGRESS_WIDGET.to_owned(),
+        lines,
+        placement: Placement::AboveEditor,
+        ttl_ms: None,
+    }
 }
 
 /// The text `/pruner now` ends with, from the frontier the flush wrote.
-fn now_text(frontier: &Value, min_batch_chars: u64) -> Value {
-    let n = |k: &str| frontier[k].as_u64().unwrap_or(0);
+fn now_text(frontier: &Frontier, min_batch_chars: u64) -> Effect {
     let (calls, batches, raw, summary) = (
-        n("attemptedToolCallCount"),
-        n("attemptedBatchCount"),
-        n("rawCharCount"),
-        n("summaryCharCount"),
+        frontier.attempted_tool_call_count,
+        frontier.attempted_batch_count,
+        frontier.raw_char_count,
+        frontier.summary_char_count,
     );
     let tc = format!("tool call{}", plural(calls));
-    match frontier["outcome"].as_str().unwrap_or("summarized") {
-        "skipped-oversized" => warn(format!(
+    match frontier.outcome {
+        FrontierOutcome::SkippedOversized => warn(format!(
             "pruner: skipped pruning {calls} {tc} — summary was {summary} chars vs {raw} raw chars; frontier advanced past this range"
         )),
-        "skipped-trivial" => info(format!(
+        FrontierOutcome::SkippedTrivial => info(format!(
             "pruner: skipped {calls} trivial {tc} — only {raw} raw chars below minBatchChars={min_batch_chars}; no LLM call made; frontier advanced past this range"
         )),
-        "skipped-deduped" => info(format!(
+        FrontierOutcome::SkippedDeduped => info(format!(
             "pruner: deduplicated {calls} {tc} ({raw} raw chars) against earlier prunes; no LLM call made; frontier advanced past this range"
         )),
-        _ => info(format!(
+        FrontierOutcome::Summarized => info(format!(
             "pruner: pruned {calls} {tc} from {batches} batch{} — summary {summary} chars vs {raw} raw chars",
             if batches == 1 { "" } else { "es" }
         )),
     }
 }
 
+/// The summarizer's notices as effects.
+fn notice_effects(notices: &[condense_core::Notice]) -> Effects {
+    notices
+        .iter()
+        .map(|n| Effect::notify(n.level, n.text.clone()))
+        .collect()
+}
+
 /// `/pruner now`: a manual flush, sequential, with a progress widget and
 /// runtime delivery.
 async fn now(host: &dyn CommandHost) -> Effects {
-    let (pending, show_status, min_batch) = {
+    let (flush, show_status, min_batch) = {
         let mut e = host.engine();
-        if !e.config.enabled {
+        if !e.config().enabled {
             return vec![warn("Context pruning is disabled. Run /pruner on first.")];
         }
-        let show = e.config.show_prune_status_line;
-        let min_batch = e.config.min_batch_chars;
+        let show = e.config().show_prune_status_line;
+        let min_batch = e.config().min_batch_chars;
         (
-            e.begin_flush(TriggerKind::Manual, Delivery::Runtime, None, now_ms()),
+            e.begin_flush(TriggerKind::Manual, None, now_ms()),
             show,
             min_batch,
         )
     };
-    let Some(pending) = pending else {
+    let Some(flush) = flush else {
         return vec![warn("pruner: nothing flushed — already-flushing")];
     };
-    if pending.plan.is_empty() {
+    let steps = EngineFlush {
+        lock: host,
+        delivery: Delivery::Runtime,
+    };
+    let summarizer = host.summarizer();
+    let cancel = CancelToken::new();
+    if flush.is_empty() {
         // Still run it through: its metrics entry records `empty`.
-        let mut e = host.engine();
-        let step = e.finish_flush(pending, Vec::new());
         let mut out = vec![info("pruner: nothing pending — no batches to summarize")];
-        out.extend(e.finish_chains(step, Vec::new(), now_ms()));
+        if let Ok((_, done)) = run_flush(
+            &steps,
+            flush,
+            &summarizer,
+            RunOptions::sequential(),
+            &cancel,
+            &mut |_| {},
+            &now_ms,
+        )
+        .await
+        {
+            out.extend(done.effects);
+        }
         return out;
     }
 
-    let mut rows: Vec<Row> = pending
-        .plan
-        .batches
+    let mut rows: Vec<Row> = flush
+        .batches()
         .iter()
         .map(|b| Row {
             calls: b.captured.calls.len() as u64,
@@ -1323,9 +1347,8 @@ async fn now(host: &dyn CommandHost) -> Effects {
         })
         .collect();
     let job_rows: Vec<usize> = {
-        let mut by_job: Vec<(usize, usize)> = pending
-            .plan
-            .batches
+        let mut by_job: Vec<(usize, usize)> = flush
+            .batches()
             .iter()
             .enumerate()
             .filter_map(|(i, b)| match b.slot {
@@ -1337,17 +1360,11 @@ async fn now(host: &dyn CommandHost) -> Effects {
         by_job.into_iter().map(|(_, i)| i).collect()
     };
     let mut first = vec![widget(Some(widget_lines(&rows, now_ms())))];
-    if show_status && !pending.jobs().is_empty() {
-        first.insert(
-            0,
-            json!({"kind": "status", "text": "│ prune: summarizing…"}),
-        );
+    if show_status && !flush.jobs().is_empty() {
+        first.insert(0, Effect::status(Some("│ prune: summarizing…".to_owned())));
     }
     host.ui(first);
 
-    let summarizer = host.summarizer();
-    let cancel = CancelToken::new();
-    let jobs = pending.jobs().to_vec();
     let mut last_sent = now_ms();
     let mut on_progress = |event: ProgressEvent| {
         let (index, state, throttle) = match event {
@@ -1359,10 +1376,10 @@ async fn now(host: &dyn CommandHost) -> Effects {
             } => (index, RowState::Done(summary_chars), false),
             ProgressEvent::Skipped { index } => (index, RowState::Skipped, false),
         };
-        let Some(&row) = job_rows.get(index) else {
+        let Some(row) = job_rows.get(index).and_then(|&r| rows.get_mut(r)) else {
             return;
         };
-        rows[row].state = state;
+        row.state = state;
         let t = now_ms();
         if throttle && t - last_sent < STREAM_UPDATE_MS {
             return;
@@ -1370,40 +1387,31 @@ async fn now(host: &dyn CommandHost) -> Effects {
         last_sent = t;
         host.ui(vec![widget(Some(widget_lines(&rows, t)))]);
     };
-    let report = summarizer
-        .run_jobs(&jobs, RunOptions::sequential(), &cancel, &mut on_progress)
-        .await;
-    let failure = report.results.iter().find_map(|r| match r {
-        JobResult::Failed { message, .. } => Some(message.clone()),
-        JobResult::Unusable { .. } => Some("summary was empty or truncated".to_owned()),
-        _ => None,
-    });
-    let mut out: Effects = report
-        .notices
-        .iter()
-        .map(|n| notify(&level_name(n.level), n.text.clone()))
-        .collect();
-    let step = host.engine().finish_flush(pending, report.results);
-    let mut fusion = Vec::new();
-    for job in step.fusion_jobs() {
-        let outcome = summarizer.summarize_range(&job.summaries, &cancel).await;
-        out.extend(
-            outcome
-                .notices
-                .iter()
-                .map(|n| notify(&level_name(n.level), n.text.clone())),
-        );
-        fusion.push(outcome.result);
-    }
-    let effects = host.engine().finish_chains(step, fusion, now_ms());
-    let last = match frontier_of(&effects) {
+    let run = run_flush(
+        &steps,
+        flush,
+        &summarizer,
+        RunOptions::sequential(),
+        &cancel,
+        &mut on_progress,
+        &now_ms,
+    )
+    .await;
+    let Ok((notices, done)) = run else {
+        return vec![widget(None), warn("pruner: nothing flushed — cancelled")];
+    };
+    let mut out = notice_effects(&notices);
+    let last = match done.report.frontier() {
         Some(f) => now_text(f, min_batch),
         None => warn(format!(
             "pruner: nothing flushed — summarizer-failed{}",
-            failure.map_or(String::new(), |f| format!(" ({f})"))
+            done.report
+                .failure
+                .as_ref()
+                .map_or(String::new(), |f| format!(" ({f})"))
         )),
     };
-    out.extend(effects);
+    out.extend(done.effects);
     out.push(widget(None));
     out.push(last);
     out
@@ -1414,40 +1422,44 @@ async fn now(host: &dyn CommandHost) -> Effects {
 /// `/pruner compact`: every eligible closed chain, K = 0, whether or not
 /// `chainCompression.enabled`.
 async fn compact(host: &dyn CommandHost) -> Effects {
-    let plan = host.engine().begin_compact();
-    let Some(plan) = plan else {
+    let flush = host.engine().begin_compact();
+    let Some(flush) = flush else {
         return vec![warn(
             "pruner: compact failed: a flush is running; try again when it is done",
         )];
     };
-    let skipped = plan.skipped;
-    let summarizer = (!plan.fusion_jobs.is_empty()).then(|| host.summarizer());
-    let cancel = CancelToken::new();
-    let mut out = Effects::new();
-    let mut fusion = Vec::new();
-    if let Some(summarizer) = &summarizer {
-        for job in &plan.fusion_jobs {
-            let outcome = summarizer.summarize_range(&job.summaries, &cancel).await;
-            out.extend(
-                outcome
-                    .notices
-                    .iter()
-                    .map(|n| notify(&level_name(n.level), n.text.clone())),
-            );
-            fusion.push(outcome.result);
-        }
-    }
-    let mut e = host.engine();
-    let (effects, notices, compressed) = e.finish_compact(plan, fusion, now_ms());
-    out.extend(effects);
+    let steps = EngineFlush {
+        lock: host,
+        delivery: Delivery::Runtime,
+    };
+    let summarizer = host.summarizer();
+    let run = run_flush(
+        &steps,
+        flush,
+        &summarizer,
+        RunOptions::sequential(),
+        &CancelToken::new(),
+        &mut |_| {},
+        &now_ms,
+    )
+    .await;
+    let Ok((notices, done)) = run else {
+        return vec![warn("pruner: compact failed: cancelled")];
+    };
+    let mut out = notice_effects(&notices);
+    out.extend(done.effects);
+    let report = done.report;
     // The chain compression's own "compressed" notice is replaced by ours.
     out.extend(
-        notices
-            .into_iter()
+        report
+            .chain_notices
+            .iter()
             .filter(|n| n.level != NoticeLevel::Info)
-            .map(|n| notify(&level_name(n.level), n.text)),
+            .map(|n| Effect::notify(n.level, n.text.clone())),
     );
+    let compressed = &report.compressed;
     if compressed.is_empty() {
+        let skipped = report.skipped_chains;
         out.push(info(if skipped > 0 {
             format!(
                 "pruner: no chains eligible for compaction ({skipped} skipped — no per-batch summary available)"
@@ -1458,11 +1470,12 @@ async fn compact(host: &dyn CommandHost) -> Effects {
         return out;
     }
     // A rough proxy, as in pi-condense: the dropped results' original sizes.
+    let e = host.engine();
     let dropped: u64 = compressed
         .iter()
         .flat_map(|c| c.dropped_occurrence_keys.iter().flatten())
         .map(|k| OccurrenceKey::parse(k))
-        .filter_map(|k| e.state.record_for(&k.id, k.result_timestamp))
+        .filter_map(|k| e.state().record_for(&k.id, k.result_timestamp))
         .map(|r| js_len(&r.result_text.to_str()) as u64)
         .sum();
     let ids: Vec<&str> = compressed.iter().map(|c| c.block_id.as_str()).collect();
@@ -1485,19 +1498,24 @@ mod tests {
     use condense_summarizer::{Extractive, SummarizerSettings, Target};
 
     use super::*;
-    use crate::engine::StartParams;
+    use condense_engine::StartParams;
+    use serde_json::json;
+    use std::sync::MutexGuard;
 
     struct TestHost {
         engine: Mutex<Engine>,
         ui: Mutex<Vec<Value>>,
     }
 
-    impl CommandHost for TestHost {
+    impl EngineLock for TestHost {
         fn engine(&self) -> MutexGuard<'_, Engine> {
             self.engine.lock().unwrap()
         }
+    }
+
+    impl CommandHost for TestHost {
         fn summarizer(&self) -> Summarizer {
-            let config = self.engine.lock().unwrap().config.clone();
+            let config = self.engine.lock().unwrap().config().clone();
             Summarizer::new(
                 Target::new(
                     Arc::new(Extractive::new()),
@@ -1507,7 +1525,10 @@ mod tests {
             )
         }
         fn ui(&self, effects: Effects) {
-            self.ui.lock().unwrap().extend(effects);
+            self.ui
+                .lock()
+                .unwrap()
+                .extend(effects.iter().map(|e| serde_json::to_value(e).unwrap()));
         }
     }
 
@@ -1567,7 +1588,7 @@ mod tests {
             settings,
             session_id: "s1".into(),
             session_dir: None,
-            branch: crate::engine::jsonl(branch.iter().map(Value::to_string)),
+            branch: condense_engine::jsonl(branch.iter().map(Value::to_string)),
             tree: false,
         });
         TestHost {
@@ -1580,12 +1601,16 @@ mod tests {
         json!({"contextPrune": {"enabled": true, "someFutureKey": 7}, "theme": "dark"})
     }
 
-    fn cmd(h: &TestHost, args: &str) -> Effects {
+    /// The effects as the shim receives them.
+    fn cmd(h: &TestHost, args: &str) -> Vec<Value> {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap()
             .block_on(run(h, args, CommandEnv::default()))
+            .iter()
+            .map(|e| serde_json::to_value(e).unwrap())
+            .collect()
     }
 
     fn texts(effects: &[Value]) -> Vec<String> {
@@ -1661,16 +1686,13 @@ mod tests {
             texts(&cmd(&h, "stats")),
             ["pruner stats: no summarizer calls yet."]
         );
-        {
-            let mut e = h.engine();
-            let mut stats = e.state.stats().clone();
-            stats.call_count = 3;
-            stats.total_input_tokens = 12_345;
-            stats.total_output_tokens = 250;
-            stats.total_cost = 0.0031;
-            stats.chains_compressed = 2;
-            e.state.set_stats(stats);
-        }
+        let h = host(
+            enabled(),
+            vec![json!({"type": "custom", "id": "00000000", "parentId": null,
+                "timestamp": format_iso(T0), "customType": "context-prune-stats",
+                "data": {"callCount": 3, "totalInputTokens": 12_345, "totalOutputTokens": 250,
+                    "totalCost": 0.0031, "chainsCompressed": 2}})],
+        );
         assert_eq!(
             texts(&cmd(&h, "stats")),
             ["pruner stats:\n  calls:       3\n  input:       12.3k tokens\n  output:      250 tokens\n  cost:        $0.003\n  chains:      2 compressed"]

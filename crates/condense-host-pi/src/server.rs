@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use condense_core::Message;
 use condense_core::ModelRef;
 use condense_core::TriggerKind;
-use condense_core::{SummaryJob, Usage};
+use condense_core::Usage;
 use condense_store::append::SessionHold;
 use condense_summarizer::{
     CancelToken, Completion, CompletionRequest, EventSink, FallbackController, Provider,
@@ -31,7 +31,8 @@ use tokio::sync::oneshot;
 
 use crate::answer::ContextAnswers;
 use crate::commands::{self, CommandEnv, CommandHost};
-use crate::engine::{jsonl, Delivery, Effects, Engine, StartParams};
+use condense_engine::session::{EngineFlush, EngineLock};
+use condense_engine::{jsonl, run_flush, Delivery, Effect, Effects, Engine, StartParams};
 
 /// The protocol version this sidecar speaks.
 pub const PROTOCOL: u64 = 1;
@@ -260,7 +261,7 @@ fn message_of(v: Option<&Value>) -> Option<Message> {
 
 impl Server {
     fn summarizer(&self) -> Summarizer {
-        let config = self.engine.lock().expect("engine lock").config.clone();
+        let config = self.engine.engine().config().clone();
         let session = self.session_model.lock().expect("model lock").clone();
         let shim = |spec: String| -> Arc<dyn Provider> {
             Arc::new(ShimProvider {
@@ -295,62 +296,51 @@ impl Server {
         s
     }
 
-    /// Runs a flush end to end and returns its effects.
+    /// Runs a flush end to end (the engine's lock taken only between the
+    /// LLM calls) and returns its effects: the summarizer's notices first,
+    /// as they happened, then the flush's.
     async fn flush(
         &self,
         trigger: TriggerKind,
         delivery: Delivery,
         closing: Option<Message>,
     ) -> Effects {
-        let pending = {
-            let mut e = self.engine.lock().expect("engine lock");
-            e.begin_flush(trigger, delivery, closing, now_ms())
-        };
-        let Some(pending) = pending else {
+        let Some(flush) = self.engine.engine().begin_flush(trigger, closing, now_ms()) else {
             return Effects::new();
         };
         let summarizer = self.summarizer();
-        let cancel = CancelToken::new();
-        let jobs: Vec<SummaryJob> = pending.jobs().to_vec();
         let options = match delivery {
             Delivery::Runtime => RunOptions::sequential(),
             Delivery::Session => RunOptions::default(),
         };
-        let report = summarizer
-            .run_jobs(&jobs, options, &cancel, &mut |_| {})
-            .await;
-        let mut notices: Effects = report
-            .notices
-            .iter()
-            .map(|n| json!({"kind": "notify", "level": format!("{:?}", n.level).to_lowercase(), "text": n.text}))
-            .collect();
-        let step = {
-            let mut e = self.engine.lock().expect("engine lock");
-            e.finish_flush(pending, report.results)
+        let steps = EngineFlush {
+            lock: &self.engine,
+            delivery,
         };
-        let mut fusion = Vec::new();
-        for job in step.fusion_jobs() {
-            let outcome = summarizer.summarize_range(&job.summaries, &cancel).await;
-            notices.extend(
-                outcome
-                    .notices
-                    .iter()
-                    .map(|n| json!({"kind": "notify", "level": format!("{:?}", n.level).to_lowercase(), "text": n.text})),
-            );
-            fusion.push(outcome.result);
+        let cancel = CancelToken::new();
+        match run_flush(
+            &steps,
+            flush,
+            &summarizer,
+            options,
+            &cancel,
+            &mut |_| {},
+            &now_ms,
+        )
+        .await
+        {
+            Ok((notices, done)) => notices
+                .iter()
+                .map(|n| Effect::notify(n.level, n.text.clone()))
+                .chain(done.effects)
+                .collect(),
+            Err(_) => Effects::new(),
         }
-        let effects = {
-            let mut e = self.engine.lock().expect("engine lock");
-            e.finish_chains(step, fusion, now_ms())
-        };
-        // The summarizer's notices (failures, fallback) came first, as they happened.
-        notices.extend(effects);
-        notices
     }
 
     /// `context`, answered as a pre-serialized `result` (see [`context_answer`]).
     fn context_raw(&self, keep: usize, append: Vec<Message>, base: Option<u64>) -> String {
-        let mut engine = self.engine.lock().expect("engine lock");
+        let mut engine = self.engine.engine();
         let mut answers = self.answers.lock().expect("answers lock");
         context_answer(&mut engine, &mut answers, keep, append, base)
     }
@@ -386,7 +376,7 @@ impl Server {
         if !p.tree {
             self.fallback.reset();
         }
-        let effects = self.engine.lock().expect("engine lock").start(p);
+        let effects = self.engine.engine().start(p);
         json!({"effects": effects})
     }
 
@@ -452,8 +442,7 @@ impl Server {
                     .unwrap_or_else(now_ms);
                 let (mut effects, trigger) = self
                     .engine
-                    .lock()
-                    .expect("engine lock")
+                    .engine()
                     .turn_end(turn, &message, &results, tokens, window, now);
                 if let Some(t) = trigger {
                     effects.extend(self.flush(t, Delivery::Session, None).await);
@@ -465,11 +454,7 @@ impl Server {
                 let Some(message) = message_of(params.get("message")) else {
                     return Ok(json!({"effects": []}));
                 };
-                let trigger = self
-                    .engine
-                    .lock()
-                    .expect("engine lock")
-                    .message_end(&message);
+                let trigger = self.engine.engine().message_end(&message);
                 let effects = match trigger {
                     Some(t) => self.flush(t, Delivery::Session, Some(message)).await,
                     None => Effects::new(),
@@ -478,7 +463,7 @@ impl Server {
             }
             "agent.end" => {
                 self.refresh_hold();
-                Ok(json!({"effects": self.engine.lock().expect("engine lock").agent_end()}))
+                Ok(json!({"effects": self.engine.engine().agent_end()}))
             }
             "query" => {
                 let ids: Vec<String> = params
@@ -490,7 +475,7 @@ impl Server {
                             .collect()
                     })
                     .unwrap_or_default();
-                Ok(self.engine.lock().expect("engine lock").query(&ids))
+                Ok(self.engine.engine().query(&ids))
             }
             "command" => {
                 let args = params
@@ -518,11 +503,13 @@ impl Server {
     }
 }
 
-impl CommandHost for Server {
+impl EngineLock for Server {
     fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
-        self.engine.lock().expect("engine lock")
+        self.engine.engine()
     }
+}
 
+impl CommandHost for Server {
     fn summarizer(&self) -> Summarizer {
         Server::summarizer(self)
     }

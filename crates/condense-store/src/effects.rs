@@ -10,7 +10,8 @@ use serde_json::{json, Map, Value};
 
 use crate::append::{AppendError, Appender};
 use crate::entries::{
-    CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
+    DiagnosticEntryData, FlushMetricsEntryData, CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS,
+    CUSTOM_TYPE_DIAGNOSTIC, CUSTOM_TYPE_FLUSH_METRICS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
     CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY,
 };
 
@@ -129,4 +130,34 @@ pub fn append_effects(
             } => appender.append_custom_message(custom_type, &content, display, &details, now_ms),
         })
         .collect()
+}
+
+/// A payload as the JSON value JavaScript would have written: whole
+/// floats as integers (`37`, not `37.0`), so the host appends what
+/// pi-condense would have.
+fn js_value<T: serde::Serialize>(v: &T) -> Value {
+    crate::json::to_string(v)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// A `context-prune-diagnostic` entry.
+pub fn diagnostic_entry(diagnostic: &condense_core::Diagnostic) -> NewEntry {
+    NewEntry::Custom {
+        custom_type: CUSTOM_TYPE_DIAGNOSTIC,
+        data: js_value(&DiagnosticEntryData {
+            kind: diagnostic.kind.as_str().to_owned(),
+            detail: diagnostic.detail.clone(),
+            extra: Map::new(),
+        }),
+    }
+}
+
+/// A `context-prune-flush-metrics` entry.
+pub fn flush_metrics_entry(data: &FlushMetricsEntryData) -> NewEntry {
+    NewEntry::Custom {
+        custom_type: CUSTOM_TYPE_FLUSH_METRICS,
+        data: js_value(data),
+    }
 }

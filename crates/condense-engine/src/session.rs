@@ -1,140 +1,120 @@
-//! The sidecar's per-session state machine: what pi-condense's `index.ts`
-//! does on each pi event, without I/O except spill blobs.
+//! One session's state machine: what pi-condense's `index.ts` does on each
+//! harness event, for any host, without I/O except spill blobs.
 //!
-//! The async layer (`server.rs`) feeds it the shim's requests and runs the
-//! LLM jobs a flush asks for; everything else (capture, pending queue,
-//! budget gates, render, query, entries to append) is decided here, from
-//! core and store pieces. A flush is split so no lock is held while the
-//! summarizer runs: [`Engine::begin_flush`] plans it, the caller runs the
-//! jobs, [`Engine::finish_flush`] applies the results and plans chain
-//! compression, [`Engine::finish_chains`] applies that and returns every
-//! entry at once.
+//! A host feeds it events (start, `context`, turn end, message end, agent
+//! end, query, settings changes) and carries out the [`Effect`]s it
+//! answers. A flush goes through the driver ([`crate::flush`]): the engine
+//! plans it ([`Engine::begin_flush`], [`Engine::begin_compact`]) and applies
+//! each step ([`EngineFlush`] is the engine behind its lock as the
+//! driver's [`FlushSteps`]); the host runs [`crate::run_flush`] with its
+//! summarizer, holding no lock while the LLM runs.
 
 use std::path::PathBuf;
+use std::sync::MutexGuard;
 
 use condense_core::Message;
 use condense_core::Protection;
 use condense_core::State;
 use condense_core::SummarizerStats;
-use condense_core::{apply_chains, plan_chains, ChainPlan, FusionJob};
-use condense_core::{
-    apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, FlushPlan,
-    JobResult, Notice, NoticeLevel, SummaryJob, WrittenSpill,
-};
 use condense_core::{
     capture_pending, capture_turn, trim_to_pending, without_protected, CapturedBatch,
 };
 use condense_core::{compute_context_metrics, ContextMetrics};
 use condense_core::{flush_trigger, BudgetGate, TriggerKind};
-use condense_core::{format_count, DiagnosticSink};
+use condense_core::{format_count, Diagnostic, DiagnosticSink};
 use condense_core::{render, PlanStep, RenderSettings};
 use condense_core::{Config, PruneOn};
-use condense_store::effects::{entry_for, NewEntry};
+use condense_core::{FlushEffect, JobResult, Notice};
+use condense_store::effects::{diagnostic_entry, entry_for, flush_metrics_entry};
 use condense_store::session::Session;
 use serde_json::{json, Value};
 
-/// What the shim must do, in order (see docs/protocol.md, "Effects").
-pub type Effects = Vec<Value>;
+use crate::flush::{spill_batch, BlobDir, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
+use crate::protocol::{Delivery, Effect, Effects, Placement};
 
-fn notify(level: NoticeLevel, text: impl Into<String>) -> Value {
-    let level = match level {
-        NoticeLevel::Info => "info",
-        NoticeLevel::Warning => "warning",
-        NoticeLevel::Error => "error",
-    };
-    json!({"kind": "notify", "level": level, "text": text.into()})
+fn notices(out: &mut Effects, notices: &[Notice]) {
+    out.extend(
+        notices
+            .iter()
+            .map(|n| Effect::notify(n.level, n.text.clone())),
+    );
 }
 
-fn notices(out: &mut Effects, notices: Vec<Notice>) {
-    out.extend(notices.into_iter().map(|n| notify(n.level, n.text)));
-}
-
-/// How entries are delivered: through the session manager (event handlers)
-/// or at runtime (`/pruner` commands, as pi-condense does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    /// `sessionManager.appendCustomEntry` / `appendCustomMessageEntry`.
-    Session,
-    /// `pi.appendEntry` / `pi.sendMessage(..., {deliverAs: "steer"})`.
-    Runtime,
-}
-
-fn append_effect(effect: &FlushEffect, delivery: Delivery) -> Value {
-    let d = match delivery {
-        Delivery::Session => "session",
-        Delivery::Runtime => "runtime",
-    };
-    match entry_for(effect) {
-        NewEntry::Custom { custom_type, data } => {
-            json!({"kind": "append", "customType": custom_type, "data": data, "delivery": d})
-        }
-        NewEntry::CustomMessage {
-            custom_type,
-            content,
-            display,
-            details,
-        } => json!({"kind": "appendMessage", "customType": custom_type, "content": content,
-                    "display": display, "details": details, "delivery": d}),
-    }
-}
-
-/// A flush between planning and applying.
-#[derive(Debug)]
-pub struct PendingFlush {
-    /// Why it runs.
-    pub trigger: TriggerKind,
-    /// How entries are delivered.
-    pub delivery: Delivery,
-    /// The plan.
-    pub plan: FlushPlan,
-    /// The closing message (agent-message flushes run before pi persists it).
-    pub closing: Option<Message>,
-    /// Metrics at flush entry.
-    pub metrics: ContextMetrics,
-    /// Batches captured.
-    pub captured: usize,
-}
-
-impl PendingFlush {
-    /// The summarization jobs to run.
-    pub fn jobs(&self) -> &[SummaryJob] {
-        &self.plan.jobs
-    }
-}
-
-/// A flush whose batches are applied, with chain compression planned.
-#[derive(Debug)]
-pub struct ChainsStep {
-    /// Effects so far (not yet returned to the shim).
-    pub effects: Effects,
-    /// The chain plan.
-    pub plan: ChainPlan,
-    trigger: TriggerKind,
+fn entries<'a>(
+    out: &mut Effects,
+    effects: impl IntoIterator<Item = &'a FlushEffect>,
     delivery: Delivery,
-    metrics: ContextMetrics,
-    captured: usize,
-    processed: usize,
-    outcome: String,
+) {
+    out.extend(
+        effects
+            .into_iter()
+            .map(|e| Effect::entry(entry_for(e), delivery)),
+    );
 }
 
-impl ChainsStep {
-    /// The range fusion jobs to run.
-    pub fn fusion_jobs(&self) -> &[FusionJob] {
-        &self.plan.fusion_jobs
+/// A flush's result: what the host carries out, and the report.
+#[derive(Debug)]
+pub struct FlushDone {
+    /// Entries, notices, metrics, cost and footer, in order.
+    pub effects: Effects,
+    /// What the flush did.
+    pub report: FlushReport,
+}
+
+/// Something that holds an [`Engine`] behind a lock.
+pub trait EngineLock: Sync {
+    /// The engine (never held across an `.await`).
+    fn engine(&self) -> MutexGuard<'_, Engine>;
+}
+
+impl EngineLock for std::sync::Mutex<Engine> {
+    fn engine(&self) -> MutexGuard<'_, Engine> {
+        // A panic elsewhere must not take the session down with it: the
+        // engine's state is consistent between steps, so a poisoned lock
+        // is taken over.
+        self.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
-/// One pi session's condense state.
+/// The engine behind its lock, as the flush driver's steps, delivering
+/// entries with `delivery`.
+pub struct EngineFlush<'a, L: EngineLock + ?Sized> {
+    /// The engine's lock.
+    pub lock: &'a L,
+    /// How the flush's entries are delivered.
+    pub delivery: Delivery,
+}
+
+impl<L: EngineLock + ?Sized> FlushSteps for EngineFlush<'_, L> {
+    type Done = FlushDone;
+
+    fn apply_summaries(&self, flush: Flush, results: Vec<JobResult>) -> Chains {
+        self.lock.engine().finish_summaries(flush, results)
+    }
+
+    fn apply_chains(&self, chains: Chains, fusion: Vec<JobResult>, now: i64) -> FlushDone {
+        self.lock
+            .engine()
+            .finish_chains(chains, fusion, self.delivery, now)
+    }
+
+    fn abandon(&self) {
+        self.lock.engine().abandon_flush();
+    }
+}
+
+/// One session's condense state. Mutated only through its methods: a
+/// config change goes through [`Engine::set_config`], the one place
+/// protection is recompiled.
 #[derive(Debug)]
 pub struct Engine {
     settings: Value,
-    /// The normalized config.
-    pub config: Config,
+    config: Config,
     protection: Protection,
     messages: Vec<Message>,
     entry_ts: Vec<Option<i64>>,
-    /// The pruning state.
-    pub state: State,
+    state: State,
     pending: Vec<CapturedBatch>,
     rearmed: bool,
     flushing: bool,
@@ -213,11 +193,11 @@ impl Engine {
             self.settings = p.settings;
             let (config, warnings) = Config::from_settings_file_value(&self.settings);
             for w in warnings {
-                out.push(notify(NoticeLevel::Warning, format!("condense: {w}")));
+                out.push(Effect::warning(format!("condense: {w}")));
             }
             let (protection, pw) = Protection::compile(&config);
             for w in pw {
-                out.push(notify(NoticeLevel::Warning, format!("condense: {w}")));
+                out.push(Effect::warning(format!("condense: {w}")));
             }
             self.config = config;
             self.protection = protection;
@@ -269,11 +249,18 @@ impl Engine {
             drop(render(&self.messages, &self.state, &settings));
         }
         self.refresh_metrics();
-        out.push(self.status_effect(true));
+        out.push(self.footer());
         if !p.tree {
-            out.push(json!({"kind": "widget", "key": "pruner-boot", "placement": "belowEditor", "ttlMs": 10_000,
-                "lines": [format!("pruner loaded — pruning {} | model: {}",
-                    if self.config.enabled { "ON" } else { "OFF" }, self.config.summarizer_model)]}));
+            out.push(Effect::Widget {
+                key: "pruner-boot".to_owned(),
+                lines: Some(vec![format!(
+                    "pruner loaded — pruning {} | model: {}",
+                    if self.config.enabled { "ON" } else { "OFF" },
+                    self.config.summarizer_model
+                )]),
+                placement: Placement::BelowEditor,
+                ttl_ms: Some(10_000),
+            });
         }
         out
     }
@@ -354,13 +341,41 @@ impl Engine {
         Some(format!("│ {s}"))
     }
 
-    fn status_effect(&mut self, force: bool) -> Value {
+    /// The footer effect, if the text changed since the last one.
+    fn status_if_changed(&mut self) -> Option<Effect> {
         let text = self.status_text();
-        if !force && text == self.last_status {
-            return Value::Null;
+        if text == self.last_status {
+            return None;
         }
         self.last_status = text.clone();
-        json!({"kind": "status", "text": text})
+        Some(Effect::status(text))
+    }
+
+    /// The footer effect for the current state, sent even if unchanged.
+    pub fn footer(&mut self) -> Effect {
+        let text = self.status_text();
+        self.last_status = text.clone();
+        Effect::status(text)
+    }
+
+    /// Persists each diagnostic the first time the session sees it.
+    fn report_diagnostics(&mut self, diagnostics: &[Diagnostic], out: &mut Effects) {
+        for d in diagnostics {
+            if self.diagnostics.report(d) {
+                out.push(Effect::entry(diagnostic_entry(d), Delivery::Runtime));
+            }
+        }
+    }
+
+    /// The summarizer's cost since the session started.
+    fn cost_effect(&self) -> Effect {
+        let s = self.state.stats();
+        let b = &self.cost_baseline;
+        Effect::Cost {
+            total_cost: s.total_cost - b.total_cost,
+            input_tokens: s.total_input_tokens.saturating_sub(b.total_input_tokens),
+            output_tokens: s.total_output_tokens.saturating_sub(b.total_output_tokens),
+        }
     }
 
     /// `context`: syncs the messages (`keep` of ours still match, then
@@ -386,22 +401,12 @@ impl Engine {
             protection: &self.protection,
         };
         let r = render(&self.messages, &self.state, &settings);
-        for d in &r.diagnostics {
-            if self.diagnostics.report(d) {
-                out.push(
-                    json!({"kind": "append", "customType": "context-prune-diagnostic",
-                    "data": {"kind": d.kind.as_str(), "detail": d.detail}, "delivery": "runtime"}),
-                );
-            }
-        }
+        self.report_diagnostics(&r.diagnostics, &mut out);
         let steps = r.plan.map(|plan| {
             self.reclaim = Some((plan.before_chars, plan.after_chars));
             plan.steps
         });
-        let status = self.status_effect(false);
-        if !status.is_null() {
-            out.push(status);
-        }
+        out.extend(self.status_if_changed());
         (steps, out)
     }
 
@@ -439,19 +444,19 @@ impl Engine {
                 self.pending.push(b);
                 pushed = true;
                 if self.config.show_prune_status_line {
-                    out.push(json!({"kind": "status", "text": format!("│ prune: {} pending", self.pending.len())}));
+                    out.push(Effect::status(Some(format!(
+                        "│ prune: {} pending",
+                        self.pending.len()
+                    ))));
                 }
                 let when = match self.config.prune_on {
                     PruneOn::AgentMessage => "agent's next text response",
                     PruneOn::OnDemand => "/pruner now",
                 };
-                out.push(notify(
-                    NoticeLevel::Info,
-                    format!(
-                        "pruner: {} turn(s) queued — will summarize on {when}",
-                        self.pending.len()
-                    ),
-                ));
+                out.push(Effect::info(format!(
+                    "pruner: {} turn(s) queued — will summarize on {when}",
+                    self.pending.len()
+                )));
             }
             self.refresh_metrics();
         }
@@ -474,7 +479,7 @@ impl Engine {
                     self.pending.len()
                 ),
             };
-            out.push(notify(NoticeLevel::Info, text));
+            out.push(Effect::info(text));
         }
         (out, trigger)
     }
@@ -482,24 +487,14 @@ impl Engine {
     /// Eager spill of oversized results: the blob is written first and the
     /// record committed after, so a failed write leaves the output inline.
     fn spill(&mut self, batch: CapturedBatch, out: &mut Effects) -> CapturedBatch {
-        let plan = plan_spill(&batch, &self.state, &self.config);
-        if plan.spill.is_empty() && plan.aliases.is_empty() {
-            return batch;
+        let mut blobs = BlobDir(self.blob_dir.as_deref());
+        let spilled = spill_batch(batch, &mut self.state, &self.config, &mut blobs);
+        for f in spilled.failures {
+            // The output stays inline; the next flush summarizes it.
+            eprintln!("condense: {f}");
         }
-        let mut written = Vec::new();
-        if let Some(dir) = self.blob_dir.clone() {
-            for &i in &plan.spill {
-                let c = &batch.calls[i];
-                match condense_store::spill::write_blob(&dir, &c.key(), &c.result_text) {
-                    Ok(blob) => written.push(blob.to_spill(i)),
-                    // The output stays inline; the next flush summarizes it.
-                    Err(e) => eprintln!("condense-pi: spill of {} failed: {e}", c.tool_call_id),
-                }
-            }
-        }
-        let (effects, rest) = apply_spill(batch, &plan, &written, &mut self.state, &self.config);
-        out.extend(effects.iter().map(|e| append_effect(e, Delivery::Session)));
-        rest
+        entries(out, &spilled.effects, Delivery::Session);
+        spilled.rest
     }
 
     /// `message_end`: an assistant reply without tool calls flushes in
@@ -521,20 +516,21 @@ impl Engine {
         } else if !self.pending.is_empty() {
             format!("│ prune: {} pending", self.pending.len())
         } else {
-            return vec![self.status_effect(true)];
+            return vec![self.footer()];
         };
-        vec![json!({"kind": "status", "text": text})]
+        vec![Effect::status(Some(text))]
     }
 
     /// Plans a flush; `None` if one is already running. An empty capture
-    /// still yields a plan (its metrics entry records `empty`).
+    /// still yields a plan (its metrics entry records `empty`). The engine
+    /// counts as flushing until [`Engine::finish_chains`] or
+    /// [`Engine::abandon_flush`].
     pub fn begin_flush(
         &mut self,
         trigger: TriggerKind,
-        delivery: Delivery,
         closing: Option<Message>,
         now: i64,
-    ) -> Option<PendingFlush> {
+    ) -> Option<Flush> {
         if self.flushing {
             return None;
         }
@@ -543,165 +539,86 @@ impl Engine {
         let batches = self.capture_now(now);
         self.pending.clear();
         self.flushing = true;
-        let captured = batches.len();
-        let plan = plan_flush(batches, &self.state, &self.config);
-        Some(PendingFlush {
-            trigger,
-            delivery,
-            plan,
-            closing,
-            metrics: self.metrics,
-            captured,
-        })
-    }
-
-    /// Applies the summarizer's results and plans chain compression.
-    pub fn finish_flush(&mut self, flush: PendingFlush, results: Vec<JobResult>) -> ChainsStep {
-        let mut out = Effects::new();
-        let empty = flush.plan.is_empty();
-        let r = apply_flush(flush.plan, results, &mut self.state, &self.config);
-        out.extend(r.effects.iter().map(|e| append_effect(e, flush.delivery)));
-        notices(&mut out, r.notices);
-        self.pending.extend(r.restored);
-        let outcome = match &r.outcome {
-            FlushOutcome::Empty => "empty".to_owned(),
-            FlushOutcome::Processed(o) => o.as_str().to_owned(),
-            FlushOutcome::SummarizerFailed(_) => "error".to_owned(),
-        };
-        let chains_enabled = self.config.chain_compression.enabled && !empty;
-        let plan = if chains_enabled {
-            plan_chains(
-                &self.messages,
-                flush.closing.as_ref(),
-                &self.state,
-                &self.config,
-                &self.protection,
-                self.config.chain_compression.rolling_window,
-            )
+        let chains = if self.config.chain_compression.enabled {
+            ChainPolicy::AfterBatches(self.config.chain_compression.rolling_window)
         } else {
-            ChainPlan::default()
+            ChainPolicy::Never
         };
-        ChainsStep {
-            effects: out,
-            plan,
-            trigger: flush.trigger,
-            delivery: flush.delivery,
-            metrics: flush.metrics,
-            captured: flush.captured,
-            processed: r.processed_batches,
-            outcome,
-        }
+        Some(Flush::plan(
+            batches,
+            &self.state,
+            &self.config,
+            chains,
+            Some(trigger),
+            self.metrics,
+            closing,
+        ))
     }
 
-    /// Applies chain compression and returns every effect of the flush.
-    pub fn finish_chains(&mut self, step: ChainsStep, fusion: Vec<JobResult>, now: i64) -> Effects {
-        let mut out = step.effects;
-        let spills = self.write_chain_spills(&step.plan);
-        let r = apply_chains(
-            step.plan,
-            fusion,
-            &spills,
-            &mut self.state,
-            &self.config,
-            now,
-        );
-        out.extend(r.effects.iter().map(|e| append_effect(e, step.delivery)));
-        for d in &r.diagnostics {
-            if self.diagnostics.report(d) {
-                out.push(
-                    json!({"kind": "append", "customType": "context-prune-diagnostic",
-                    "data": {"kind": d.kind.as_str(), "detail": d.detail}, "delivery": "runtime"}),
-                );
-            }
+    /// Plans `/pruner compact`: every eligible closed chain (K = 0), whether
+    /// or not `chainCompression.enabled`. `None` while a flush runs.
+    pub fn begin_compact(&mut self) -> Option<Flush> {
+        if self.flushing {
+            return None;
         }
-        notices(&mut out, r.notices);
-        let d = match step.delivery {
-            Delivery::Session => "session",
-            Delivery::Runtime => "runtime",
-        };
-        out.push(json!({"kind": "append", "customType": "context-prune-flush-metrics", "delivery": d, "data": {
-            "ts": now, "trigger": step.trigger.as_str(), "capturedBatches": step.captured,
-            "processedBatches": step.processed, "outcome": step.outcome, "metrics": {
-                "openCycleThinkingTokens": step.metrics.open_cycle_thinking_tokens,
-                "largestChainSharePct": step.metrics.largest_chain_share_pct,
-                "frontierGapTokens": step.metrics.frontier_gap_tokens,
-            }}}));
-        let s = self.state.stats();
-        let b = &self.cost_baseline;
-        out.push(
-            json!({"kind": "cost", "totalCost": s.total_cost - b.total_cost,
-            "inputTokens": s.total_input_tokens - b.total_input_tokens,
-            "outputTokens": s.total_output_tokens - b.total_output_tokens}),
-        );
+        self.flushing = true;
+        Some(Flush::chains_only(0))
+    }
+
+    /// Flush step 2: applies the summarizer's results and plans chain
+    /// compression on the messages the engine holds.
+    pub fn finish_summaries(&mut self, flush: Flush, results: Vec<JobResult>) -> Chains {
+        let mut chains = flush
+            .apply(results, &mut self.state, &self.config)
+            .plan_chains(&self.messages, &self.state, &self.config, &self.protection);
+        self.pending.extend(chains.take_restored());
+        chains
+    }
+
+    /// Flush step 3: applies chain compression and returns every effect of
+    /// the flush, entries delivered with `delivery`. A flush with a trigger
+    /// ends with its metrics entry and the cost; a chains-only flush
+    /// (compact) reports the cost only when it compressed something, and
+    /// leaves its notices to the caller (in the report).
+    pub fn finish_chains(
+        &mut self,
+        chains: Chains,
+        fusion: Vec<JobResult>,
+        delivery: Delivery,
+        now: i64,
+    ) -> FlushDone {
+        let mut blobs = BlobDir(self.blob_dir.as_deref());
+        let report = chains.apply(fusion, &mut blobs, &mut self.state, &self.config, now);
+        let mut out = Effects::new();
+        let live = report.trigger.is_some();
+        entries(&mut out, &report.flush_effects, delivery);
+        if live {
+            notices(&mut out, &report.flush_notices);
+        }
+        entries(&mut out, &report.chain_effects, delivery);
+        self.report_diagnostics(&report.diagnostics, &mut out);
+        if live {
+            notices(&mut out, &report.chain_notices);
+        }
+        if let Some(data) = report.metrics_entry() {
+            out.push(Effect::entry(flush_metrics_entry(&data), delivery));
+        }
+        if live || !report.compressed.is_empty() {
+            out.push(self.cost_effect());
+        }
         self.flushing = false;
         self.refresh_metrics();
-        out.push(self.status_effect(true));
-        out
+        out.push(self.footer());
+        FlushDone {
+            effects: out,
+            report,
+        }
     }
 
     /// Marks an abandoned flush (no entries were returned for it): its
     /// batches will be captured again by the next flush's rescan.
     pub fn abandon_flush(&mut self) {
         self.flushing = false;
-    }
-
-    /// Plans `/pruner compact`: every eligible closed chain (K = 0), whether
-    /// or not `chainCompression.enabled`. `None` while a flush runs; else the
-    /// engine counts as flushing until [`Engine::finish_compact`] or
-    /// [`Engine::abandon_flush`].
-    pub fn begin_compact(&mut self) -> Option<ChainPlan> {
-        if self.flushing {
-            return None;
-        }
-        self.flushing = true;
-        Some(plan_chains(
-            &self.messages,
-            None,
-            &self.state,
-            &self.config,
-            &self.protection,
-            0,
-        ))
-    }
-
-    /// Applies a compact plan (runtime delivery). Returns the effects to
-    /// carry out (entries, diagnostics, cost, footer), the notices
-    /// `apply_chains` wrote, and the chains compressed.
-    pub fn finish_compact(
-        &mut self,
-        plan: ChainPlan,
-        fusion: Vec<JobResult>,
-        now: i64,
-    ) -> (Effects, Vec<Notice>, Vec<condense_core::ChainEntry>) {
-        let mut out = Effects::new();
-        let spills = self.write_chain_spills(&plan);
-        let r = apply_chains(plan, fusion, &spills, &mut self.state, &self.config, now);
-        out.extend(
-            r.effects
-                .iter()
-                .map(|e| append_effect(e, Delivery::Runtime)),
-        );
-        for d in &r.diagnostics {
-            if self.diagnostics.report(d) {
-                out.push(
-                    json!({"kind": "append", "customType": "context-prune-diagnostic",
-                    "data": {"kind": d.kind.as_str(), "detail": d.detail}, "delivery": "runtime"}),
-                );
-            }
-        }
-        if !r.compressed.is_empty() {
-            let s = self.state.stats();
-            let b = &self.cost_baseline;
-            out.push(
-                json!({"kind": "cost", "totalCost": s.total_cost - b.total_cost,
-                "inputTokens": s.total_input_tokens - b.total_input_tokens,
-                "outputTokens": s.total_output_tokens - b.total_output_tokens}),
-            );
-        }
-        self.flushing = false;
-        self.refresh_metrics();
-        out.push(self.status_effect(true));
-        (out, r.notices, r.compressed)
     }
 
     /// Whether a reload found recoverable work no flush has run for yet
@@ -713,25 +630,6 @@ impl Engine {
     /// The compiled protection rules of the current config.
     pub fn protection(&self) -> &Protection {
         &self.protection
-    }
-
-    /// The footer effect for the current state, sent even if unchanged.
-    pub fn footer(&mut self) -> Value {
-        self.status_effect(true)
-    }
-
-    fn write_chain_spills(&self, plan: &ChainPlan) -> Vec<(usize, usize, WrittenSpill)> {
-        let Some(dir) = &self.blob_dir else {
-            return Vec::new();
-        };
-        plan.spills(&self.config)
-            .into_iter()
-            .filter_map(|(w, r, rec)| {
-                condense_store::spill::write_blob(dir, &rec.key(), &rec.result_text.to_str())
-                    .ok()
-                    .map(|b| (w, r, b.to_spill(r)))
-            })
-            .collect()
     }
 
     /// `context_tree_query`.
@@ -763,14 +661,26 @@ impl Engine {
         &self.settings
     }
 
+    /// The normalized config.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The pruning state.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
     /// Replaces the config (a `/pruner` command changed it) and returns the
     /// `saveSettings` effect.
-    pub fn set_config(&mut self, config: Config) -> Value {
+    pub fn set_config(&mut self, config: Config) -> Effect {
         let block =
             config.to_settings_value(self.settings.get("contextPrune").unwrap_or(&Value::Null));
         self.settings = condense_core::replace_context_prune(&self.settings, block.clone());
         self.protection = Protection::new(&config);
         self.config = config;
-        json!({"kind": "saveSettings", "contextPrune": block})
+        Effect::SaveSettings {
+            context_prune: block,
+        }
     }
 }

@@ -1,0 +1,25 @@
+//! condense's session engine: what every host drives, knowing no harness.
+//!
+//! - [`session`]: one session's state machine ([`Engine`]): replay on start,
+//!   capture at turn end, budget gates, render with incremental message
+//!   sync, query, and the engine's side of a flush.
+//! - [`flush`]: **the** flush driver. Sans-IO steps (plan → summarizer jobs
+//!   → apply → chain compression with range fusion → effects) and one async
+//!   runner, [`flush::run_flush`], that runs the LLM calls between the steps
+//!   with no state borrowed. The pi sidecar, `/pruner now` and `compact`,
+//!   `condense compact` and the session generator all go through it.
+//! - [`protocol`]: the typed effects a host carries out.
+//!
+//! Hosts (pi's sidecar, the CLI) translate their harness's events into
+//! calls here and carry out the [`protocol::Effect`]s that come back.
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod flush;
+pub mod protocol;
+pub mod session;
+
+pub use flush::{run_flush, Blobs, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
+pub use protocol::{Delivery, Effect, Effects, Level, Placement};
+pub use session::{jsonl, Engine, FlushDone, StartParams};

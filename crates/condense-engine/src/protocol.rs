@@ -1,0 +1,196 @@
+//! The effects a host carries out, typed (docs/protocol.md, "Effects").
+//!
+//! Every answer of the engine is a list of [`Effect`]s in order. Their JSON
+//! form (`{"kind": "...", ...}`) is the sidecar protocol's wire format, so
+//! the field names here are the shim's: a change is a protocol change.
+
+use condense_core::NoticeLevel;
+use condense_store::effects::NewEntry;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the host must do, in order.
+pub type Effects = Vec<Effect>;
+
+/// How an entry reaches the session file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Delivery {
+    /// Through the session manager (`appendCustomEntry`,
+    /// `appendCustomMessageEntry`): what event handlers use.
+    Session,
+    /// At runtime (`pi.appendEntry`, `pi.sendMessage(..., {deliverAs:
+    /// "steer"})`): what `/pruner` commands use, as pi-condense does.
+    Runtime,
+}
+
+/// How loud a notification is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Level {
+    /// Informational.
+    Info,
+    /// Something degraded.
+    Warning,
+    /// Something failed.
+    Error,
+}
+
+impl From<NoticeLevel> for Level {
+    fn from(level: NoticeLevel) -> Level {
+        match level {
+            NoticeLevel::Info => Level::Info,
+            NoticeLevel::Warning => Level::Warning,
+            NoticeLevel::Error => Level::Error,
+        }
+    }
+}
+
+/// Where a widget is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Placement {
+    /// Above the editor (the progress widget).
+    AboveEditor,
+    /// Below the editor (the boot line).
+    BelowEditor,
+}
+
+/// One thing for the host to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Effect {
+    /// Append a `custom` entry.
+    #[serde(rename_all = "camelCase")]
+    Append {
+        /// The entry's `customType`.
+        custom_type: String,
+        /// The entry's `data`.
+        data: Value,
+        /// How it is appended.
+        delivery: Delivery,
+    },
+    /// Append a `custom_message` entry (a message the model sees).
+    #[serde(rename_all = "camelCase")]
+    AppendMessage {
+        /// The entry's `customType`.
+        custom_type: String,
+        /// The message content.
+        content: Value,
+        /// Whether pi shows it in the transcript.
+        display: bool,
+        /// The entry's `details`.
+        details: Value,
+        /// How it is appended.
+        delivery: Delivery,
+    },
+    /// Tell the user something.
+    Notify {
+        /// How loud.
+        level: Level,
+        /// What to say.
+        text: String,
+    },
+    /// Set (or clear, `null`) the footer status.
+    Status {
+        /// The footer text.
+        text: Option<String>,
+    },
+    /// Draw (or clear, `lines: null`) a widget.
+    #[serde(rename_all = "camelCase")]
+    Widget {
+        /// Which widget.
+        key: String,
+        /// Its lines; `None` removes it.
+        lines: Option<Vec<String>>,
+        /// Where it goes.
+        placement: Placement,
+        /// Remove it after this many milliseconds (absent: it stays).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ttl_ms: Option<u64>,
+    },
+    /// Write `settings.json` with this `contextPrune` block.
+    #[serde(rename_all = "camelCase")]
+    SaveSettings {
+        /// The whole new `contextPrune` block.
+        context_prune: Value,
+    },
+    /// Report the summarizer's cost since the session started.
+    #[serde(rename_all = "camelCase")]
+    Cost {
+        /// Dollars.
+        total_cost: f64,
+        /// Input tokens.
+        input_tokens: u64,
+        /// Output tokens.
+        output_tokens: u64,
+    },
+    /// Ask the user to pick one option, then run `then` with its value.
+    Select {
+        /// The dialog's title.
+        title: String,
+        /// The options shown.
+        options: Vec<String>,
+        /// The value sent for each option (parallel to `options`).
+        values: Vec<String>,
+        /// The command prefix the answer is appended to.
+        then: String,
+    },
+    /// Ask the user for one line of text, then run `then` with it.
+    Input {
+        /// The dialog's title.
+        title: String,
+        /// A hint shown in the empty field.
+        placeholder: String,
+        /// The command prefix the answer is appended to.
+        then: String,
+    },
+}
+
+impl Effect {
+    /// A notification.
+    pub fn notify(level: impl Into<Level>, text: impl Into<String>) -> Effect {
+        Effect::Notify {
+            level: level.into(),
+            text: text.into(),
+        }
+    }
+
+    /// An info notification.
+    pub fn info(text: impl Into<String>) -> Effect {
+        Effect::notify(Level::Info, text)
+    }
+
+    /// A warning.
+    pub fn warning(text: impl Into<String>) -> Effect {
+        Effect::notify(Level::Warning, text)
+    }
+
+    /// The footer status.
+    pub fn status(text: Option<String>) -> Effect {
+        Effect::Status { text }
+    }
+
+    /// An entry the store built, appended with `delivery`.
+    pub fn entry(entry: NewEntry, delivery: Delivery) -> Effect {
+        match entry {
+            NewEntry::Custom { custom_type, data } => Effect::Append {
+                custom_type: custom_type.to_owned(),
+                data,
+                delivery,
+            },
+            NewEntry::CustomMessage {
+                custom_type,
+                content,
+                display,
+                details,
+            } => Effect::AppendMessage {
+                custom_type: custom_type.to_owned(),
+                content,
+                display,
+                details,
+                delivery,
+            },
+        }
+    }
+}
