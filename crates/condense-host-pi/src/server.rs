@@ -11,9 +11,10 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use condense_core::Message;
@@ -78,7 +79,7 @@ impl Outbox {
         let (tx, rx) = oneshot::channel();
         self.pending
             .lock()
-            .expect("pending lock")
+            .unwrap_or_else(PoisonError::into_inner)
             .insert(id.clone(), (tx, events));
         self.send(&json!({"id": id, "method": method, "params": params}));
         (id, rx)
@@ -119,7 +120,7 @@ impl Provider for ShimProvider {
         let answer = tokio::select! {
             a = rx => a.map_err(|_| ProviderError::transient("the pi shim went away"))?,
             () = request.cancel.cancelled() => {
-                self.outbox.pending.lock().expect("pending lock").remove(&id);
+                self.outbox.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
                 self.outbox.send(&json!({"method": "llm.cancel", "params": {"requestId": id}}));
                 return Err(ProviderError::aborted());
             }
@@ -262,7 +263,11 @@ fn message_of(v: Option<&Value>) -> Option<Message> {
 impl Server {
     fn summarizer(&self) -> Summarizer {
         let config = self.engine.engine().config().clone();
-        let session = self.session_model.lock().expect("model lock").clone();
+        let session = self
+            .session_model
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let shim = |spec: String| -> Arc<dyn Provider> {
             Arc::new(ShimProvider {
                 outbox: self.outbox.clone(),
@@ -341,7 +346,7 @@ impl Server {
     /// `context`, answered as a pre-serialized `result` (see [`context_answer`]).
     fn context_raw(&self, keep: usize, append: Vec<Message>, base: Option<u64>) -> String {
         let mut engine = self.engine.engine();
-        let mut answers = self.answers.lock().expect("answers lock");
+        let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
         context_answer(&mut engine, &mut answers, keep, append, base)
     }
 
@@ -371,7 +376,10 @@ impl Server {
                 .and_then(Value::as_str)
                 .zip(m.get("id").and_then(Value::as_str))
                 .map(|(p, i)| ModelRef::new(p, i));
-            *self.session_model.lock().expect("model lock") = r;
+            *self
+                .session_model
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = r;
         }
         if !p.tree {
             self.fallback.reset();
@@ -520,6 +528,64 @@ impl CommandHost for Server {
     }
 }
 
+/// An error answer to the request whose id is the JSON text `id`.
+fn error_line(id: &str, message: &str) -> String {
+    format!(
+        r#"{{"id":{id},"error":{{"code":"internal","message":{}}}}}"#,
+        Value::String(message.to_owned())
+    )
+}
+
+/// What a panic said.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown failure".to_owned())
+}
+
+/// Why a request's task ended without an answer.
+fn failure_text(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(panic) => format!("the request failed: {}", panic_text(&*panic)),
+        Err(_) => "the request was cancelled".to_owned(),
+    }
+}
+
+/// The `id` of a request line serde cannot read, as its JSON text: the
+/// shim writes it first (`{"id":12,...` or `{"id":"s3",...`). A number or
+/// a string literal, read without decoding its escapes.
+fn request_id(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('{')?.trim_start();
+    let rest = rest
+        .strip_prefix(r#""id""#)?
+        .trim_start()
+        .strip_prefix(':')?;
+    let rest = rest.trim_start();
+    let len = if let Some(body) = rest.strip_prefix('"') {
+        let mut escaped = false;
+        let end = body.char_indices().find_map(|(i, c)| {
+            let end = !escaped && c == '"';
+            escaped = !escaped && c == '\\';
+            end.then_some(i)
+        })?;
+        if body[..end].chars().any(char::is_control) {
+            return None;
+        }
+        end + 2
+    } else {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
+            .unwrap_or(rest.len());
+        serde_json::from_str::<serde_json::Number>(&rest[..n]).ok()?;
+        n
+    };
+    let id = &rest[..len];
+    let after = rest[len..].trim_start();
+    (after.starts_with(',') || after.starts_with('}')).then_some(id)
+}
+
 /// Reads one line of at most `MAX_LINE` bytes. Returns `Ok(None)` at end of
 /// input, `Ok(Some(Err(())))` for an over-long line (discarded, without
 /// buffering more than the limit).
@@ -605,6 +671,7 @@ where
                 if req.method == "session.start" {
                     let server = server.clone();
                     tokio::spawn(async move {
+                        let id = req.id.get().to_owned();
                         let p = req.params;
                         server.hold_session(p.session_file.as_deref());
                         let params = StartParams {
@@ -614,10 +681,18 @@ where
                             branch: jsonl(p.branch.iter().map(|e| e.get())),
                             tree: p.tree,
                         };
-                        let result = server.start_session(p.model.as_ref(), params);
-                        server
-                            .outbox
-                            .send_line(&format!(r#"{{"id":{},"result":{result}}}"#, req.id.get()));
+                        let handler = server.clone();
+                        // Its own task, so a panic in it is this request's
+                        // failure: answered, and the sidecar keeps serving.
+                        let answer =
+                            tokio::spawn(
+                                async move { handler.start_session(p.model.as_ref(), params) },
+                            )
+                            .await;
+                        server.outbox.send_line(&match answer {
+                            Ok(result) => format!(r#"{{"id":{id},"result":{result}}}"#),
+                            Err(e) => error_line(&id, &failure_text(e)),
+                        });
                     });
                     continue;
                 }
@@ -639,7 +714,17 @@ where
                     .iter()
                     .filter_map(|m| Message::from_json(m.get()).ok())
                     .collect();
-                let mut result = server.context_raw(ctx.params.keep, append, ctx.params.base);
+                let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    server.context_raw(ctx.params.keep, append, ctx.params.base)
+                }));
+                let mut result = match rendered {
+                    Ok(result) => result,
+                    Err(panic) => {
+                        let text = format!("the request failed: {}", panic_text(&*panic));
+                        server.outbox.send_line(&error_line(ctx.id.get(), &text));
+                        continue;
+                    }
+                };
                 if ctx.params.timing {
                     // The answer is an object: insert the field before its closing brace.
                     result.pop();
@@ -651,11 +736,23 @@ where
                 continue;
             }
         }
-        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
-            outbox.send(
-                &json!({"method": "protocol.error", "params": {"message": "unparseable line"}}),
-            );
-            continue;
+        let msg = match serde_json::from_str::<Value>(&line) {
+            Ok(msg) => msg,
+            // Valid JSON serde refuses (a lone surrogate escape, nesting
+            // past its depth limit) still gets its answer when its id can
+            // be read, so the shim's request does not wait for ever.
+            Err(e) => {
+                match request_id(&line) {
+                    Some(id) => outbox.send_line(&error_line(
+                        id,
+                        &format!("the request could not be read: {e}"),
+                    )),
+                    None => outbox.send(
+                        &json!({"method": "protocol.error", "params": {"message": "unparseable line"}}),
+                    ),
+                }
+                continue;
+            }
         };
         let id = msg.get("id").cloned();
         let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
@@ -665,10 +762,18 @@ where
                 let params = msg.get("params").cloned().unwrap_or(Value::Null);
                 let is_shutdown = method == "shutdown";
                 let task = tokio::spawn(async move {
-                    let reply = match server.handle(&method, params).await {
-                        Ok(result) => json!({"id": id, "result": result}),
-                        Err((code, message)) => {
+                    // Its own task, so a panic in it is this request's
+                    // failure: answered, and the sidecar keeps serving.
+                    let handler = server.clone();
+                    let handled =
+                        tokio::spawn(async move { handler.handle(&method, params).await }).await;
+                    let reply = match handled {
+                        Ok(Ok(result)) => json!({"id": id, "result": result}),
+                        Ok(Err((code, message))) => {
                             json!({"id": id, "error": {"code": code, "message": message}})
+                        }
+                        Err(e) => {
+                            json!({"id": id, "error": {"code": "internal", "message": failure_text(e)}})
                         }
                     };
                     server.outbox.send(&reply);
@@ -681,7 +786,12 @@ where
             (None, Some(method)) if method == "llm.event" => {
                 let p = msg.get("params").cloned().unwrap_or(Value::Null);
                 let rid = p.get("requestId").and_then(Value::as_str).unwrap_or("");
-                if let Some((_, sink)) = outbox.pending.lock().expect("pending lock").get(rid) {
+                if let Some((_, sink)) = outbox
+                    .pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(rid)
+                {
                     let delta = p
                         .get("delta")
                         .and_then(Value::as_str)
@@ -700,7 +810,12 @@ where
                     Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                if let Some((tx, _)) = outbox.pending.lock().expect("pending lock").remove(&key) {
+                if let Some((tx, _)) = outbox
+                    .pending
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .remove(&key)
+                {
                     let _ = tx.send(msg);
                 }
             }
@@ -710,7 +825,11 @@ where
     // Input is gone: fail the LLM calls still waiting, then let the tasks
     // still running finish and send what they have (bounded): each holds a
     // handle on the writer until it ends.
-    outbox.pending.lock().expect("pending lock").clear();
+    outbox
+        .pending
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
     drop(server);
     drop(outbox);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);

@@ -598,6 +598,16 @@ impl Sidecar {
         }
     }
 
+    /// Sends `hello` with `id` and reads until its answer.
+    fn call_raw_until(&mut self, id: &str) -> (Value, Vec<Value>) {
+        self.send(
+            json!({"id": id, "method": "hello", "params": {"protocol": 1}})
+                .to_string()
+                .as_bytes(),
+        );
+        self.until(id)
+    }
+
     fn call(&mut self, id: &str, method: &str, params: Value) -> Value {
         self.send(
             json!({"id": id, "method": method, "params": params})
@@ -700,6 +710,129 @@ fn an_over_long_line_gets_a_protocol_error() {
         before.iter().any(|v| v["method"] == "protocol.error"),
         "no protocol.error before the next answer: {before:?}"
     );
+}
+
+/// Kills the sidecar after `secs` (a request never answered would block the
+/// test's read for ever; a kill ends it with "the sidecar exited").
+fn watchdog(s: &Sidecar, secs: u64) {
+    let pid = s.child.id().to_string();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(secs));
+        let _ = Command::new("kill").arg("-9").arg(pid).status();
+    });
+}
+
+/// One message entry line of a branch, its JSON text written by hand (a
+/// lone surrogate escape cannot be built through `Value`).
+fn entry_line(n: usize, message: &str) -> String {
+    let parent = if n == 0 {
+        "null".to_owned()
+    } else {
+        format!(r#""{:08x}""#, n - 1)
+    };
+    format!(
+        r#"{{"type":"message","id":"{n:08x}","parentId":{parent},"timestamp":"2026-01-01T00:00:0{n}.000Z","message":{message}}}"#
+    )
+}
+
+/// A request whose handler fails (a message with a lone surrogate escape
+/// that core cannot re-read, as issue 15 found) is answered with an error,
+/// and the sidecar keeps serving: no poisoned lock, no exit.
+#[test]
+fn a_failing_request_is_answered_and_the_sidecar_keeps_serving() {
+    let mut s = Sidecar::start();
+    watchdog(&s, 60);
+    let branch = [
+        entry_line(
+            0,
+            r#"{"role":"user","content":[{"type":"text","text":"go"}],"timestamp":1}"#,
+        ),
+        entry_line(
+            1,
+            r#"{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"\ud83d"}}],"stopReason":"toolUse","timestamp":2}"#,
+        ),
+        entry_line(
+            2,
+            r#"{"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"cut \ud83d here"}],"isError":false,"timestamp":3}"#,
+        ),
+    ];
+    let start = format!(
+        r#"{{"id":"st","method":"session.start","params":{{"settings":{{"contextPrune":{{"enabled":true}}}},"sessionId":"s","model":null,"branch":[{}],"tree":false}}}}"#,
+        branch.join(",")
+    );
+    s.send(start.as_bytes());
+    let (answer, _) = s.until("st");
+    if let Some(err) = answer.get("error") {
+        assert_eq!(err["code"], "internal", "{answer}");
+    }
+    // The engine still answers: a render, a query, a command, a new session.
+    let ctx = s.call("c", "context", json!({"keep": 0, "append": []}));
+    assert!(ctx.get("result").is_some(), "{ctx}");
+    let q = s.call("q", "query", json!({"toolCallIds": ["t1"]}));
+    assert!(q.get("result").is_some(), "{q}");
+    let status = s.call("cmd", "command", json!({"args": "status"}));
+    assert!(status.get("result").is_some(), "{status}");
+    let again = s.call(
+        "st2",
+        "session.start",
+        json!({"settings": null, "sessionId": "s", "branch": [], "tree": false}),
+    );
+    assert!(again.get("result").is_some(), "{again}");
+}
+
+/// Reads raw lines until one carries `"id":"<id>"`; returns the lines before it.
+fn raw_lines_until(s: &mut Sidecar, id: &str) -> Vec<String> {
+    let marker = format!(r#""id":"{id}""#);
+    let mut before = Vec::new();
+    loop {
+        let mut line = String::new();
+        let n = s.stdout.read_line(&mut line).expect("read");
+        assert!(n > 0, "the sidecar exited");
+        if line.contains(&marker) {
+            return before;
+        }
+        before.push(line);
+    }
+}
+
+/// Valid JSON that serde's `Value` refuses (a lone surrogate escape, nesting
+/// deeper than 128) is answered with an error carrying the request's id,
+/// not only a `protocol.error` notification.
+#[test]
+fn json_serde_refuses_is_answered_with_an_error() {
+    let mut s = Sidecar::start();
+    watchdog(&s, 60);
+    s.send(br#"{"id":"q1","method":"query","params":{"toolCallIds":["\ud83d"]}}"#);
+    let (a, _) = s.until("q1");
+    assert!(a.get("error").is_some(), "{a}");
+    let deep = format!(
+        r#"{{"id":7,"method":"command","params":{{"args":{}{}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    s.send(deep.as_bytes());
+    s.send(br#"{"id":"h","method":"hello","params":{"protocol":1}}"#);
+    let (_, before) = s.until("h");
+    assert!(
+        before
+            .iter()
+            .any(|v| v["id"] == 7 && v.get("error").is_some()),
+        "{before:?}"
+    );
+    // A lone surrogate in the id itself: the answer echoes the id's text.
+    s.send(br#"{"id":"\ud83d","method":"hello","params":{"protocol":1}}"#);
+    s.send(br#"{"id":"h2","method":"hello","params":{"protocol":1}}"#);
+    let before = raw_lines_until(&mut s, "h2");
+    assert!(
+        before
+            .iter()
+            .any(|l| l.starts_with(r#"{"id":"\ud83d","error":"#)),
+        "{before:?}"
+    );
+    // A line with no id to recover still gets the notification.
+    s.send(b"{not json");
+    let (_, before) = s.call_raw_until("h3");
+    assert!(before.iter().any(|v| v["method"] == "protocol.error"));
 }
 
 /// A crafted session: index records whose spill paths point outside the
