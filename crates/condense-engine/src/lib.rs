@@ -8,7 +8,8 @@
 //!   runner, [`flush::run_flush`], that runs the LLM calls between the steps
 //!   with no state borrowed. The pi sidecar, `/pruner now` and `compact`,
 //!   `condense compact` and the session generator all go through it.
-//! - [`protocol`]: the typed effects a host carries out.
+//! - [`protocol`]: the typed effects a host carries out; [`request`]: the
+//!   typed requests a shim sends (one `Request` enum, read in one pass).
 //!
 //! Hosts (pi's sidecar, the CLI) translate their harness's events into
 //! calls here and carry out the [`protocol::Effect`]s that come back.
@@ -18,6 +19,7 @@
 
 pub mod flush;
 pub mod protocol;
+pub mod request;
 pub mod session;
 
 pub use flush::{run_flush, Blobs, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};

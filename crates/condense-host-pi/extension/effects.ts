@@ -1,6 +1,8 @@
 // Carrying out the effects a sidecar answer lists (docs/protocol.md, "Effects").
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { parseEffect } from "./protocol";
+import type { Effect, InputEffect, Placement, SelectEffect } from "./protocol";
 import { saveContextPrune } from "./settings";
 import { errorText, logError } from "./sidecar";
 
@@ -34,7 +36,7 @@ function notify(ctx: ExtensionContext | undefined, text: string, level: string):
 	(ctx as any).ui.notify(text, type);
 }
 
-function setWidget(ctx: ExtensionContext | undefined, key: string, lines: string[] | undefined, placement: unknown): void {
+function setWidget(ctx: ExtensionContext | undefined, key: string, lines: string[] | undefined, placement: Placement): void {
 	if (!hasUI(ctx)) return;
 	const ui = (ctx as any).ui;
 	if (typeof ui.setWidget !== "function") return;
@@ -43,10 +45,10 @@ function setWidget(ctx: ExtensionContext | undefined, key: string, lines: string
 }
 
 /** One effect. Throws on failure; the caller isolates effects from each other. */
-function applyEffect(effect: any, ctx: ExtensionContext | undefined, pi: ExtensionAPI): void {
+function applyEffect(effect: Effect, ctx: ExtensionContext | undefined, pi: ExtensionAPI): void {
 	switch (effect.kind) {
 		case "append": {
-			const customType = String(effect.customType);
+			const customType = effect.customType;
 			const writer = ctx ? ((ctx as any).sessionManager as SessionWriter | undefined) : undefined;
 			if (effect.delivery === "session" && typeof writer?.appendCustomEntry === "function") {
 				writer.appendCustomEntry(customType, effect.data);
@@ -56,8 +58,8 @@ function applyEffect(effect: any, ctx: ExtensionContext | undefined, pi: Extensi
 			return;
 		}
 		case "appendMessage": {
-			const customType = String(effect.customType);
-			const display = effect.display === true;
+			const customType = effect.customType;
+			const display = effect.display;
 			const writer = ctx ? ((ctx as any).sessionManager as SessionWriter | undefined) : undefined;
 			if (effect.delivery === "session" && typeof writer?.appendCustomMessageEntry === "function") {
 				writer.appendCustomMessageEntry(customType, effect.content, display, effect.details);
@@ -70,17 +72,17 @@ function applyEffect(effect: any, ctx: ExtensionContext | undefined, pi: Extensi
 			return;
 		}
 		case "notify":
-			notify(ctx, String(effect.text ?? ""), effect.level);
+			notify(ctx, effect.text, effect.level);
 			return;
 		case "status": {
 			if (!hasUI(ctx)) return;
-			const text = typeof effect.text === "string" ? effect.text : undefined;
+			const text = effect.text ?? undefined;
 			(ctx as any).ui.setStatus(STATUS_KEY, text);
 			return;
 		}
 		case "widget": {
-			const key = String(effect.key);
-			const lines = Array.isArray(effect.lines) ? effect.lines.map((l: unknown) => String(l)) : undefined;
+			const key = effect.key;
+			const lines = effect.lines ?? undefined;
 			const old = widgetTimers.get(key);
 			if (old) {
 				clearTimeout(old);
@@ -88,7 +90,7 @@ function applyEffect(effect: any, ctx: ExtensionContext | undefined, pi: Extensi
 			}
 			setWidget(ctx, key, lines, effect.placement);
 			const ttl = effect.ttlMs;
-			if (lines && typeof ttl === "number" && ttl > 0 && hasUI(ctx)) {
+			if (lines && ttl !== undefined && ttl > 0 && hasUI(ctx)) {
 				const timer = setTimeout(() => {
 					widgetTimers.delete(key);
 					try {
@@ -118,23 +120,36 @@ function applyEffect(effect: any, ctx: ExtensionContext | undefined, pi: Extensi
 				outputTokens: effect.outputTokens,
 			});
 			return;
-		default:
-			if (!warnedKinds.has(String(effect.kind))) {
-				warnedKinds.add(String(effect.kind));
-				logError(`condense: ignoring unknown effect kind ${JSON.stringify(effect.kind)}`);
-			}
 	}
+}
+
+/** The kind of a raw effect, for logs and filters. */
+function kindOf(raw: unknown): unknown {
+	return raw && typeof raw === "object" ? (raw as { kind?: unknown }).kind : undefined;
+}
+
+/** Reads a raw effect; `undefined` (logged once per kind) for a kind this shim does not know. */
+function readEffect(raw: unknown): Effect | undefined {
+	const effect = parseEffect(raw);
+	if (effect) return effect;
+	const kind = String(kindOf(raw));
+	if (!warnedKinds.has(kind)) {
+		warnedKinds.add(kind);
+		logError(`condense: ignoring unknown effect kind ${JSON.stringify(kindOf(raw))}`);
+	}
+	return undefined;
 }
 
 /** Carries out `effects` in order; one failing effect does not stop the rest. */
 export function applyEffects(effects: unknown, ctx: ExtensionContext | undefined, pi: ExtensionAPI): void {
 	if (!Array.isArray(effects)) return;
-	for (const effect of effects) {
-		if (!effect || typeof effect !== "object") continue;
+	for (const raw of effects) {
+		if (!raw || typeof raw !== "object") continue;
 		try {
-			applyEffect(effect, ctx, pi);
+			const effect = readEffect(raw);
+			if (effect) applyEffect(effect, ctx, pi);
 		} catch (err) {
-			const kind = (effect as any).kind;
+			const kind = kindOf(raw);
 			logError(`condense: effect ${String(kind)} failed: ${errorText(err)}`);
 			if (kind === "saveSettings") {
 				try {
@@ -164,7 +179,7 @@ const UI_KINDS = new Set(["notify", "status", "widget"]);
 export function applyUiEffects(effects: unknown, ctx: ExtensionContext | undefined, pi: ExtensionAPI): void {
 	if (!Array.isArray(effects)) return;
 	applyEffects(
-		effects.filter((e: any) => e && typeof e === "object" && UI_KINDS.has(e.kind)),
+		effects.filter((e: unknown) => UI_KINDS.has(String(kindOf(e)))),
 		ctx,
 		pi,
 	);
@@ -174,23 +189,23 @@ export function applyUiEffects(effects: unknown, ctx: ExtensionContext | undefin
 export type CommandRunner = (args: string) => Promise<void>;
 
 /** Shows a `select` or `input` dialog; the command to send back, or undefined (cancelled, no UI). */
-async function dialog(effect: any, ctx: ExtensionContext | undefined): Promise<string | undefined> {
+async function dialog(effect: SelectEffect | InputEffect, ctx: ExtensionContext | undefined): Promise<string | undefined> {
 	if (!hasUI(ctx)) return undefined;
 	const ui = (ctx as any).ui;
-	const then = typeof effect.then === "string" ? effect.then.trim() : "";
+	const then = effect.then.trim();
 	const withPrefix = (answer: string) => (then ? `${then} ${answer}` : answer).trim();
-	const title = String(effect.title ?? "");
+	const title = effect.title;
 	if (effect.kind === "select") {
-		const options: string[] = Array.isArray(effect.options) ? effect.options.map((o: unknown) => String(o)) : [];
+		const options = effect.options;
 		if (options.length === 0 || typeof ui.select !== "function") return undefined;
 		const choice = await ui.select(title, options);
 		if (typeof choice !== "string") return undefined;
 		const i = options.indexOf(choice);
-		const values = Array.isArray(effect.values) ? effect.values : undefined;
-		return withPrefix(values && i >= 0 && i < values.length ? String(values[i]) : choice);
+		const values = effect.values;
+		return withPrefix(values && i >= 0 && i < values.length ? values[i] : choice);
 	}
 	if (typeof ui.input !== "function") return undefined;
-	const placeholder = typeof effect.placeholder === "string" && effect.placeholder !== "" ? effect.placeholder : undefined;
+	const placeholder = effect.placeholder !== "" ? effect.placeholder : undefined;
 	const answer = await ui.input(title, placeholder);
 	return typeof answer === "string" ? withPrefix(answer) : undefined;
 }
@@ -208,15 +223,17 @@ export async function applyEffectsInteractive(
 	run: CommandRunner,
 ): Promise<void> {
 	if (!Array.isArray(effects)) return;
-	for (const effect of effects) {
-		if (!effect || typeof effect !== "object") continue;
-		const kind = (effect as any).kind;
+	for (const raw of effects) {
+		if (!raw || typeof raw !== "object") continue;
+		const kind = kindOf(raw);
 		if (kind !== "select" && kind !== "input") {
-			applyEffects([effect], ctx, pi);
+			applyEffects([raw], ctx, pi);
 			continue;
 		}
 		let next: string | undefined;
 		try {
+			const effect = parseEffect(raw);
+			if (effect?.kind !== "select" && effect?.kind !== "input") continue;
 			next = await dialog(effect, ctx);
 		} catch (err) {
 			logError(`condense: the ${kind} dialog failed: ${errorText(err)}`);

@@ -32,6 +32,7 @@ use tokio::sync::oneshot;
 
 use crate::answer::ContextAnswers;
 use crate::commands::{self, CommandEnv, CommandHost};
+use condense_engine::request::{Incoming, Request};
 use condense_engine::session::{EngineFlush, EngineLock};
 use condense_engine::{jsonl, run_flush, Delivery, Effect, Effects, Engine, StartParams};
 
@@ -163,64 +164,6 @@ impl Provider for ShimProvider {
     }
 }
 
-/// A `context` request, its messages left as raw JSON.
-#[derive(serde::Deserialize)]
-struct ContextRequest {
-    id: Box<serde_json::value::RawValue>,
-    method: String,
-    params: ContextParams,
-}
-
-#[derive(serde::Deserialize)]
-struct ContextParams {
-    #[serde(default)]
-    keep: usize,
-    #[serde(default)]
-    append: Vec<Box<serde_json::value::RawValue>>,
-    /// The answer the shim holds, which this one may build on.
-    #[serde(default)]
-    base: Option<u64>,
-    /// Asks for the sidecar's own time in the answer (`micros`).
-    #[serde(default)]
-    timing: bool,
-}
-
-/// A `session.start` request read with its branch entries as raw JSON
-/// slices: at 1M tokens the line is 10 MB, and a `Value` tree of it costs
-/// more than everything the engine then does with it. Any field of another
-/// type than expected sends the line down the lenient `Value` path instead.
-#[derive(serde::Deserialize)]
-struct StartRequest {
-    id: Box<serde_json::value::RawValue>,
-    method: String,
-    params: StartRequestParams,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StartRequestParams {
-    #[serde(default)]
-    settings: Value,
-    /// Absent: keep the session model; present (even `null`): replace it.
-    #[serde(default, deserialize_with = "present")]
-    model: Option<Value>,
-    #[serde(default)]
-    session_id: Option<String>,
-    #[serde(default)]
-    session_dir: Option<String>,
-    #[serde(default)]
-    session_file: Option<String>,
-    #[serde(default)]
-    branch: Vec<Box<serde_json::value::RawValue>>,
-    #[serde(default)]
-    tree: bool,
-}
-
-/// `Some` for a field that is there, `null` included.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    <Value as serde::Deserialize>::deserialize(d).map(Some)
-}
-
 /// Shared state of the server.
 pub struct Server {
     engine: Mutex<Engine>,
@@ -256,8 +199,8 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-fn message_of(v: Option<&Value>) -> Option<Message> {
-    v.and_then(|v| Message::from_value(v).ok())
+fn message_of(raw: Option<&serde_json::value::RawValue>) -> Option<Message> {
+    raw.and_then(|m| Message::from_json(m.get()).ok())
 }
 
 impl Server {
@@ -388,78 +331,55 @@ impl Server {
         json!({"effects": effects})
     }
 
-    async fn handle(&self, method: &str, params: Value) -> Result<Value, (String, String)> {
-        match method {
-            "hello" => {
-                let theirs = params.get("protocol").and_then(Value::as_u64).unwrap_or(0);
-                if theirs != PROTOCOL {
+    async fn handle(&self, request: Request) -> Result<Value, (String, String)> {
+        match request {
+            Request::Hello(p) => {
+                if p.protocol != PROTOCOL {
                     return Err((
                         "protocol-mismatch".into(),
-                        format!("shim speaks protocol {theirs}, sidecar {PROTOCOL}"),
+                        format!("shim speaks protocol {}, sidecar {PROTOCOL}", p.protocol),
                     ));
                 }
                 Ok(json!({"protocol": PROTOCOL, "sidecar": env!("CARGO_PKG_VERSION")}))
             }
-            "session.start" => {
-                self.hold_session(params.get("sessionFile").and_then(Value::as_str));
-                let tree = params.get("tree").and_then(Value::as_bool).unwrap_or(false);
-                let p = StartParams {
-                    settings: params.get("settings").cloned().unwrap_or(Value::Null),
-                    session_id: params
-                        .get("sessionId")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
-                    session_dir: params
-                        .get("sessionDir")
-                        .and_then(Value::as_str)
-                        .map(Into::into),
-                    branch: params
-                        .get("branch")
-                        .and_then(Value::as_array)
-                        .map(|a| jsonl(a.iter().map(Value::to_string)))
-                        .unwrap_or_default(),
-                    tree,
+            Request::SessionStart(p) => {
+                self.hold_session(p.session_file.as_deref());
+                let params = StartParams {
+                    settings: p.settings,
+                    session_id: p.session_id.unwrap_or_default(),
+                    session_dir: p.session_dir.map(Into::into),
+                    branch: jsonl(p.branch.iter().map(|e| e.get())),
+                    tree: p.tree,
                 };
-                Ok(self.start_session(params.get("model"), p))
+                Ok(self.start_session(p.model.as_ref(), params))
             }
-            "turn.end" => {
+            Request::TurnEnd(p) => {
                 self.refresh_hold();
-                let Some(message) = message_of(params.get("message")) else {
+                let Some(message) = message_of(p.message.as_deref()) else {
                     return Ok(json!({"effects": []}));
                 };
-                let results: Vec<Message> = params
-                    .get("toolResults")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|m| Message::from_value(m).ok())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let usage = params.get("usage").cloned().unwrap_or(Value::Null);
-                let tokens = usage.get("tokens").and_then(Value::as_u64);
-                let window = usage
-                    .get("contextWindow")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                let turn = params.get("turnIndex").and_then(Value::as_i64).unwrap_or(0);
-                let now = params
-                    .get("now")
-                    .and_then(Value::as_i64)
-                    .unwrap_or_else(now_ms);
-                let (mut effects, trigger) = self
-                    .engine
-                    .engine()
-                    .turn_end(turn, &message, &results, tokens, window, now);
+                let results: Vec<Message> = p
+                    .tool_results
+                    .iter()
+                    .filter_map(|m| Message::from_json(m.get()).ok())
+                    .collect();
+                let now = p.now.unwrap_or_else(now_ms);
+                let (mut effects, trigger) = self.engine.engine().turn_end(
+                    p.turn_index,
+                    &message,
+                    &results,
+                    p.usage.tokens,
+                    p.usage.context_window,
+                    now,
+                );
                 if let Some(t) = trigger {
                     effects.extend(self.flush(t, Delivery::Session, None).await);
                 }
                 Ok(json!({"effects": effects, "synced": true}))
             }
-            "message.end" => {
+            Request::MessageEnd(p) => {
                 self.refresh_hold();
-                let Some(message) = message_of(params.get("message")) else {
+                let Some(message) = message_of(p.message.as_deref()) else {
                     return Ok(json!({"effects": []}));
                 };
                 let trigger = self.engine.engine().message_end(&message);
@@ -469,39 +389,31 @@ impl Server {
                 };
                 Ok(json!({"effects": effects}))
             }
-            "agent.end" => {
+            Request::AgentEnd => {
                 self.refresh_hold();
                 Ok(json!({"effects": self.engine.engine().agent_end()}))
             }
-            "query" => {
-                let ids: Vec<String> = params
-                    .get("toolCallIds")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                Ok(self.engine.engine().query(&ids))
-            }
-            "command" => {
-                let args = params
-                    .get("args")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .trim()
-                    .to_owned();
+            Request::Query(p) => Ok(self.engine.engine().query(&p.tool_call_ids)),
+            Request::Command(p) => {
                 let env = CommandEnv {
-                    utc_offset_minutes: params
-                        .get("utcOffsetMinutes")
-                        .and_then(Value::as_i64)
-                        .unwrap_or(0),
+                    utc_offset_minutes: p.utc_offset_minutes,
                 };
-                Ok(json!({"effects": self.command(&args, env).await}))
+                Ok(json!({"effects": self.command(p.args.trim(), env).await}))
             }
-            "shutdown" => Ok(json!({})),
-            other => Err(("unknown-method".into(), format!("unknown method {other}"))),
+            // `context` is answered on the reading thread (see `serve`).
+            Request::Context(p) => {
+                let append = p
+                    .append
+                    .iter()
+                    .filter_map(|m| Message::from_json(m.get()).ok())
+                    .collect();
+                let result = self.context_raw(p.keep, append, p.base);
+                serde_json::from_str(&result).map_err(|e| ("internal".into(), e.to_string()))
+            }
+            Request::Shutdown => Ok(json!({})),
+            Request::Unknown(other) => {
+                Err(("unknown-method".into(), format!("unknown method {other}")))
+            }
         }
     }
 
@@ -663,81 +575,10 @@ where
         if line.trim().is_empty() {
             continue;
         }
-        // The shim writes `id` and `method` first: a glance at the line's
-        // head picks the raw paths (anything else takes the `Value` path).
-        let head = line.get(..128).unwrap_or(&line);
-        if head.contains(r#""method":"session.start""#) {
-            if let Ok(req) = serde_json::from_str::<StartRequest>(&line) {
-                if req.method == "session.start" {
-                    let server = server.clone();
-                    tokio::spawn(async move {
-                        let id = req.id.get().to_owned();
-                        let p = req.params;
-                        server.hold_session(p.session_file.as_deref());
-                        let params = StartParams {
-                            settings: p.settings,
-                            session_id: p.session_id.unwrap_or_default(),
-                            session_dir: p.session_dir.map(Into::into),
-                            branch: jsonl(p.branch.iter().map(|e| e.get())),
-                            tree: p.tree,
-                        };
-                        let handler = server.clone();
-                        // Its own task, so a panic in it is this request's
-                        // failure: answered, and the sidecar keeps serving.
-                        let answer =
-                            tokio::spawn(
-                                async move { handler.start_session(p.model.as_ref(), params) },
-                            )
-                            .await;
-                        server.outbox.send_line(&match answer {
-                            Ok(result) => format!(r#"{{"id":{id},"result":{result}}}"#),
-                            Err(e) => error_line(&id, &failure_text(e)),
-                        });
-                    });
-                    continue;
-                }
-            }
-        }
-        // A `context` request is read with its messages as raw JSON slices
-        // (each becomes a `Message` without a `Value` tree in between); every
-        // other line is read as a `Value`.
-        if let Ok(ctx) = serde_json::from_str::<ContextRequest>(&line) {
-            if ctx.method == "context" {
-                // Answered right here, not on a task: pi waits for it before
-                // every LLM call, and a hand-over to another thread costs
-                // more than the render (the engine lock is never held
-                // across an await, so this cannot stall behind a flush).
-                let started = std::time::Instant::now();
-                let append = ctx
-                    .params
-                    .append
-                    .iter()
-                    .filter_map(|m| Message::from_json(m.get()).ok())
-                    .collect();
-                let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    server.context_raw(ctx.params.keep, append, ctx.params.base)
-                }));
-                let mut result = match rendered {
-                    Ok(result) => result,
-                    Err(panic) => {
-                        let text = format!("the request failed: {}", panic_text(&*panic));
-                        server.outbox.send_line(&error_line(ctx.id.get(), &text));
-                        continue;
-                    }
-                };
-                if ctx.params.timing {
-                    // The answer is an object: insert the field before its closing brace.
-                    result.pop();
-                    result.push_str(&format!(r#","micros":{}}}"#, started.elapsed().as_micros()));
-                }
-                server
-                    .outbox
-                    .send_line(&format!(r#"{{"id":{},"result":{result}}}"#, ctx.id.get()));
-                continue;
-            }
-        }
-        let msg = match serde_json::from_str::<Value>(&line) {
-            Ok(msg) => msg,
+        // One read of the line: `params` go straight into the request's
+        // typed form, messages and branch entries as raw JSON slices.
+        let incoming = match serde_json::from_str::<Incoming>(&line) {
+            Ok(incoming) => incoming,
             // Valid JSON serde refuses (a lone surrogate escape, nesting
             // past its depth limit) still gets its answer when its id can
             // be read, so the shim's request does not wait for ever.
@@ -754,72 +595,100 @@ where
                 continue;
             }
         };
-        let id = msg.get("id").cloned();
-        let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
-        match (id, method) {
-            (Some(id), Some(method)) => {
+        match incoming {
+            Incoming::Request {
+                id,
+                request: Request::Context(p),
+            } => {
+                // Answered right here, not on a task: pi waits for it before
+                // every LLM call, and a hand-over to another thread costs
+                // more than the render (the engine lock is never held
+                // across an await, so this cannot stall behind a flush).
+                let started = std::time::Instant::now();
+                let append = p
+                    .append
+                    .iter()
+                    .filter_map(|m| Message::from_json(m.get()).ok())
+                    .collect();
+                let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    server.context_raw(p.keep, append, p.base)
+                }));
+                let mut result = match rendered {
+                    Ok(result) => result,
+                    Err(panic) => {
+                        let text = format!("the request failed: {}", panic_text(&*panic));
+                        server.outbox.send_line(&error_line(id.get(), &text));
+                        continue;
+                    }
+                };
+                if p.timing {
+                    // The answer is an object: insert the field before its closing brace.
+                    result.pop();
+                    result.push_str(&format!(r#","micros":{}}}"#, started.elapsed().as_micros()));
+                }
+                server
+                    .outbox
+                    .send_line(&format!(r#"{{"id":{},"result":{result}}}"#, id.get()));
+            }
+            Incoming::Request { id, request } => {
                 let server = server.clone();
-                let params = msg.get("params").cloned().unwrap_or(Value::Null);
-                let is_shutdown = method == "shutdown";
+                let is_shutdown = matches!(request, Request::Shutdown);
                 let task = tokio::spawn(async move {
                     // Its own task, so a panic in it is this request's
                     // failure: answered, and the sidecar keeps serving.
                     let handler = server.clone();
-                    let handled =
-                        tokio::spawn(async move { handler.handle(&method, params).await }).await;
-                    let reply = match handled {
-                        Ok(Ok(result)) => json!({"id": id, "result": result}),
-                        Ok(Err((code, message))) => {
-                            json!({"id": id, "error": {"code": code, "message": message}})
-                        }
-                        Err(e) => {
-                            json!({"id": id, "error": {"code": "internal", "message": failure_text(e)}})
-                        }
-                    };
-                    server.outbox.send(&reply);
+                    let handled = tokio::spawn(async move { handler.handle(request).await }).await;
+                    let id = id.get();
+                    server.outbox.send_line(&match handled {
+                        Ok(Ok(result)) => format!(r#"{{"id":{id},"result":{result}}}"#),
+                        Ok(Err((code, message))) => format!(
+                            r#"{{"id":{id},"error":{}}}"#,
+                            json!({"code": code, "message": message})
+                        ),
+                        Err(e) => error_line(id, &failure_text(e)),
+                    });
                 });
                 if is_shutdown {
                     let _ = task.await;
                     break;
                 }
             }
-            (None, Some(method)) if method == "llm.event" => {
-                let p = msg.get("params").cloned().unwrap_or(Value::Null);
-                let rid = p.get("requestId").and_then(Value::as_str).unwrap_or("");
-                if let Some((_, sink)) = outbox
+            Incoming::LlmEvent(p) => {
+                let pending = outbox
                     .pending
                     .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .get(rid)
-                {
-                    let delta = p
-                        .get("delta")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned();
-                    match p.get("kind").and_then(Value::as_str) {
-                        Some("thinking") => sink.thinking(delta),
-                        Some("text") => sink.text(delta),
+                    .unwrap_or_else(PoisonError::into_inner);
+                if let Some((_, sink)) = pending.get(&p.request_id) {
+                    match p.kind.as_str() {
+                        "thinking" => sink.thinking(p.delta),
+                        "text" => sink.text(p.delta),
                         // Usage and unknown kinds still show the call is alive.
                         _ => sink.thinking(String::new()),
                     }
                 }
             }
-            (Some(id), None) => {
-                let key = match &id {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
+            Incoming::Response { id, result, error } => {
+                let key = match serde_json::from_str::<Value>(id.get()) {
+                    Ok(Value::String(s)) => s,
+                    _ => id.get().to_owned(),
                 };
-                if let Some((tx, _)) = outbox
+                let answer = outbox
                     .pending
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .remove(&key)
-                {
-                    let _ = tx.send(msg);
+                    .remove(&key);
+                if let Some((tx, _)) = answer {
+                    let mut msg = serde_json::Map::new();
+                    if let Some(r) = result {
+                        msg.insert("result".into(), r);
+                    }
+                    if let Some(e) = error {
+                        msg.insert("error".into(), e);
+                    }
+                    let _ = tx.send(Value::Object(msg));
                 }
             }
-            _ => {}
+            Incoming::Notification(_) | Incoming::Other => {}
         }
     }
     // Input is gone: fail the LLM calls still waiting, then let the tasks

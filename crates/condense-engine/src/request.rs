@@ -1,0 +1,415 @@
+//! The requests a host's shim sends, typed (docs/protocol.md, "Shim →
+//! sidecar requests").
+//!
+//! A line is read once: [`Incoming`] takes `id` and `method`, and `params`
+//! straight into the [`Request`] variant `method` names (shims write
+//! `method` before `params`; a line in another order keeps `params` as raw
+//! JSON and reads it after). Messages and branch entries stay raw JSON
+//! text: a `context` or `session.start` line can be 10 MB, and a `Value`
+//! tree of it would cost more than everything done with it.
+//!
+//! Reading is lenient the way the shim's older versions need: a field that
+//! is absent, `null` or of another type reads as its default, so a request
+//! is never refused for its params.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// A raw JSON text.
+pub type Raw = Box<RawValue>;
+
+/// A field read as its default when it is absent or of another type.
+fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned + Default>(d: D) -> Result<T, D::Error> {
+    let raw = <Raw as Deserialize>::deserialize(d)?;
+    Ok(serde_json::from_str(raw.get()).unwrap_or_default())
+}
+
+/// A list of raw JSON values, read in one pass (empty when the field is
+/// not a list).
+fn raw_list<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Raw>, D::Error> {
+    d.deserialize_any(RawList)
+}
+
+struct RawList;
+
+impl<'de> Visitor<'de> for RawList {
+    type Value = Vec<Raw>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Raw>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(item) = seq.next_element::<Raw>()? {
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<Raw>, A::Error> {
+        while map
+            .next_entry::<de::IgnoredAny, de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(Vec::new())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Vec<Raw>, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Vec<Raw>, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Vec<Raw>, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Vec<Raw>, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Vec<Raw>, E> {
+        Ok(Vec::new())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Vec<Raw>, E> {
+        Ok(Vec::new())
+    }
+}
+
+/// `Some` for a field that is there, `null` included.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    <Value as Deserialize>::deserialize(d).map(Some)
+}
+
+/// `hello`.
+#[derive(Debug, Default, Deserialize)]
+pub struct HelloParams {
+    /// The protocol major version the shim speaks.
+    #[serde(default, deserialize_with = "lenient")]
+    pub protocol: u64,
+    /// The shim's version.
+    #[serde(default, deserialize_with = "lenient")]
+    pub shim: Option<String>,
+    /// pi's version.
+    #[serde(default, deserialize_with = "lenient")]
+    pub pi: Option<String>,
+}
+
+/// `session.start`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStartParams {
+    /// Why the session started (pi's reason; informational).
+    #[serde(default, deserialize_with = "lenient")]
+    pub reason: Option<String>,
+    /// The whole `settings.json` value, or `null`.
+    #[serde(default)]
+    pub settings: Value,
+    /// The session model `{provider, id}`: absent keeps the one held,
+    /// present (`null` included) replaces it.
+    #[serde(default, deserialize_with = "present")]
+    pub model: Option<Value>,
+    /// The session file (informational).
+    #[serde(default, deserialize_with = "lenient")]
+    pub session_file: Option<String>,
+    /// The session directory (spill blobs go beside the session).
+    #[serde(default, deserialize_with = "lenient")]
+    pub session_dir: Option<String>,
+    /// The session id.
+    #[serde(default, deserialize_with = "lenient")]
+    pub session_id: Option<String>,
+    /// The branch's entries, root first, as raw JSON.
+    #[serde(default, deserialize_with = "raw_list")]
+    pub branch: Vec<Raw>,
+    /// `true` for `session_tree` (no config reload, no fallback reset).
+    #[serde(default, deserialize_with = "lenient")]
+    pub tree: bool,
+}
+
+/// `context`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ContextParams {
+    /// How many leading messages of the sidecar's copy still match.
+    #[serde(default, deserialize_with = "lenient")]
+    pub keep: usize,
+    /// The messages after them, as raw JSON.
+    #[serde(default, deserialize_with = "raw_list")]
+    pub append: Vec<Raw>,
+    /// The `seq` of the steps answer the shim holds.
+    #[serde(default, deserialize_with = "lenient")]
+    pub base: Option<u64>,
+    /// Asks for the sidecar's own time in the answer (`micros`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub timing: bool,
+}
+
+/// `turn.end`'s `usage`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnUsage {
+    /// Context tokens pi measured, if it knows.
+    #[serde(default, deserialize_with = "lenient")]
+    pub tokens: Option<u64>,
+    /// The model's context window.
+    #[serde(default, deserialize_with = "lenient")]
+    pub context_window: u64,
+}
+
+/// `turn.end`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnEndParams {
+    /// pi's turn index.
+    #[serde(default, deserialize_with = "lenient")]
+    pub turn_index: i64,
+    /// The turn's assistant message, as raw JSON.
+    #[serde(default)]
+    pub message: Option<Raw>,
+    /// Its tool results, as raw JSON.
+    #[serde(default, deserialize_with = "raw_list")]
+    pub tool_results: Vec<Raw>,
+    /// Context usage after the turn.
+    #[serde(default, deserialize_with = "lenient")]
+    pub usage: TurnUsage,
+    /// The shim's clock (ms); the sidecar's when absent.
+    #[serde(default, deserialize_with = "lenient")]
+    pub now: Option<i64>,
+}
+
+/// `message.end`.
+#[derive(Debug, Default, Deserialize)]
+pub struct MessageEndParams {
+    /// The message, as raw JSON.
+    #[serde(default)]
+    pub message: Option<Raw>,
+    /// The shim's clock (ms).
+    #[serde(default, deserialize_with = "lenient")]
+    pub now: Option<i64>,
+}
+
+/// `query`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueryParams {
+    /// Refs or tool-call ids to recover (non-strings are skipped).
+    #[serde(default, deserialize_with = "strings")]
+    pub tool_call_ids: Vec<String>,
+}
+
+/// The strings of a list (other items skipped; not a list: empty).
+fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let items: Vec<Raw> = raw_list(d)?;
+    Ok(items
+        .iter()
+        .filter_map(|i| serde_json::from_str(i.get()).ok())
+        .collect())
+}
+
+/// `command`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandParams {
+    /// The text after `/pruner`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub args: String,
+    /// Minutes to add to UTC for the user's local time.
+    #[serde(default, deserialize_with = "lenient")]
+    pub utc_offset_minutes: i64,
+}
+
+/// One request of the shim, by method.
+#[derive(Debug)]
+pub enum Request {
+    /// `hello`: the handshake.
+    Hello(HelloParams),
+    /// `session.start`: rebuild the session from its branch.
+    SessionStart(SessionStartParams),
+    /// `context`: sync the messages and render.
+    Context(ContextParams),
+    /// `turn.end`: capture the turn; maybe flush.
+    TurnEnd(TurnEndParams),
+    /// `message.end`: maybe flush on the agent's text reply.
+    MessageEnd(MessageEndParams),
+    /// `agent.end`: the footer.
+    AgentEnd,
+    /// `query`: `context_tree_query`.
+    Query(QueryParams),
+    /// `command`: `/pruner <args>`.
+    Command(CommandParams),
+    /// `shutdown`: answer, then exit.
+    Shutdown,
+    /// A method this sidecar does not know.
+    Unknown(String),
+}
+
+impl Request {
+    /// The params of `method`, read from `d` (absent or unreadable params
+    /// read as defaults).
+    fn read<'de, D: Deserializer<'de>>(method: &str, d: D) -> Result<Request, D::Error> {
+        fn params<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+            T::deserialize(d)
+        }
+        Ok(match method {
+            "hello" => Request::Hello(params(d)?),
+            "session.start" => Request::SessionStart(params(d)?),
+            "context" => Request::Context(params(d)?),
+            "turn.end" => Request::TurnEnd(params(d)?),
+            "message.end" => Request::MessageEnd(params(d)?),
+            "query" => Request::Query(params(d)?),
+            "command" => Request::Command(params(d)?),
+            other => {
+                de::IgnoredAny::deserialize(d)?;
+                Request::without_params(other)
+            }
+        })
+    }
+
+    /// The request of a method with no params.
+    fn without_params(method: &str) -> Request {
+        match method {
+            "hello" => Request::Hello(HelloParams::default()),
+            "session.start" => Request::SessionStart(SessionStartParams::default()),
+            "context" => Request::Context(ContextParams::default()),
+            "turn.end" => Request::TurnEnd(TurnEndParams::default()),
+            "message.end" => Request::MessageEnd(MessageEndParams::default()),
+            "agent.end" => Request::AgentEnd,
+            "query" => Request::Query(QueryParams::default()),
+            "command" => Request::Command(CommandParams::default()),
+            "shutdown" => Request::Shutdown,
+            other => Request::Unknown(other.to_owned()),
+        }
+    }
+}
+
+/// `llm.event` (a notification): a completion streams.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmEventParams {
+    /// The `llm.complete` request it belongs to.
+    #[serde(default, deserialize_with = "lenient")]
+    pub request_id: String,
+    /// `text`, `thinking` or `usage`.
+    #[serde(default, deserialize_with = "lenient")]
+    pub kind: String,
+    /// The streamed text.
+    #[serde(default, deserialize_with = "lenient")]
+    pub delta: String,
+}
+
+/// One line from the shim.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A request (it has an `id` and a `method`).
+    Request {
+        /// The id's JSON text, repeated in the answer.
+        id: Raw,
+        /// What it asks.
+        request: Request,
+    },
+    /// An answer to one of the sidecar's requests (an `id`, no `method`).
+    Response {
+        /// The id's JSON text.
+        id: Raw,
+        /// `result`, if it succeeded.
+        result: Option<Value>,
+        /// `error` (`{code, message}`), if it failed.
+        error: Option<Value>,
+    },
+    /// `llm.event`.
+    LlmEvent(LlmEventParams),
+    /// Any other notification (ignored).
+    Notification(String),
+    /// An object with neither `id` nor `method`.
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Incoming {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Incoming, D::Error> {
+        d.deserialize_map(IncomingVisitor)
+    }
+}
+
+struct IncomingVisitor;
+
+/// `params` met before `method` (kept raw, read once the method is known).
+enum Params {
+    None,
+    Raw(Raw),
+    Read(Request),
+}
+
+impl<'de> Visitor<'de> for IncomingVisitor {
+    type Value = Incoming;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a protocol message object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Incoming, A::Error> {
+        let mut id: Option<Raw> = None;
+        let mut method: Option<String> = None;
+        let mut params = Params::None;
+        let mut result = None;
+        let mut error = None;
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "id" => id = Some(map.next_value()?),
+                "method" => method = map.next_value::<Value>()?.as_str().map(str::to_owned),
+                "params" => {
+                    params = match &method {
+                        Some(m) if m != "llm.event" => {
+                            Params::Read(map.next_value_seed(ParamsSeed(m))?)
+                        }
+                        _ => Params::Raw(map.next_value()?),
+                    }
+                }
+                "result" => result = Some(map.next_value()?),
+                "error" => error = Some(map.next_value()?),
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        let request = |m: &str, params: Params| -> Request {
+            match params {
+                Params::Read(r) => r,
+                Params::Raw(raw) => {
+                    let mut de = serde_json::Deserializer::from_str(raw.get());
+                    Request::read(m, &mut de).unwrap_or_else(|_| Request::without_params(m))
+                }
+                Params::None => Request::without_params(m),
+            }
+        };
+        Ok(match (id, method) {
+            (Some(id), Some(m)) => Incoming::Request {
+                request: request(&m, params),
+                id,
+            },
+            (Some(id), None) => Incoming::Response { id, result, error },
+            (None, Some(m)) if m == "llm.event" => Incoming::LlmEvent(match params {
+                Params::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or_default(),
+                _ => LlmEventParams::default(),
+            }),
+            (None, Some(m)) => Incoming::Notification(m),
+            (None, None) => Incoming::Other,
+        })
+    }
+}
+
+struct ParamsSeed<'a>(&'a str);
+
+impl<'de> de::DeserializeSeed<'de> for ParamsSeed<'_> {
+    type Value = Request;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Request, D::Error> {
+        Request::read(self.0, d)
+    }
+}
