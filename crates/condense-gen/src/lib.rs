@@ -44,26 +44,26 @@ use std::path::{Path, PathBuf};
 
 use condense_core::compute_context_metrics;
 use condense_core::Config;
+use condense_core::FusionJob;
 use condense_core::Message;
+use condense_core::OccurrenceKey;
 use condense_core::Protection;
 use condense_core::State;
 use condense_core::TriggerKind;
-use condense_core::{apply_chains, plan_chains, FusionJob};
-use condense_core::{
-    apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, JobResult,
-    SummaryJob, Usage, WrittenSpill,
-};
 use condense_core::{
     capture_branch, capture_turn, group_by_mode, trim_to_pending, without_protected,
 };
+use condense_core::{FlushEffect, JobResult, SummaryJob, Usage, WrittenSpill};
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
+use condense_engine::flush::spill_batch;
+use condense_engine::{Blobs, ChainPolicy, Flush};
 use condense_store::append::{
     custom_entry_line, custom_message_entry_line, message_entry_line, EntryBase,
 };
 use condense_store::effects::{entry_for, NewEntry};
-use condense_store::entries::{FlushMetrics, FlushMetricsEntryData, CUSTOM_TYPE_FLUSH_METRICS};
+use condense_store::entries::CUSTOM_TYPE_FLUSH_METRICS;
 use condense_store::spill::{blob_dir, sanitize_file_stem};
 use condense_store::time::format_iso;
 
@@ -1455,31 +1455,13 @@ impl<'a> Writer<'a> {
             capture_turn(assistant, results, self.run_turn, now),
             &self.protection,
         );
-        let plan = plan_spill(&batch, &self.state, &self.opts.config);
-        if plan.spill.is_empty() && plan.aliases.is_empty() {
-            return;
-        }
-        let mut written = Vec::new();
-        for &i in &plan.spill {
-            let call = &batch.calls[i];
-            let file_name = format!("{}.txt", sanitize_file_stem(&call.tool_call_id));
-            written.push(WrittenSpill {
-                call: i,
-                path: self
-                    .blob_root
-                    .join(&file_name)
-                    .to_string_lossy()
-                    .into_owned(),
-                bytes: call.result_text.len() as u64,
-            });
-            self.blobs.push(Blob {
-                file_name,
-                text: call.result_text.clone(),
-            });
-            self.stats.spilled += 1;
-        }
-        let (effects, _) = apply_spill(batch, &plan, &written, &mut self.state, &self.opts.config);
-        self.effects(&effects);
+        let mut blobs = MemoryBlobs {
+            root: &self.blob_root,
+            blobs: &mut self.blobs,
+            spilled: &mut self.stats.spilled,
+        };
+        let spilled = spill_batch(batch, &mut self.state, &self.opts.config, &mut blobs);
+        self.effects(&spilled.effects);
     }
 
     /// Appends the entries of core's effects, as pi-condense would.
@@ -1520,7 +1502,8 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// One flush, with chain compression after it, and its metrics entry.
+    /// One flush through the engine's driver (stand-in summaries, blobs in
+    /// memory), with chain compression after it, and its metrics entry.
     fn flush(&mut self, trigger: TriggerKind, closing: Option<&Message>) {
         let opts = self.opts;
         let config = &opts.config;
@@ -1543,88 +1526,46 @@ impl<'a> Writer<'a> {
         .filter_map(|b| trim_to_pending(b, &self.state, frontier.as_ref()))
         .collect();
         let batches = group_by_mode(batches, config.batching_mode);
-        let captured = batches.len();
-        let mut processed = 0;
-        let outcome = if batches.is_empty() {
-            "empty".to_owned()
+        let chains = if config.chain_compression.enabled {
+            ChainPolicy::AfterBatches(config.chain_compression.rolling_window)
         } else {
-            let plan = plan_flush(batches, &self.state, config);
-            let results: Vec<JobResult> = plan.jobs.iter().map(stand_in_summary).collect();
-            // The summarizer calls take a while.
-            for _ in &results {
-                self.tick(700, 3000);
-            }
-            let r = apply_flush(plan, results, &mut self.state, config);
-            processed = r.processed_batches;
-            self.effects(&r.effects);
-            if config.chain_compression.enabled {
-                self.compress_chains(closing);
-            }
-            match r.outcome {
-                FlushOutcome::Processed(o) => o.as_str().to_owned(),
-                FlushOutcome::Empty => "empty".to_owned(),
-                FlushOutcome::SummarizerFailed(_) => "error".to_owned(),
-            }
+            ChainPolicy::Never
         };
-        self.stats.flushes += 1;
-        let data = FlushMetricsEntryData {
-            ts: self.tick(0, 2),
-            trigger: trigger.as_str().to_owned(),
-            captured_batches: captured as u64,
-            processed_batches: processed as u64,
-            outcome,
-            metrics: FlushMetrics {
-                open_cycle_thinking_tokens: metrics.open_cycle_thinking_tokens,
-                largest_chain_share_pct: metrics.largest_chain_share_pct as f64,
-                frontier_gap_tokens: metrics.frontier_gap_tokens,
-                extra: Map::new(),
-            },
-            extra: Map::new(),
-        };
-        self.line(|base| custom_entry_line(CUSTOM_TYPE_FLUSH_METRICS, &data, base));
-    }
-
-    fn compress_chains(&mut self, closing: Option<&Message>) {
-        let opts = self.opts;
-        let config = &opts.config;
-        let plan = plan_chains(
-            &self.messages,
-            closing,
+        let flush = Flush::plan(
+            batches,
             &self.state,
             config,
-            &self.protection,
-            config.chain_compression.rolling_window,
+            chains,
+            Some(trigger),
+            metrics,
+            closing.cloned(),
         );
-        if plan.work.is_empty() {
-            return;
+        let results: Vec<JobResult> = flush.jobs().iter().map(stand_in_summary).collect();
+        // The summarizer calls take a while.
+        for _ in &results {
+            self.tick(700, 3000);
         }
-        let mut spills = Vec::new();
-        for (w, r, rec) in plan.spills(config) {
-            let file_name = format!("{}.txt", sanitize_file_stem(&rec.tool_call_id));
-            let text = rec.result_text.to_str().into_owned();
-            spills.push((
-                w,
-                r,
-                WrittenSpill {
-                    call: r,
-                    path: self
-                        .blob_root
-                        .join(&file_name)
-                        .to_string_lossy()
-                        .into_owned(),
-                    bytes: text.len() as u64,
-                },
-            ));
-            self.blobs.push(Blob { file_name, text });
-            self.stats.spilled += 1;
-        }
-        let fusion: Vec<JobResult> = plan.fusion_jobs.iter().map(stand_in_fusion).collect();
+        let summarized = flush.apply(results, &mut self.state, config);
+        // The summaries join the branch before chains are planned, as in pi.
+        self.effects(summarized.effects());
+        let chains = summarized.plan_chains(&self.messages, &self.state, config, &self.protection);
+        let fusion: Vec<JobResult> = chains.fusion_jobs().iter().map(stand_in_fusion).collect();
         for _ in &fusion {
             self.tick(800, 2500);
         }
         let now = self.clock;
-        let result = apply_chains(plan, fusion, &spills, &mut self.state, config, now);
-        self.effects(&result.effects);
+        let mut blobs = MemoryBlobs {
+            root: &self.blob_root,
+            blobs: &mut self.blobs,
+            spilled: &mut self.stats.spilled,
+        };
+        let mut report = chains.apply(fusion, &mut blobs, &mut self.state, config, now);
+        self.effects(&report.chain_effects);
+        self.stats.flushes += 1;
+        report.ended = self.tick(0, 2);
+        if let Some(data) = report.metrics_entry() {
+            self.line(|base| custom_entry_line(CUSTOM_TYPE_FLUSH_METRICS, &data, base));
+        }
     }
 
     fn reply(&mut self, thinking: Option<&str>, text: &str) {
@@ -1634,6 +1575,35 @@ impl<'a> Writer<'a> {
             self.flush(TriggerKind::MessageEnd, Some(&reply));
         }
         self.message(reply);
+    }
+}
+
+/// Spilled outputs kept in memory (written out with the session, if at all).
+struct MemoryBlobs<'a> {
+    root: &'a Path,
+    blobs: &'a mut Vec<Blob>,
+    spilled: &'a mut usize,
+}
+
+impl Blobs for MemoryBlobs<'_> {
+    fn write(
+        &mut self,
+        key: &OccurrenceKey,
+        text: &str,
+        call: usize,
+    ) -> Result<WrittenSpill, String> {
+        let file_name = format!("{}.txt", sanitize_file_stem(&key.id));
+        let spill = WrittenSpill {
+            call,
+            path: self.root.join(&file_name).to_string_lossy().into_owned(),
+            bytes: text.len() as u64,
+        };
+        self.blobs.push(Blob {
+            file_name,
+            text: text.to_owned(),
+        });
+        *self.spilled += 1;
+        Ok(spill)
     }
 }
 
