@@ -9,8 +9,9 @@
 //! tree of it would cost more than everything done with it.
 //!
 //! Reading is lenient the way the shim's older versions need: a field that
-//! is absent, `null` or of another type reads as its default, so a request
-//! is never refused for its params.
+//! is absent, `null` or of another type reads as its default, and params
+//! that are not an object read as all defaults, so a request is never
+//! refused for its params.
 
 use std::fmt;
 
@@ -254,8 +255,10 @@ impl Request {
     /// The params of `method`, read from `d` (absent or unreadable params
     /// read as defaults).
     fn read<'de, D: Deserializer<'de>>(method: &str, d: D) -> Result<Request, D::Error> {
-        fn params<'de, T: Deserialize<'de>, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
-            T::deserialize(d)
+        fn params<'de, T: Deserialize<'de> + Default, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<T, D::Error> {
+            d.deserialize_any(LenientParams(std::marker::PhantomData))
         }
         Ok(match method {
             "hello" => Request::Hello(params(d)?),
@@ -286,6 +289,86 @@ impl Request {
             "shutdown" => Request::Shutdown,
             other => Request::Unknown(other.to_owned()),
         }
+    }
+}
+
+/// Params read from an object; anything else reads as the defaults.
+struct LenientParams<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: Deserialize<'de> + Default> Visitor<'de> for LenientParams<T> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("params")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        T::deserialize(de::value::MapAccessDeserializer::new(map))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(T::default())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<T, E> {
+        Ok(T::default())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<T, E> {
+        Ok(T::default())
+    }
+}
+
+impl Incoming {
+    /// Reads a line. A line the one-pass read refuses (a duplicate field,
+    /// say) but that is a JSON object is read again through a `Value`, so
+    /// every request serde can read at all is answered.
+    pub fn parse(line: &str) -> serde_json::Result<Incoming> {
+        serde_json::from_str(line).or_else(|first| {
+            let Ok(Value::Object(mut o)) = serde_json::from_str::<Value>(line) else {
+                return Err(first);
+            };
+            let method = o.get("method").and_then(Value::as_str).map(str::to_owned);
+            let id = match o.get("id") {
+                Some(id) => Some(RawValue::from_string(id.to_string())?),
+                None => None,
+            };
+            let params = o.remove("params").unwrap_or(Value::Null);
+            Ok(match (id, method) {
+                (Some(id), Some(m)) => Incoming::Request {
+                    request: Request::read(&m, params)
+                        .unwrap_or_else(|_| Request::without_params(&m)),
+                    id,
+                },
+                (Some(id), None) => Incoming::Response {
+                    id,
+                    result: o.remove("result"),
+                    error: o.remove("error"),
+                },
+                (None, Some(m)) if m == "llm.event" => {
+                    Incoming::LlmEvent(serde_json::from_value(params).unwrap_or_default())
+                }
+                (None, Some(m)) => Incoming::Notification(m),
+                (None, None) => Incoming::Other,
+            })
+        })
     }
 }
 
@@ -343,7 +426,7 @@ struct IncomingVisitor;
 enum Params {
     None,
     Raw(Raw),
-    Read(Request),
+    Read(Box<Request>),
 }
 
 impl<'de> Visitor<'de> for IncomingVisitor {
@@ -366,7 +449,7 @@ impl<'de> Visitor<'de> for IncomingVisitor {
                 "params" => {
                     params = match &method {
                         Some(m) if m != "llm.event" => {
-                            Params::Read(map.next_value_seed(ParamsSeed(m))?)
+                            Params::Read(Box::new(map.next_value_seed(ParamsSeed(m))?))
                         }
                         _ => Params::Raw(map.next_value()?),
                     }
@@ -380,7 +463,7 @@ impl<'de> Visitor<'de> for IncomingVisitor {
         }
         let request = |m: &str, params: Params| -> Request {
             match params {
-                Params::Read(r) => r,
+                Params::Read(r) => *r,
                 Params::Raw(raw) => {
                     let mut de = serde_json::Deserializer::from_str(raw.get());
                     Request::read(m, &mut de).unwrap_or_else(|_| Request::without_params(m))

@@ -99,29 +99,41 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
         .block_on(f)
 }
 
-#[test]
-fn a_failed_flush_is_recorded_as_error_and_its_batches_stay_pending() {
-    let e = engine();
+/// Runs a manual flush of `e` through the driver with `provider`.
+fn flush_with(
+    e: &Mutex<Engine>,
+    provider: Arc<dyn Provider>,
+    cancel: &CancelToken,
+    now: i64,
+) -> Result<
+    (Vec<condense_core::Notice>, condense_engine::FlushDone),
+    condense_engine::flush::Cancelled,
+> {
     let flush = e
         .engine()
         .begin_flush(TriggerKind::Manual, None, T0)
         .unwrap();
     assert!(!flush.jobs().is_empty());
-    let s = summarizer(Arc::new(Failing), &e);
+    let s = summarizer(provider, e);
     let steps = EngineFlush {
-        lock: &e,
+        lock: e,
         delivery: Delivery::Runtime,
     };
-    let (notices, done) = block_on(run_flush(
+    block_on(run_flush(
         &steps,
         flush,
         &s,
         RunOptions::sequential(),
-        &CancelToken::new(),
+        cancel,
         &mut |_| {},
-        &|| T0,
+        &|| now,
     ))
-    .unwrap();
+}
+
+#[test]
+fn a_failed_flush_is_recorded_as_error_and_its_batches_stay_pending() {
+    let e = engine();
+    let (notices, done) = flush_with(&e, Arc::new(Failing), &CancelToken::new(), T0).unwrap();
     assert!(!notices.is_empty(), "the failure is told");
     let metrics = flush_metrics(&done.effects);
     assert_eq!(metrics.len(), 1);
@@ -138,7 +150,18 @@ fn a_failed_flush_is_recorded_as_error_and_its_batches_stay_pending() {
 #[test]
 fn a_cancelled_flush_writes_nothing_and_frees_the_engine() {
     let e = engine();
-    let flush = e
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let run = flush_with(&e, Arc::new(Extractive::new()), &cancel, T0);
+    assert!(run.is_err(), "nothing to persist");
+    let again = e.engine().begin_flush(TriggerKind::Manual, None, T0);
+    assert!(again.is_some(), "the engine is not stuck flushing");
+}
+
+#[test]
+fn a_flush_is_refused_while_one_runs() {
+    let e = engine();
+    let _running = e
         .engine()
         .begin_flush(TriggerKind::Manual, None, T0)
         .unwrap();
@@ -146,49 +169,14 @@ fn a_cancelled_flush_writes_nothing_and_frees_the_engine() {
         .engine()
         .begin_flush(TriggerKind::Manual, None, T0)
         .is_none());
-    let s = summarizer(Arc::new(Extractive::new()), &e);
-    let cancel = CancelToken::new();
-    cancel.cancel();
-    let steps = EngineFlush {
-        lock: &e,
-        delivery: Delivery::Runtime,
-    };
-    let run = block_on(run_flush(
-        &steps,
-        flush,
-        &s,
-        RunOptions::sequential(),
-        &cancel,
-        &mut |_| {},
-        &|| T0,
-    ));
-    assert!(run.is_err());
-    let again = e.engine().begin_flush(TriggerKind::Manual, None, T0);
-    assert!(again.is_some(), "the engine is not stuck flushing");
+    assert!(e.engine().begin_compact().is_none());
 }
 
 #[test]
 fn a_flush_through_the_driver_summarizes_and_records_its_metrics() {
     let e = engine();
-    let flush = e
-        .engine()
-        .begin_flush(TriggerKind::Manual, None, T0)
-        .unwrap();
-    let s = summarizer(Arc::new(Extractive::new()), &e);
-    let steps = EngineFlush {
-        lock: &e,
-        delivery: Delivery::Runtime,
-    };
-    let (_, done) = block_on(run_flush(
-        &steps,
-        flush,
-        &s,
-        RunOptions::sequential(),
-        &CancelToken::new(),
-        &mut |_| {},
-        &|| T0 + 5,
-    ))
-    .unwrap();
+    let (_, done) =
+        flush_with(&e, Arc::new(Extractive::new()), &CancelToken::new(), T0 + 5).unwrap();
     let metrics = flush_metrics(&done.effects);
     assert_eq!(metrics[0]["outcome"], "summarized");
     assert_eq!(metrics[0]["ts"], T0 + 5);

@@ -577,7 +577,7 @@ where
         }
         // One read of the line: `params` go straight into the request's
         // typed form, messages and branch entries as raw JSON slices.
-        let incoming = match serde_json::from_str::<Incoming>(&line) {
+        let incoming = match Incoming::parse(&line) {
             Ok(incoming) => incoming,
             // Valid JSON serde refuses (a lone surrogate escape, nesting
             // past its depth limit) still gets its answer when its id can

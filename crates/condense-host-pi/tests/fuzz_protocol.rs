@@ -719,7 +719,11 @@ fn watchdog(s: &Sidecar, secs: u64) {
     let pid = s.child.id().to_string();
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_secs(secs));
-        let _ = Command::new("kill").arg("-9").arg(pid).status();
+        let _ = Command::new("kill")
+            .arg("-9")
+            .arg(pid)
+            .stderr(Stdio::null())
+            .status();
     });
 }
 
