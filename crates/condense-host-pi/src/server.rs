@@ -8,6 +8,10 @@
 //! `llm.event` notifications go to the waiting provider call. Lines out are
 //! written whole, under a lock, by whoever sends them: no writer task to hand
 //! them to. The engine lock is never held across an `.await`.
+//!
+//! Every request is answered: a handler that panics is answered with an
+//! `internal` error (its own task, or `catch_unwind` for `context`), and no
+//! lock is left poisoned for the next one.
 
 use std::collections::HashMap;
 use std::io::Write;
