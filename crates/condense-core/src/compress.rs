@@ -138,12 +138,20 @@ fn call_args(messages: &[Message]) -> BTreeMap<String, Value> {
 /// The unprotected results of a closed chain: records to backfill (not
 /// indexed, or indexed without a short ref, such as eager spills: the model
 /// could not name them once the range is gone) and records already indexed
-/// with a ref.
+/// with a ref. Protected results are neither: the chain relocates them
+/// verbatim into its `<protected-output>` blocks.
+///
+/// A dedup alias of an indexed original is recoverable under the ref it
+/// shares with the original; with `backfill_aliases` false (a covered chain)
+/// it is left out, as pi-condense leaves it. An uncovered chain backfills it
+/// like pi-condense does (its deterministic body then names the call's own
+/// ref; pi-condense's fixture session pins that).
 fn chain_records(
     messages: &[Message],
     range: &ChainRange,
     state: &State,
     protection: &Protection,
+    backfill_aliases: bool,
 ) -> (Vec<ToolCallRecord>, Vec<ToolCallRecord>) {
     let end = range.end_index.expect("eligible chains are closed");
     // Arguments by position: a reused provider id elsewhere on the branch
@@ -181,6 +189,12 @@ fn chain_records(
             .unwrap_or(Value::Object(Default::default()));
         let tool_name = sk.tool_name.clone().unwrap_or_default();
         if protection.is_protected(&tool_name, &call_args) {
+            continue;
+        }
+        let recoverable_alias = state.dedup_original(id, Some(ts)).is_some()
+            && state.short_ref(id, Some(ts)).is_some()
+            && state.record_for(id, Some(ts)).is_some();
+        if recoverable_alias && !backfill_aliases {
             continue;
         }
         backfill.push(ToolCallRecord {
@@ -241,8 +255,9 @@ pub fn plan_chains(
                 });
             // Results no flush indexed (a trivial or oversized skip, work
             // still pending) would vanish with the range: backfilled, so
-            // nothing becomes unrecoverable (pi-condense dropped them).
-            let (backfill, _) = chain_records(&messages, range, state, protection);
+            // nothing becomes unrecoverable (pi-condense dropped them). Only
+            // those: dedup aliases keep the ref they share.
+            let (backfill, _) = chain_records(&messages, range, state, protection, false);
             plan.work.push(ChainWork::Covered {
                 range: range.clone(),
                 fusion,
@@ -256,7 +271,7 @@ pub fn plan_chains(
             .iter()
             .map(String::as_str)
             .collect();
-        let (backfill, indexed) = chain_records(&messages, range, state, protection);
+        let (backfill, indexed) = chain_records(&messages, range, state, protection, true);
         if backfill.is_empty() && indexed.is_empty() {
             let fully_protected = !range.middle_tool_call_ids.is_empty()
                 && range

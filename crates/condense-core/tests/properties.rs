@@ -17,8 +17,11 @@
 //!   a `<protected-output>` block of a `<compressed-chain>` synthetic;
 //! - (c) rendering twice gives the same plan, diagnostics and bytes;
 //! - (d) nothing is lost: a tool result that is gone or changed is summarized
-//!   (and its record holds its text or its spill file), relocated verbatim, or
-//!   was an orphan (see [`orphans`]);
+//!   (indexed itself, or a dedup alias whose original's record holds the
+//!   same text, or its spill file), relocated verbatim in a
+//!   `<protected-output>` block, or was an orphan (see [`orphans`]). Chains
+//!   here backfill neither protected results nor aliases, so both must be
+//!   recoverable as they are;
 //! - (e) `before_chars`/`after_chars` are the UTF-16 lengths of the JSON arrays;
 //! - (f) with nothing indexed, no chains, no orphans, no purgeable errors and
 //!   no thinking strip, the plan is `None`.
@@ -707,9 +710,9 @@ proptest! {
 
     /// (d) Nothing is lost. A tool result of the input that is absent from
     /// the output, or whose content changed, is
-    /// - summarized (`is_summarized(id, ts)` or the legacy bare fallback), and
-    ///   then the record it is looked up under holds its text (or a spill
-    ///   file); or
+    /// - summarized (`is_summarized(id, ts)`: indexed, or a dedup alias; or
+    ///   the legacy bare fallback), and then the record it is looked up under
+    ///   (an alias's is its original's) holds its text (or a spill file); or
     /// - relocated verbatim in a `<protected-output>` block; or
     /// - an orphan of the input (see [`orphans`]): it had no open call.
     #[test]

@@ -731,7 +731,8 @@ case_tests! {
     chain_protected_ids_copied_and_relocated,
     chain_uncovered_protected_sibling_not_backfilled,
     chain_backfill_spills_large_outputs,
-    chain_covered_unindexed_sibling_not_backfilled,
+    chain_covered_dedup_alias_keeps_original_ref,
+    chain_covered_unindexed_sibling_backfilled,
     // id-collision
     collision_reused_id_occurrences_indexed_apart,
     collision_live_reused_id_is_not_summarized,
