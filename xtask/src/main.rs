@@ -6,7 +6,8 @@
 //! Commands:
 //!
 //! * `ci`    – the full CI gate; see [`steps::CI_STEPS`] for the ordered list.
-//! * `bench` – `cargo bench --workspace`, forwarding any extra arguments.
+//! * `bench` – `cargo bench --workspace` (the `bench` profile keeps line
+//!   tables for profiling), forwarding any extra arguments.
 //! * `soak`  – the long simulation run; see [`steps::SOAK_STEPS`].
 
 mod runner;
@@ -31,7 +32,8 @@ Commands:
                      and 20 and pi 0.83, 1.6 and 0.73 from the npm registry
                      with the system npm)
              doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
-  bench    Run `cargo bench --workspace`; extra ARGS are passed to cargo bench
+  bench    Run `cargo bench --workspace` (the `bench` profile: release code
+             with line tables); extra ARGS are passed to cargo bench
   soak     The long simulation (docs/reliability.md):
              cargo test --release -p condense-store --test simulation -- --nocapture
              with CONDENSE_SOAK_SECONDS=600, CONDENSE_SOAK_STEPS=60,
