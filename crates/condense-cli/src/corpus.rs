@@ -25,7 +25,7 @@ use condense_core::State;
 use condense_core::QUERY_TOOL_NAME;
 use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use condense_core::{compute_context_metrics, ContextMetrics};
-use condense_core::{tool_result_text, Message, Role};
+use condense_core::{Message, Role};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
@@ -122,7 +122,7 @@ fn queried_ids(args: &Value) -> Vec<String> {
 
 /// The `context_tree_query` calls of an assistant message: each call's ids.
 fn ctq_calls(m: &Message) -> Vec<Vec<String>> {
-    let v = m.to_value();
+    let v = m.to_value().unwrap_or_default();
     v.get("content")
         .and_then(Value::as_array)
         .into_iter()
@@ -154,7 +154,7 @@ fn walk(messages: &[Message], state: &State, f: &mut Figures) {
             Some(Role::User) => utg += 1,
             Some(Role::ToolResult) => {
                 f.tool_results += 1;
-                let text = tool_result_text(&m.to_value());
+                let text = m.result_text();
                 f.tool_output_chars += condense_core::js_len(&text) as u64;
             }
             Some(Role::Assistant) if sk.tool_calls.iter().any(|c| c.name == QUERY_TOOL_NAME) => {

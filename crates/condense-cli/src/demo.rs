@@ -146,7 +146,7 @@ fn protected_results(messages: &[Message], protection: &Protection) -> (usize, u
     let mut found = (0, 0);
     for m in messages {
         if m.is(&Role::Assistant) && !m.skeleton().tool_calls.is_empty() {
-            let v = m.to_value();
+            let v = m.to_value().unwrap_or_default();
             for b in v
                 .get("content")
                 .and_then(Value::as_array)

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use condense_core::PageRequest;
 
 /// What failed, and which exit code it maps to.
 #[derive(Debug)]
@@ -121,6 +122,14 @@ enum Command {
         /// Read settings (contextPrune) from this settings.json.
         #[arg(long, value_name = "FILE")]
         settings: Option<PathBuf>,
+        /// First line of each output to show (1-based), as the tool's
+        /// `offset`.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        offset: Option<u64>,
+        /// Most lines of each output to show (at most 2000), as the tool's
+        /// `limit`.
+        #[arg(long, value_name = "M", value_parser = clap::value_parser!(u64).range(1..))]
+        limit: Option<u64>,
     },
     /// Write a synthetic pi session (deterministic from a seed).
     Gen(generate::GenArgs),
@@ -165,6 +174,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             mut args,
             latest,
             settings,
+            offset,
+            limit,
         } => {
             let session = SessionArg {
                 session: if latest { None } else { Some(args.remove(0)) },
@@ -176,7 +187,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             }
             let refs = args;
             let loaded = load::load(&session)?;
-            output::query(&loaded, &refs)
+            output::query(&loaded, &refs, PageRequest { offset, limit })
         }
     }
 }

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use condense_core::{render as render_branch, RenderSettings};
 use condense_core::{Message, Role};
+use condense_core::{PageRequest, QueryOptions};
 
 use crate::load::Loaded;
 use crate::CliError;
@@ -38,7 +39,8 @@ pub fn write_all(text: &str) -> Result<(), CliError> {
 }
 
 fn excerpt(m: &Message) -> String {
-    let v = m.to_value();
+    // A message a `Value` cannot hold shows as no content.
+    let v = m.to_value().unwrap_or_default();
     let text = match v.get("content") {
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(serde_json::Value::Array(blocks)) => blocks
@@ -220,8 +222,12 @@ fn diff_rows(loaded: &Loaded, plan: Option<&condense_core::RenderPlan>) -> Vec<S
 }
 
 /// `condense query`.
-pub fn query(loaded: &Loaded, refs: &[String]) -> Result<(), CliError> {
-    let out = condense_core::query(&loaded.state, refs, |record| {
+pub fn query(loaded: &Loaded, refs: &[String], page: PageRequest) -> Result<(), CliError> {
+    let options = QueryOptions {
+        page,
+        branch: &loaded.messages,
+    };
+    let out = condense_core::query_with(&loaded.state, refs, options, |record| {
         condense_store::spill::read_spill(&loaded.blob_dir, record)
     });
     if out.results.is_empty() {

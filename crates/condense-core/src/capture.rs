@@ -16,7 +16,7 @@
 use serde_json::Value;
 
 use crate::config::BatchingMode;
-use crate::message::{tool_result_text, Message, Role};
+use crate::message::{Message, Role};
 use crate::occurrence::OccurrenceKey;
 use crate::protect::Protection;
 use crate::records::Frontier;
@@ -123,12 +123,13 @@ struct ContentBlock<'a> {
     text: Option<&'a serde_json::value::RawValue>,
 }
 
-/// [`tool_result_text`] of a result, decoding each text literal once into
+/// [`tool_result_text`](crate::message::tool_result_text) of a result, decoding each text literal once into
 /// the result (a single block, the usual case, is the result itself), so a
 /// giant output costs its own size plus one decoding buffer, not a `Value`
-/// tree and a joined copy on top. Anything unusual takes the `Value` path.
+/// tree and a joined copy on top. Anything unusual (a lone surrogate
+/// escape, read as U+FFFD) takes [`Message::result_text`].
 fn result_text(r: &Message) -> String {
-    fast_result_text(r.json()).unwrap_or_else(|| tool_result_text(&r.to_value()))
+    fast_result_text(r.json()).unwrap_or_else(|| r.result_text())
 }
 
 fn fast_result_text(json: &str) -> Option<String> {
@@ -248,7 +249,9 @@ pub fn capture_turn(
     turn_index: i64,
     timestamp: i64,
 ) -> CapturedBatch {
-    let (assistant_text, calls) = assistant_parts(&assistant.to_value());
+    // An assistant a `Value` cannot hold (a number out of range) yields no
+    // calls: its results are not captured and stay verbatim.
+    let (assistant_text, calls) = assistant_parts(&assistant.to_value().unwrap_or_default());
     let calls = calls
         .into_iter()
         .map(|(id, name, args)| {
@@ -314,7 +317,7 @@ pub fn capture_branch(
                 .iter()
                 .filter(|x| x.is(&Role::ToolResult))
                 .collect();
-            let (assistant_text, calls) = assistant_parts(&m.to_value());
+            let (assistant_text, calls) = assistant_parts(&m.to_value().unwrap_or_default());
             let mut ready = Vec::new();
             for (id, name, args) in calls {
                 let Some(result) = turn_results
@@ -432,7 +435,8 @@ pub fn capture_pending(
 
 #[cfg(test)]
 mod tests {
-    use super::{decode_literal, fast_result_text, tool_result_text};
+    use super::{decode_literal, fast_result_text};
+    use crate::message::tool_result_text;
 
     proptest::proptest! {
         /// Literals as JSON.stringify and serde write them, and with every

@@ -27,7 +27,7 @@ use crate::config::Config;
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::flush::{head_preview, FlushEffect, JobResult, WrittenSpill};
 use crate::js::{js_len, js_prefix};
-use crate::message::{tool_result_text, Message, Role};
+use crate::message::{Message, Role};
 use crate::notice::{Notice, NoticeLevel};
 use crate::occurrence::OccurrenceKey;
 use crate::protect::Protection;
@@ -111,7 +111,10 @@ fn call_args(messages: &[Message]) -> BTreeMap<String, Value> {
         if !m.is(&Role::Assistant) || m.skeleton().tool_calls.is_empty() {
             continue;
         }
-        let v = m.to_value();
+        // Unreadable (a number out of range): its calls' args read as `{}`.
+        let Ok(v) = m.to_value() else {
+            continue;
+        };
         for b in v
             .get("content")
             .and_then(Value::as_array)
@@ -201,7 +204,7 @@ fn chain_records(
             tool_call_id: id.to_owned(),
             tool_name,
             args: call_args,
-            result_text: tool_result_text(&m.to_value()).into(),
+            result_text: m.result_text().into(),
             is_error: sk.is_error,
             turn_index: -1,
             timestamp: ts,

@@ -72,6 +72,7 @@ mod refs;
 mod render;
 mod state;
 mod state_builder;
+mod surrogates;
 mod text;
 mod thinking_level;
 
@@ -108,8 +109,10 @@ pub use render::{
 
 // Recovery: `context_tree_query`.
 pub use query::{
-    query, truncate_head, QueryOutput, MAX_BYTES as QUERY_MAX_BYTES, MAX_LINES as QUERY_MAX_LINES,
-    QUERY_TOOL_NAME, SPILL_PREVIEW_ONLY, SPILL_UNAVAILABLE,
+    page as query_page, query, query_with, truncate_head, Page as QueryPage, PageRequest,
+    QueryOptions, QueryOutput, MAX_ANSWER_BYTES as QUERY_MAX_ANSWER_BYTES,
+    MAX_BYTES as QUERY_MAX_BYTES, MAX_LINES as QUERY_MAX_LINES, QUERY_TOOL_NAME,
+    SPILL_PREVIEW_ONLY, SPILL_UNAVAILABLE, SPLIT_BYTES as QUERY_SPLIT_BYTES,
 };
 
 // Flushing: capture, summarization jobs, persisted effects.

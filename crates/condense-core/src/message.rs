@@ -226,10 +226,39 @@ impl Message {
         &self.0.skeleton
     }
 
-    /// The message as a JSON value (parses the full body).
-    pub fn to_value(&self) -> Value {
-        serde_json::from_str(self.0.json.as_str())
-            .expect("message JSON was validated at construction")
+    /// The message as a JSON value (parses the full body), for reading its
+    /// text: a lone surrogate escape (`"\ud83d"`, which `JSON.stringify`
+    /// writes for a string cut inside a pair) reads as U+FFFD. An error only
+    /// for JSON a `Value` cannot hold at all (a number out of range).
+    pub fn to_value(&self) -> Result<Value, MessageError> {
+        let json = self.0.json.as_str();
+        match serde_json::from_str(json) {
+            Ok(v) => Ok(v),
+            Err(e) => match crate::surrogates::replace_lone_surrogates(json) {
+                Some(fixed) => Ok(serde_json::from_str(&fixed)?),
+                None => Err(e.into()),
+            },
+        }
+    }
+
+    /// The message as a JSON value exactly as written, for rebuilding it:
+    /// an error when any string holds a lone surrogate, since a rebuilt
+    /// message could not carry pi's bytes (such a message passes through).
+    pub fn to_exact_value(&self) -> Result<Value, MessageError> {
+        Ok(serde_json::from_str(self.0.json.as_str())?)
+    }
+
+    /// The text a tool result carries, as [`tool_result_text`] reads it
+    /// from the full value, but reading only `content`: a field elsewhere
+    /// that a `Value` cannot hold (a number out of range) does not hide it,
+    /// and a lone surrogate escape in a text block reads as U+FFFD.
+    pub fn result_text(&self) -> String {
+        let json = self.json();
+        result_text_of(json)
+            .or_else(|| {
+                crate::surrogates::replace_lone_surrogates(json).and_then(|f| result_text_of(&f))
+            })
+            .unwrap_or_default()
     }
 
     /// Size of the JSON serialization in UTF-16 units (JavaScript's
@@ -543,6 +572,42 @@ fn parse_summary_refs(details: Option<&RawValue>) -> Vec<MessageSummaryRef> {
             })
         })
         .collect()
+}
+
+/// `content` alone, read with the skeleton's lenient block reader.
+#[derive(Deserialize)]
+struct ContentOnlyDe<'a> {
+    #[serde(borrow, default)]
+    content: Option<ContentDe<'a>>,
+}
+
+/// [`Message::result_text`] on one JSON text; `None` when a text block's
+/// string cannot be decoded (a lone surrogate).
+fn result_text_of(json: &str) -> Option<String> {
+    let parsed: ContentOnlyDe = serde_json::from_str(json).ok()?;
+    match parsed.content {
+        Some(ContentDe::Text(s)) => Some(s.into_owned()),
+        Some(ContentDe::Blocks(blocks)) => {
+            let mut out = String::new();
+            let mut first = true;
+            for b in blocks {
+                if raw_str(b.kind).as_deref() != Some("text") {
+                    continue;
+                }
+                let Some(text) = b.text.filter(|t| t.get().starts_with('"')) else {
+                    continue;
+                };
+                let text: String = serde_json::from_str(text.get()).ok()?;
+                if !first {
+                    out.push('\n');
+                }
+                out.push_str(&text);
+                first = false;
+            }
+            Some(out)
+        }
+        _ => Some(String::new()),
+    }
 }
 
 /// The text a tool result carries: its text blocks joined with `\n`, or the

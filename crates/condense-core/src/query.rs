@@ -5,6 +5,12 @@
 //! pi-condense's tool does, byte for byte. Reading spilled outputs is I/O, so
 //! the caller supplies it as a function (and decides which paths it trusts).
 
+mod page;
+
+pub use page::{page, Page, PageRequest, SPLIT_BYTES};
+
+use crate::message::{Message, Role};
+use crate::occurrence::OccurrenceKey;
 use crate::records::ToolCallRecord;
 use crate::state::State;
 
@@ -61,72 +67,273 @@ pub fn truncate_head(
     (lines[..kept].join("\n"), kept, total, true)
 }
 
-/// Runs the query for `ids`. `read_spill` returns a spilled record's full
-/// text, or `None` when it cannot be read.
+/// Most bytes of blocks an answer holds before it stops adding blocks (five
+/// full pages). The first block is always shown; every block after it must
+/// fit, and the refs left over are named in one closing line.
+pub const MAX_ANSWER_BYTES: usize = 5 * MAX_BYTES;
+
+/// Most bytes of ref names the closing line of a cut answer lists.
+const MAX_OMITTED_LIST_BYTES: usize = 4096;
+
+/// What a query asks beyond its ids.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct QueryOptions<'a> {
+    /// The part of each output to show.
+    pub page: PageRequest,
+    /// The branch's messages: a raw id the index does not know is looked
+    /// up among its tool results.
+    pub branch: &'a [Message],
+}
+
+/// Runs the query for `ids`, showing each output's first page. `read_spill`
+/// returns a spilled record's full text, or `None` when it cannot be read.
 pub fn query(
     state: &State,
     ids: &[String],
     read_spill: impl Fn(&ToolCallRecord) -> Option<String>,
 ) -> QueryOutput {
-    let mut blocks = Vec::new();
+    query_with(state, ids, QueryOptions::default(), read_spill)
+}
+
+/// Runs the query for `ids` with `options` (a page, the branch to fall back
+/// to). Each distinct id is answered once, in the order given.
+pub fn query_with(
+    state: &State,
+    ids: &[String],
+    options: QueryOptions<'_>,
+    read_spill: impl Fn(&ToolCallRecord) -> Option<String>,
+) -> QueryOutput {
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<&String> = ids.iter().filter(|id| seen.insert(id.as_str())).collect();
+    let mut text = String::new();
     let mut results = Vec::new();
-    for id in ids {
-        let records = state.records_for_query(id);
-        if records.is_empty() {
-            blocks.push(format!(
+    for (n, id) in distinct.iter().enumerate() {
+        let (blocks, found) = answer_id(state, id, options, &read_spill);
+        let size: usize = blocks.iter().map(|b| b.len() + SEPARATOR.len()).sum();
+        if !text.is_empty() && text.len() + size > MAX_ANSWER_BYTES {
+            text.push_str(SEPARATOR);
+            text.push_str(&omitted_notice(&distinct[n..]));
+            break;
+        }
+        for block in blocks {
+            if !text.is_empty() {
+                text.push_str(SEPARATOR);
+            }
+            text.push_str(&block);
+        }
+        results.extend(found);
+    }
+    QueryOutput { text, results }
+}
+
+const SEPARATOR: &str = "\n\n---\n\n";
+
+/// The blocks answering one id, and the records they show.
+fn answer_id(
+    state: &State,
+    id: &str,
+    options: QueryOptions<'_>,
+    read_spill: &impl Fn(&ToolCallRecord) -> Option<String>,
+) -> (Vec<String>, Vec<(String, ToolCallRecord)>) {
+    let mut records = state.records_for_query(id);
+    let from_branch = records.is_empty();
+    if from_branch {
+        records = branch_records(options.branch, id);
+    }
+    if records.is_empty() {
+        return (
+            vec![format!(
                 "## toolRef: {id}\n(not found in index — may not have been summarized yet)"
-            ));
+            )],
+            Vec::new(),
+        );
+    }
+    let multiple = records.len() > 1;
+    let mut blocks = Vec::new();
+    let mut found = Vec::new();
+    for record in records {
+        let label = if multiple {
+            record.key().to_string()
+        } else {
+            id.to_owned()
+        };
+        blocks.push(format_block(
+            &label,
+            &record,
+            multiple,
+            from_branch,
+            options.page,
+            read_spill,
+        ));
+        found.push((label, record));
+    }
+    (blocks, found)
+}
+
+fn format_block(
+    label: &str,
+    record: &ToolCallRecord,
+    multiple: bool,
+    from_branch: bool,
+    request: PageRequest,
+    read_spill: &impl Fn(&ToolCallRecord) -> Option<String>,
+) -> String {
+    let mut block = format!("## toolRef: {label}\n");
+    if from_branch {
+        block.push_str("Source: session branch (not in the index)\n");
+    }
+    if multiple && record.result_timestamp.is_none() {
+        block.push_str("Occurrence: legacy (no resultTimestamp)\n");
+    }
+    let args = serde_json::to_string_pretty(&record.args).unwrap_or_else(|_| "null".into());
+    block.push_str(&format!(
+        "Tool: {}\nArgs: {}\nStatus: {}\nTurn: {}\n\n",
+        record.tool_name,
+        args,
+        if record.is_error { "ERROR" } else { "OK" },
+        record.turn_index
+    ));
+    let body = if record.spill_path.is_some() {
+        // A spill that cannot be read (missing, or refused because its
+        // recorded path lies outside the session's blob directory) shows
+        // its preview, saying so.
+        read_spill(record)
+            .or_else(|| {
+                record
+                    .result_preview
+                    .as_ref()
+                    .map(|p| format!("{SPILL_PREVIEW_ONLY}\n{p}"))
+            })
+            .unwrap_or_else(|| SPILL_UNAVAILABLE.to_owned())
+    } else {
+        record.result_text.to_str().into_owned()
+    };
+    let page = page::page(&body, request);
+    if page.text.is_empty() && page.first > page.total {
+        block.push_str(&format!(
+            "(offset {} is past the end of this output: it has {} lines)",
+            page.first, page.total
+        ));
+        return block;
+    }
+    block.push_str(page.text);
+    if page.has_more() {
+        let next = page.last + 1;
+        let split = if page.splits_a_line {
+            format!(
+                "; line {} is part of a line longer than {} bytes, which line {next} continues",
+                page::SPLIT_BYTES,
+                page.last
+            )
+        } else {
+            String::new()
+        };
+        block.push_str(&format!(
+            "\n[Output truncated: lines {}-{} of {} shown{split}. To continue, call {QUERY_TOOL_NAME} with toolCallIds [{}] and offset={next}.]",
+            page.first,
+            page.last,
+            page.total,
+            serde_json::Value::from(label),
+        ));
+    } else if !request.is_default() {
+        block.push_str(&format!(
+            "\n[Lines {}-{} of {} shown: the end of the output.]",
+            page.first, page.last, page.total
+        ));
+    }
+    block
+}
+
+/// The closing line of an answer cut at [`MAX_ANSWER_BYTES`].
+fn omitted_notice(rest: &[&String]) -> String {
+    let mut listed = String::new();
+    let mut count = 0;
+    for id in rest {
+        let quoted = serde_json::Value::from(id.as_str()).to_string();
+        if listed.len() + quoted.len() > MAX_OMITTED_LIST_BYTES {
+            break;
+        }
+        if count > 0 {
+            listed.push_str(", ");
+        }
+        listed.push_str(&quoted);
+        count += 1;
+    }
+    let more = if count < rest.len() {
+        format!(" and {} more", rest.len() - count)
+    } else {
+        String::new()
+    };
+    format!(
+        "[Answer size limit ({MAX_ANSWER_BYTES} bytes) reached: {} ref(s) not answered: {listed}{more}. Query them in another call.]",
+        rest.len()
+    )
+}
+
+/// Records built from the branch's tool results for a raw id (a bare id, or
+/// an `id@resultTimestamp` key) the index does not know: a result a chain
+/// dropped without indexing it stays reachable while it is on the branch.
+fn branch_records(branch: &[Message], id: &str) -> Vec<ToolCallRecord> {
+    let wanted = OccurrenceKey::parse(id);
+    let mut out = Vec::new();
+    for (i, m) in branch.iter().enumerate() {
+        let sk = m.skeleton();
+        if !m.is(&Role::ToolResult) || sk.tool_call_id.as_deref() != Some(wanted.id.as_str()) {
             continue;
         }
-        let multiple = records.len() > 1;
-        for record in records {
-            let label = if multiple {
-                record.key().to_string()
-            } else {
-                id.clone()
-            };
-            let mut block = format!("## toolRef: {label}\n");
-            if multiple && record.result_timestamp.is_none() {
-                block.push_str("Occurrence: legacy (no resultTimestamp)\n");
-            }
-            let args = serde_json::to_string_pretty(&record.args).unwrap_or_else(|_| "null".into());
-            block.push_str(&format!(
-                "Tool: {}\nArgs: {}\nStatus: {}\nTurn: {}\n\n",
-                record.tool_name,
-                args,
-                if record.is_error { "ERROR" } else { "OK" },
-                record.turn_index
-            ));
-            let body = if record.spill_path.is_some() {
-                // A spill that cannot be read (missing, or refused because its
-                // recorded path lies outside the session's blob directory)
-                // shows its preview, saying so.
-                read_spill(&record)
-                    .or_else(|| {
-                        record
-                            .result_preview
-                            .as_ref()
-                            .map(|p| format!("{SPILL_PREVIEW_ONLY}\n{p}"))
-                    })
-                    .unwrap_or_else(|| SPILL_UNAVAILABLE.to_owned())
-            } else {
-                record.result_text.to_str().into_owned()
-            };
-            let (kept, shown, total, cut) = truncate_head(&body, MAX_LINES, MAX_BYTES);
-            block.push_str(&kept);
-            if cut {
-                block.push_str(&format!(
-                    "\n[Output truncated: {shown}/{total} lines shown]"
-                ));
-            }
-            blocks.push(block);
-            results.push((label, record));
+        if wanted.result_timestamp.is_some() && wanted.result_timestamp != sk.timestamp {
+            continue;
         }
+        let args = call_args(&branch[..i], &wanted.id);
+        out.push(ToolCallRecord {
+            tool_call_id: wanted.id.clone(),
+            tool_name: sk.tool_name.clone().unwrap_or_default(),
+            args,
+            result_text: m.result_text().into(),
+            is_error: sk.is_error,
+            turn_index: -1,
+            timestamp: sk.timestamp.unwrap_or_default(),
+            result_timestamp: sk.timestamp,
+            spill_path: None,
+            spill_bytes: None,
+            result_preview: None,
+            content_hash: None,
+            extra: Default::default(),
+        });
     }
-    QueryOutput {
-        text: blocks.join("\n\n---\n\n"),
-        results,
-    }
+    out
+}
+
+/// The arguments of the latest `toolCall` block with `id` in `messages`.
+fn call_args(messages: &[Message], id: &str) -> serde_json::Value {
+    let empty = || serde_json::Value::Object(Default::default());
+    let Some(assistant) = messages
+        .iter()
+        .rev()
+        .find(|m| m.is(&Role::Assistant) && m.skeleton().tool_calls.iter().any(|c| c.id == id))
+    else {
+        return empty();
+    };
+    let Ok(value) = assistant.to_value() else {
+        return empty();
+    };
+    value
+        .get("content")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|b| {
+            b.get("type").and_then(serde_json::Value::as_str) == Some("toolCall")
+                && b.get("id").and_then(serde_json::Value::as_str) == Some(id)
+        })
+        .and_then(|b| {
+            ["arguments", "input", "args"]
+                .iter()
+                .find_map(|k| b.get(*k))
+        })
+        .filter(|a| !a.is_null())
+        .cloned()
+        .unwrap_or_else(empty)
 }
 
 #[cfg(test)]

@@ -610,7 +610,7 @@ fn synthetic_texts(output: &[Message]) -> Vec<String> {
         .iter()
         .filter(|m| m.is(&Role::User) && m.skeleton().is_synthetic_chain)
         .filter_map(|m| {
-            m.to_value()["content"][0]["text"]
+            m.to_value().unwrap()["content"][0]["text"]
                 .as_str()
                 .map(str::to_owned)
         })
@@ -846,7 +846,7 @@ proptest! {
                 continue;
             }
             let Some(o) = by_ts.get(&m.ts) else { continue };
-            let value = o.to_value();
+            let value = o.to_value().unwrap();
             let blocks: Vec<&Value> = value["content"]
                 .as_array()
                 .into_iter()
@@ -908,7 +908,7 @@ fn bug_purge_by_bare_id_purges_a_call_that_succeeded() {
     );
     let out = r.messages(&messages);
     assert_eq!(
-        out[1].to_value()["content"][0]["arguments"],
+        out[1].to_value().unwrap()["content"][0]["arguments"],
         ok_call.args,
         "the successful call was purged"
     );

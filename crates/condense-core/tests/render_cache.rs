@@ -41,7 +41,7 @@ fn result_text(state: &State, config: &Config) -> String {
         },
     );
     let out = r.messages(&messages);
-    let v: Value = out[2].to_value();
+    let v: Value = out[2].to_value().unwrap();
     v["content"][0]["text"].as_str().unwrap().to_owned()
 }
 
@@ -135,7 +135,7 @@ fn a_replaced_chain_entry_replaces_the_memoized_synthetic() {
             0,
             "final thinking stripped"
         );
-        out[1].to_value()["content"][0]["text"].clone()
+        out[1].to_value().unwrap()["content"][0]["text"].clone()
     };
     let mut state = State::new();
     state.register_chain(chain("FIRST"));
@@ -181,7 +181,7 @@ fn warm_renders_equal_cold_ones_after_the_messages_change() {
         (
             "a result's id changed",
             edit(&|m| {
-                let mut v = m[inside].to_value();
+                let mut v = m[inside].to_value().unwrap();
                 v["toolCallId"] = json!("someone_else");
                 m[inside] = Message::from_value(&v).unwrap();
             }),
@@ -189,7 +189,7 @@ fn warm_renders_equal_cold_ones_after_the_messages_change() {
         (
             "a result's text changed",
             edit(&|m| {
-                let mut v = m[inside].to_value();
+                let mut v = m[inside].to_value().unwrap();
                 v["content"] = json!([{"type": "text", "text": "edited"}]);
                 m[inside] = Message::from_value(&v).unwrap();
             }),

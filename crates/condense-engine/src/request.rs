@@ -203,6 +203,12 @@ pub struct QueryParams {
     /// Refs or tool-call ids to recover (non-strings are skipped).
     #[serde(default, deserialize_with = "strings")]
     pub tool_call_ids: Vec<String>,
+    /// First line of each output to show (1-based); not a number: none.
+    #[serde(default, deserialize_with = "lenient")]
+    pub offset: Option<u64>,
+    /// Most lines of each output to show; not a number: none.
+    #[serde(default, deserialize_with = "lenient")]
+    pub limit: Option<u64>,
 }
 
 /// The strings of a list (other items skipped; not a list: empty).

@@ -632,10 +632,15 @@ impl Engine {
         &self.protection
     }
 
-    /// `context_tree_query`.
-    pub fn query(&self, ids: &[String]) -> Value {
+    /// `context_tree_query`: `page` picks each output's lines; a raw id the
+    /// index lost is looked up on the branch pi last sent.
+    pub fn query(&self, ids: &[String], page: condense_core::PageRequest) -> Value {
         let blob_dir = self.blob_dir.clone().unwrap_or_default();
-        let out = condense_core::query(&self.state, ids, |r| {
+        let options = condense_core::QueryOptions {
+            page,
+            branch: &self.messages,
+        };
+        let out = condense_core::query_with(&self.state, ids, options, |r| {
             condense_store::spill::read_spill(&blob_dir, r)
         });
         let details: serde_json::Map<String, Value> = out

@@ -617,6 +617,16 @@ export default function condense(pi: ExtensionAPI) {
 					items: { type: "string" },
 					description: 'Short refs such as "t12" (from pruner stubs and summaries) or raw tool call ids.',
 				},
+				offset: {
+					type: "integer",
+					minimum: 1,
+					description: "Line number to start each output from (1-indexed); a cut output says which offset continues it.",
+				},
+				limit: {
+					type: "integer",
+					minimum: 1,
+					description: "Maximum number of lines to show of each output (at most 2000).",
+				},
 			},
 			required: ["toolCallIds"],
 		} as any,
@@ -627,7 +637,12 @@ export default function condense(pi: ExtensionAPI) {
 			const ids = Array.isArray(params?.toolCallIds) ? params.toolCallIds.map((x: unknown) => String(x)) : [];
 			let res: any;
 			try {
-				res = await s.request("query", { toolCallIds: ids }, REQUEST_TIMEOUT_MS);
+				const page: Record<string, number> = {};
+				for (const key of ["offset", "limit"]) {
+					const n = params?.[key];
+					if (Number.isInteger(n) && n > 0) page[key] = n;
+				}
+				res = await s.request("query", { toolCallIds: ids, ...page }, REQUEST_TIMEOUT_MS);
 			} catch (err) {
 				throw new Error(`${QUERY_TOOL} failed: ${errorText(err)}`);
 			}

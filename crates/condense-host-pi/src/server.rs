@@ -397,7 +397,15 @@ impl Server {
                 self.refresh_hold();
                 Ok(json!({"effects": self.engine.engine().agent_end()}))
             }
-            Request::Query(p) => Ok(self.engine.engine().query(&p.tool_call_ids)),
+            Request::Query(p) => {
+                // Optional 1-based line window; anything but a positive
+                // integer is ignored (the whole first page).
+                let page = condense_core::PageRequest {
+                    offset: p.offset.filter(|n| *n > 0),
+                    limit: p.limit.filter(|n| *n > 0),
+                };
+                Ok(self.engine.engine().query(&p.tool_call_ids, page))
+            }
             Request::Command(p) => {
                 let env = CommandEnv {
                     utc_offset_minutes: p.utc_offset_minutes,

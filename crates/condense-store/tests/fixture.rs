@@ -166,7 +166,7 @@ fn custom_messages_match_pi_condense_render() {
             .find(|m| m.is(&Role::Custom) && m.timestamp() == Some(ts))
             .expect("the rendered custom message is in the context");
         // Same value, and the same text `JSON.stringify` gives (key order included).
-        assert_eq!(&got.to_value(), want);
+        assert_eq!(&got.to_value().unwrap(), want);
         assert_eq!(got.json(), condense_store::json::to_string(want).unwrap());
     }
 }

@@ -692,8 +692,8 @@ proptest! {
 
 fn exercise_message(m: &Message) {
     let _ = m.skeleton();
-    let v = m.to_value();
-    let _ = tool_result_text(&v);
+    let _ = m.to_exact_value();
+    let text = m.result_text();
     let _ = (
         m.size(),
         m.role(),
@@ -701,8 +701,13 @@ fn exercise_message(m: &Message) {
         m.is_text_only_assistant(),
         m.is_summary_message(),
     );
-    let again = Message::from_value(&v).expect("a message's own value is a message");
-    assert_eq!(again.skeleton().role, m.skeleton().role);
+    // A value serde cannot hold (a number out of range) is an error, not a
+    // panic; one it holds is a message again, with the same text.
+    if let Ok(v) = m.to_value() {
+        assert_eq!(tool_result_text(&v), text);
+        let again = Message::from_value(&v).expect("a message's own value is a message");
+        assert_eq!(again.skeleton().role, m.skeleton().role);
+    }
 }
 
 fn corpus_cached() -> &'static [String] {

@@ -139,7 +139,7 @@ fn check_diagnostics(case: &Value, render: &Render) -> Result<(), String> {
 fn synthetic_counts(messages: &[Message]) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for m in messages.iter().filter(|m| m.is(&Role::User)) {
-        let v = m.to_value();
+        let v = m.to_value().unwrap();
         let text = v
             .pointer("/content/0/text")
             .and_then(Value::as_str)
@@ -175,7 +175,7 @@ fn run(case: &Value) -> Result<(), String> {
     }
 
     let output: Vec<Message> = first.messages(&input);
-    let output_values: Vec<Value> = output.iter().map(Message::to_value).collect();
+    let output_values: Vec<Value> = output.iter().map(|m| m.to_value().unwrap()).collect();
     if case.get("unchanged") == Some(&Value::Bool(true)) {
         if first.plan.is_some() {
             failures.push("expected no plan (unchanged), got one".to_owned());
@@ -224,7 +224,7 @@ fn run(case: &Value) -> Result<(), String> {
             duplicated.join(", ")
         ));
     }
-    let reapplied_values: Vec<Value> = reapplied.iter().map(Message::to_value).collect();
+    let reapplied_values: Vec<Value> = reapplied.iter().map(|m| m.to_value().unwrap()).collect();
     if let Some(d) = diff_messages("re-render of the output", &output_values, &reapplied_values) {
         failures.push(d);
     }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use crate::diagnostics::{Collector, DiagnosticKind};
 use crate::fxhash::{FxHashMap, FxHashSet};
-use crate::message::{tool_result_text, Message, Role, Skeleton};
+use crate::message::{Message, Role, Skeleton};
 use crate::occurrence::bare_id;
 use crate::records::ChainEntry;
 use crate::state::State;
@@ -265,7 +265,7 @@ pub(crate) fn apply(
                 let m = work.get(i);
                 (
                     m.skeleton().tool_name.clone().unwrap_or_default(),
-                    tool_result_text(&m.to_value()),
+                    m.result_text(),
                 )
             })
             .collect();

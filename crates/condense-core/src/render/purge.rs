@@ -81,7 +81,11 @@ pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
         if !m.is(&Role::Assistant) || !m.skeleton().tool_calls.iter().any(|c| ripe(i, &c.id)) {
             continue;
         }
-        let mut value = m.to_value();
+        // A message serde cannot rebuild exactly (a lone surrogate) keeps
+        // its arguments: its bytes are pi's.
+        let Ok(mut value) = m.to_exact_value() else {
+            continue;
+        };
         let mut changed = false;
         if let Some(Value::Array(blocks)) = value.get_mut("content") {
             for block in blocks.iter_mut() {

@@ -11,7 +11,7 @@ use super::Working;
 
 /// A copy of an assistant message without its thinking blocks.
 pub fn without_thinking(m: &Message) -> Option<Message> {
-    let mut value = m.to_value();
+    let mut value = m.to_exact_value().ok()?;
     let blocks = value.get_mut("content")?.as_array_mut()?;
     blocks.retain(|b| b.get("type").and_then(|t| t.as_str()) != Some("thinking"));
     Message::from_value(&value).ok()

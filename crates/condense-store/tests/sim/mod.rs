@@ -49,10 +49,10 @@ use condense_core::{
     SummaryJob, Usage, WrittenSpill,
 };
 use condense_core::{capture_pending, capture_turn, without_protected};
-use condense_core::{query, truncate_head, QUERY_MAX_BYTES, QUERY_MAX_LINES};
+use condense_core::{query, query_page, query_with, PageRequest, QueryOptions, QUERY_MAX_BYTES};
 use condense_core::{render, Render, RenderSettings};
-use condense_core::{tool_result_text, Message, Role};
 use condense_core::{BatchingMode, Config, PruneOn};
+use condense_core::{Message, Role};
 use condense_gen::SplitMix64;
 use condense_store::append::{custom_entry_line, Appender, EntryBase, LockMode};
 use condense_store::context::build_context;
@@ -651,6 +651,40 @@ impl Sim {
         out
     }
 
+    /// A tool output: mostly [`Self::text`], sometimes a shape paging must
+    /// carry whole (over 2,000 lines, between 50 KiB and the spill
+    /// threshold, one 80k-character line, unicode-heavy text) or one with a
+    /// lone surrogate ([`LONE_SURROGATE`], written as `\ud83d` in the JSON).
+    fn output_text(&mut self, len: usize) -> String {
+        const UNICODE: [&str; 8] = ["é", "中文", "😀", "👩‍💻", "e\u{301}", "∑", "\u{10FFFF}", "ß"];
+        match self.rng.below(100) {
+            0..=2 => (0..self.rng.range(2_001, 4_500))
+                .map(|i| format!("{i}\n"))
+                .collect(),
+            3..=5 => self.text_between(51_300, 65_000),
+            6..=7 => (0..80_000)
+                .map(|_| *self.rng.pick(&["a", "é", "😀", "中", " "][..]))
+                .collect::<String>(),
+            8..=10 => {
+                let mut out = String::new();
+                while out.len() < len.max(1) {
+                    let piece: &&str = self.rng.pick(&UNICODE[..]);
+                    out.push_str(piece);
+                    if self.rng.chance(8) {
+                        out.push('\n');
+                    }
+                }
+                out
+            }
+            11..=12 => {
+                let head = self.text(len / 2);
+                let tail = self.text(len / 2);
+                format!("{head}{LONE_SURROGATE}{tail}")
+            }
+            _ => self.text(len),
+        }
+    }
+
     fn text_between(&mut self, lo: u64, hi: u64) -> String {
         let len = self.rng.range(lo, hi) as usize;
         self.text(len)
@@ -751,7 +785,7 @@ impl Sim {
                 )
             }
         };
-        let text = self.text(len);
+        let text = self.output_text(len);
         if self.outputs.len() < 64 && self.rng.chance(50) && text.len() < 200_000 {
             self.outputs.push((name, args.clone(), text.clone()));
         }
@@ -811,11 +845,14 @@ impl Sim {
         self.tally.tool_results += 1;
         self.tally.output_bytes += c.text.len() as u64;
         self.tally.largest_output = self.tally.largest_output.max(c.text.len() as u64);
-        Message::from_value(&json!({
+        let json = json!({
             "role": "toolResult", "toolCallId": c.id, "toolName": c.name,
             "content": [{"type": "text", "text": c.text}], "isError": c.is_error, "timestamp": ts,
-        }))
-        .expect("tool result")
+        })
+        .to_string();
+        // What `JSON.stringify` writes for a string cut inside a pair.
+        let json = json.replace(LONE_SURROGATE, "\\ud83d");
+        Message::from_json(&json).expect("tool result")
     }
 
     fn custom_value(&mut self) -> (Value, Value) {
@@ -1649,7 +1686,7 @@ impl Sim {
                 }
                 continue;
             }
-            let original = tool_result_text(&m.to_value());
+            let original = m.result_text();
             let name = sk.tool_name.clone().unwrap_or_default();
             let block =
                 format!("<protected-output tool=\"{name}\">\n{original}\n</protected-output>");
@@ -1658,7 +1695,7 @@ impl Sim {
                     .iter()
                     .filter(|m| m.is(&Role::User) && m.skeleton().is_synthetic_chain)
                     .filter_map(|m| {
-                        m.to_value()["content"][0]["text"]
+                        m.to_value().unwrap()["content"][0]["text"]
                             .as_str()
                             .map(str::to_owned)
                     })
@@ -1720,7 +1757,7 @@ impl Sim {
         if self.verified.contains(&seen) {
             return Ok(());
         }
-        let original = tool_result_text(&m.to_value());
+        let original = m.result_text();
         let full = match &record.spill_path {
             Some(path) => {
                 let text = read_spill(&self.blobs, record)
@@ -1753,18 +1790,118 @@ impl Sim {
             ));
         }
         let key = OccurrenceKey::new(id, key_ts).to_string();
-        let out = query(state, std::slice::from_ref(&key), |r| {
-            read_spill(&self.blobs, r)
-        });
-        let (head, _, _, _) = truncate_head(&full, QUERY_MAX_LINES, QUERY_MAX_BYTES);
-        if out.results.is_empty() || !out.text.contains(&head) {
-            return Err(format!(
-                "context_tree_query({key}) does not give the output back: {:.300}",
-                out.text
-            ));
+        // Every output must come back whole through pages. A spill is read
+        // once for all of its pages. Each page costs a scan of the output,
+        // so past PAGE_THROUGH_BYTES the pages are sampled, each checked
+        // against the same page of the original (that pages join back into
+        // the output is proven for any text by core's `query_pages` tests).
+        let spill = std::cell::OnceCell::new();
+        let read = |r: &ToolCallRecord| spill.get_or_init(|| read_spill(&self.blobs, r)).clone();
+        if full.len() <= PAGE_THROUGH_BYTES {
+            let back = read_through_pages(state, &key, read)?;
+            if back != full {
+                return Err(format!(
+                    "context_tree_query({key}) pages give {} bytes back, not the {} bytes of the output",
+                    back.len(),
+                    full.len()
+                ));
+            }
+        } else {
+            let total = query_page(&full, PageRequest::default()).total;
+            for offset in [1, total / 2, total.saturating_sub(3)] {
+                let request = PageRequest {
+                    offset: Some(offset.max(1)),
+                    limit: None,
+                };
+                let want = query_page(&full, request).text;
+                let options = QueryOptions {
+                    page: request,
+                    branch: &[],
+                };
+                let out = query_with(state, std::slice::from_ref(&key), options, read);
+                if out.results.is_empty() || !out.text.contains(want) {
+                    return Err(format!(
+                        "context_tree_query({key}) offset {offset} does not give that page back"
+                    ));
+                }
+            }
         }
         self.verified.insert(seen);
         Ok(())
+    }
+}
+
+/// Outputs up to this size are read back through every page.
+const PAGE_THROUGH_BYTES: usize = 512 * 1024;
+
+/// Stands for a lone high surrogate in generated outputs; the tool result's
+/// JSON carries `\ud83d` in its place, which reads back as U+FFFD.
+const LONE_SURROGATE: char = '\u{E0FF}';
+
+/// Pages through `key`'s output with `context_tree_query`'s `offset`, as
+/// the truncation notices say, and joins the pages back.
+fn read_through_pages(
+    state: &State,
+    key: &str,
+    read_spill: impl Fn(&ToolCallRecord) -> Option<String>,
+) -> Result<String, String> {
+    let mut whole = String::new();
+    // A paged call always ends with a notice line, so an output that itself
+    // holds notice-like lines (a recovery's own answer) is read right.
+    let mut offset = Some(1);
+    loop {
+        let options = QueryOptions {
+            page: PageRequest {
+                offset,
+                limit: None,
+            },
+            branch: &[],
+        };
+        let out = query_with(state, &[key.to_owned()], options, &read_spill);
+        if out.results.len() != 1 {
+            return Err(format!(
+                "context_tree_query({key}) finds no record: {:.300}",
+                out.text
+            ));
+        }
+        let body = out
+            .text
+            .split_once("\n\n")
+            .map(|(_, b)| b)
+            .ok_or_else(|| format!("context_tree_query({key}): no body: {:.300}", out.text))?;
+        let cut = body
+            .rfind('\n')
+            .ok_or_else(|| format!("context_tree_query({key}): no notice: {body:.300}"))?;
+        let (page, notice) = body.split_at(cut);
+        if notice.starts_with("\n[Lines ") && notice.ends_with("the end of the output.]") {
+            whole.push_str(page);
+            return Ok(whole);
+        }
+        if !notice.starts_with("\n[Output truncated: lines ") {
+            return Err(format!(
+                "context_tree_query({key}): no notice: {notice:.300}"
+            ));
+        }
+        if page.is_empty() || page.len() > QUERY_MAX_BYTES {
+            return Err(format!(
+                "context_tree_query({key}) gave a page of {} bytes: {notice}",
+                page.len()
+            ));
+        }
+        whole.push_str(page);
+        if !notice.contains("which line") {
+            whole.push('\n');
+        }
+        offset = notice
+            .rsplit("offset=")
+            .next()
+            .and_then(|n| n.strip_suffix(".]"))
+            .and_then(|n| n.parse().ok());
+        if offset.is_none() {
+            return Err(format!(
+                "context_tree_query({key}): the notice does not say how to continue: {notice}"
+            ));
+        }
     }
 }
 
@@ -1992,7 +2129,7 @@ pub fn check_well_formed(output: &[Message]) -> Result<(), String> {
 pub fn visible_refs(output: &[Message]) -> HashSet<String> {
     let mut out = HashSet::new();
     for m in output {
-        let v = m.to_value();
+        let v = m.to_value().unwrap();
         let text = match m.role() {
             Some(Role::ToolResult) | Some(Role::User) | Some(Role::Custom) => {
                 let mut t = String::new();
