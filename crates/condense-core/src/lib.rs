@@ -90,7 +90,7 @@ pub use config::{
     PurgeErrorsConfig, ThinkingStripConfig, SETTINGS_KEY,
 };
 pub use model_ref::ModelRef;
-pub use protect::Protection;
+pub use protect::{Protection, MAX_PROTECTED_PATTERNS};
 pub use thinking_level::ThinkingLevel;
 
 // The pruning state and what is persisted of it.
@@ -103,8 +103,8 @@ pub use state_builder::StateBuilder;
 // Rendering what the model sees.
 pub use diagnostics::{Diagnostic, DiagnosticKind, DiagnosticSink};
 pub use render::{
-    array_chars, chars_to_tokens, in_grace_keys, render, PlanStep, Render, RenderPlan,
-    RenderSettings,
+    array_chars, chars_to_tokens, in_grace_keys, neutralize_closing_tags, render, PlanStep, Render,
+    RenderPlan, RenderSettings,
 };
 
 // Recovery: `context_tree_query`.

@@ -32,6 +32,11 @@ use serde_json::Value;
 
 use crate::config::Config;
 
+/// Most `protectedPaths` patterns compiled; the rest are ignored with a
+/// warning. globset's compiled set grows with every pattern (100,000
+/// patterns took 1.1 GB), so the cap bounds it (1,000 patterns: a few MB).
+pub const MAX_PROTECTED_PATTERNS: usize = 1000;
+
 /// A compiled protection predicate. Build once per config.
 ///
 /// [`Protection::default`] protects nothing; it is not the protection of
@@ -57,7 +62,20 @@ impl Protection {
     pub fn compile(config: &Config) -> (Self, Vec<String>) {
         let mut warnings = Vec::new();
         let mut builder = GlobSetBuilder::new();
-        for pattern in &config.protected_paths {
+        let mut seen = HashSet::new();
+        let distinct: Vec<&String> = config
+            .protected_paths
+            .iter()
+            .filter(|p| seen.insert(p.as_str()))
+            .collect();
+        if distinct.len() > MAX_PROTECTED_PATTERNS {
+            warnings.push(format!(
+                "contextPrune.protectedPaths: {} distinct patterns; only the first \
+                 {MAX_PROTECTED_PATTERNS} are used (the rest are ignored, which bounds memory)",
+                distinct.len()
+            ));
+        }
+        for pattern in distinct.into_iter().take(MAX_PROTECTED_PATTERNS) {
             if pattern.contains('\\') {
                 warnings.push(format!(
                     "contextPrune.protectedPaths: pattern {} contains `\\`, which never \

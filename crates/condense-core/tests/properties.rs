@@ -620,7 +620,8 @@ fn synthetic_texts(output: &[Message]) -> Vec<String> {
 fn relocated(synthetics: &[String], m: &Meta) -> bool {
     let block = format!(
         "<protected-output tool=\"{}\">\n{}\n</protected-output>",
-        m.tool_name, m.text
+        m.tool_name.replace('"', "&quot;"),
+        condense_core::neutralize_closing_tags(&m.text)
     );
     synthetics.iter().any(|s| s.contains(&block))
 }

@@ -349,3 +349,35 @@ proptest! {
         check_against_reference(&pattern, &path)?;
     }
 }
+
+#[test]
+fn protected_patterns_are_capped_with_a_warning() {
+    use condense_core::MAX_PROTECTED_PATTERNS;
+    let config = Config {
+        protected_paths: (0..100_000)
+            .map(|i| format!("dir{i}/**/*.{}", ["rs", "md", "txt"][i % 3]))
+            .chain(std::iter::once("dir0/**/*.rs".to_owned()))
+            .collect(),
+        ..Config::default()
+    };
+    let (protection, warnings) = Protection::compile(&config);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("100000 distinct patterns"),
+        "{warnings:?}"
+    );
+    assert!(protection.is_protected_path("dir0/a/b.rs"));
+    let last = MAX_PROTECTED_PATTERNS - 1;
+    let ext = ["rs", "md", "txt"][last % 3];
+    assert!(protection.is_protected_path(&format!("dir{last}/x.{ext}")));
+    let first_ignored = MAX_PROTECTED_PATTERNS;
+    let ext = ["rs", "md", "txt"][first_ignored % 3];
+    assert!(!protection.is_protected_path(&format!("dir{first_ignored}/x.{ext}")));
+    let few = Config {
+        protected_paths: vec!["a/*.rs".into(); 5000],
+        ..Config::default()
+    };
+    let (protection, warnings) = Protection::compile(&few);
+    assert!(warnings.is_empty(), "duplicates count once: {warnings:?}");
+    assert!(protection.is_protected_path("a/b.rs"));
+}

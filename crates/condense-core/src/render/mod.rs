@@ -21,6 +21,7 @@ pub(crate) mod stub;
 pub(crate) mod sweep;
 pub(crate) mod thinking;
 
+pub use chains::neutralize_closing_tags;
 pub use grace::in_grace_keys;
 
 use std::ops::Range;

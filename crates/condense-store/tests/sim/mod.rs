@@ -1688,8 +1688,11 @@ impl Sim {
             }
             let original = m.result_text();
             let name = sk.tool_name.clone().unwrap_or_default();
-            let block =
-                format!("<protected-output tool=\"{name}\">\n{original}\n</protected-output>");
+            let block = format!(
+                "<protected-output tool=\"{}\">\n{}\n</protected-output>",
+                name.replace('"', "&quot;"),
+                condense_core::neutralize_closing_tags(&original)
+            );
             let synthetics = synthetics.get_or_insert_with(|| {
                 output
                     .iter()
