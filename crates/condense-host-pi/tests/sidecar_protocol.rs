@@ -229,3 +229,55 @@ fn session_start_reads_the_same_either_way() {
         assert_eq!(apply(&steps, &messages), expected, "variant {i}");
     }
 }
+
+/// Messages with lone surrogate escapes (`JSON.stringify` of a string cut
+/// inside a pair) are rendered through untouched, and the sidecar keeps
+/// serving: a paged `query` finds the raw result on the branch it holds.
+#[test]
+fn lone_surrogates_pass_through_and_queries_page() {
+    let mut s = Sidecar::start();
+    s.call(
+        "hello",
+        json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+    );
+    let start = s.call(
+        "session.start",
+        json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true,
+               "thinkingStrip": {"enabled": true, "keepLastTurns": 0}}},
+               "sessionId": "lone", "branch": []}),
+    );
+    assert!(start["result"]["effects"].is_array(), "{start}");
+    let assistant = r#"{"role":"assistant","content":[{"type":"thinking","thinking":"half \ud83d","thinkingSignature":"s"},{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"echo \ud83d"}}],"stopReason":"toolUse","timestamp":2}"#;
+    let result = r#"{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"one\ntwo \udc00\nthree"}],"isError":false,"timestamp":3}"#;
+    let messages = [
+        r#"{"role":"user","content":"go","timestamp":1}"#,
+        assistant,
+        result,
+        r#"{"role":"assistant","content":[{"type":"text","text":"done"}],"stopReason":"stop","timestamp":4}"#,
+    ];
+    let line = format!(
+        r#"{{"id":100,"method":"context","params":{{"keep":0,"append":[{}]}}}}"#,
+        messages.join(",")
+    );
+    s.send_line(&line);
+    let rendered = loop {
+        let v = s.read();
+        if v["id"] == json!(100) {
+            break v;
+        }
+    };
+    assert!(rendered.get("result").is_some(), "{rendered}");
+    let q = s.call(
+        "query",
+        json!({"toolCallIds": ["c1", "c1"], "offset": 2, "limit": 1}),
+    );
+    assert_eq!(
+        q["result"]["text"],
+        "## toolRef: c1\nSource: session branch (not in the index)\nTool: bash\nArgs: {\n  \"command\": \"echo \u{FFFD}\"\n}\nStatus: OK\nTurn: -1\n\ntwo \u{FFFD}\n[Output truncated: lines 2-2 of 3 shown. To continue, call context_tree_query with toolCallIds [\"c1\"] and offset=3.]"
+    );
+    // Still serving.
+    let again = s.call("context", json!({"keep": 4, "append": []}));
+    assert!(again.get("result").is_some(), "{again}");
+    let bye = s.call("shutdown", json!({}));
+    assert!(bye["result"].is_object());
+}

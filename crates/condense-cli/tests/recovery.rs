@@ -1,0 +1,191 @@
+//! Recovery and pi's bytes through the binary (issue 15): lone surrogate
+//! escapes in pi's messages, paged queries, refs the index lost, and
+//! repeated refs.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../condense-store/tests/fixtures/pi-condense-2.9.1.jsonl")
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("condense-recovery-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn condense(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", dir.join("agent"))
+        .output()
+        .unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+const MARK: &str = "\u{E0FF}";
+
+/// The fixture without condense's entries (so `compact` has work), with
+/// lone surrogate escapes (what `JSON.stringify` writes for a string cut
+/// inside a pair) in every tool output, every tool call's arguments and a
+/// thinking block.
+fn session_with_lone_surrogates(dir: &Path) -> PathBuf {
+    let mut out = Vec::new();
+    let mut prev: Option<String> = None;
+    for (i, line) in std::fs::read_to_string(fixture())
+        .unwrap()
+        .lines()
+        .enumerate()
+    {
+        let mut e: Value = serde_json::from_str(line).unwrap();
+        if i > 0 {
+            if e["customType"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("context-prune"))
+            {
+                continue;
+            }
+            e["parentId"] = prev.clone().map_or(Value::Null, Value::String);
+            prev = e["id"].as_str().map(str::to_owned);
+        }
+        let message = &mut e["message"];
+        if let Some(blocks) = message["content"].as_array_mut() {
+            for b in blocks {
+                match b["type"].as_str() {
+                    Some("text") if message_is_result(line) => {
+                        let t = b["text"].as_str().unwrap_or_default();
+                        b["text"] = Value::from(format!("{t} cut {MARK} here"));
+                    }
+                    Some("toolCall") => {
+                        b["arguments"]["note"] = Value::from(format!("arg {MARK}"));
+                    }
+                    _ => {}
+                }
+            }
+            if message["role"] == "assistant" {
+                blocks_push_thinking(message);
+            }
+        }
+        out.push(e.to_string().replace(MARK, "\\ud83d"));
+    }
+    let path = dir.join("lone.jsonl");
+    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+    path
+}
+
+fn message_is_result(line: &str) -> bool {
+    line.contains("\"role\":\"toolResult\"")
+}
+
+fn blocks_push_thinking(message: &mut Value) {
+    if let Some(blocks) = message["content"].as_array_mut() {
+        blocks.insert(
+            0,
+            serde_json::json!({"type": "thinking", "thinking": format!("half {MARK}"), "thinkingSignature": "s"}),
+        );
+    }
+}
+
+#[test]
+fn lone_surrogates_pass_through_and_every_command_keeps_working() {
+    let dir = tempdir("lone");
+    let s = session_with_lone_surrogates(&dir);
+    let p = s.to_str().unwrap();
+    let settings = dir.join("settings.json");
+    // Purge and thinking strip on, so both rebuilders meet such messages.
+    std::fs::write(
+        &settings,
+        r#"{"contextPrune":{"thinkingStrip":{"enabled":true,"keepLastTurns":0},"purgeErrors":{"enabled":true,"cooldownTurns":0}}}"#,
+    )
+    .unwrap();
+    let st = settings.to_str().unwrap();
+
+    let before = ok(&condense(&dir, &["render", "--json", "--settings", st, p]));
+    assert!(
+        before.contains("\\ud83d"),
+        "the messages carrying one pass through with pi's bytes"
+    );
+    ok(&condense(&dir, &["status", p]));
+    ok(&condense(&dir, &["status", "--json", p]));
+    let compact = ok(&condense(&dir, &["compact", p, "--window", "1", "--json"]));
+    let compact: Value = serde_json::from_str(&compact).unwrap();
+    assert_eq!(compact["written"], true, "{compact}");
+    let after = ok(&condense(&dir, &["render", "--json", "--settings", st, p]));
+    assert!(after.len() < before.len());
+    // An output summarized away comes back, its lone surrogate as U+FFFD.
+    let q = ok(&condense(&dir, &["query", p, "t1"]));
+    assert!(q.contains("cut \u{FFFD} here"), "{q}");
+    let corpus = ok(&condense(
+        &dir,
+        &["corpus", dir.to_str().unwrap(), "--json"],
+    ));
+    let corpus: Value = serde_json::from_str(&corpus).unwrap();
+    assert!(corpus.to_string().contains("sessions"), "{corpus}");
+}
+
+#[test]
+fn query_pages_with_offset_and_limit() {
+    let dir = tempdir("pages");
+    let p = fixture();
+    let p = p.to_str().unwrap();
+    let whole = ok(&condense(&dir, &["query", p, "t2"]));
+    let paged = ok(&condense(
+        &dir,
+        &["query", p, "t2", "--offset", "2", "--limit", "1"],
+    ));
+    let body = whole.split_once("\n\n").unwrap().1;
+    let second = body.lines().nth(1).unwrap();
+    let total = body.split('\n').count();
+    let expected_notice = if total > 2 {
+        format!("\n[Output truncated: lines 2-2 of {total} shown. To continue, call context_tree_query with toolCallIds [\"t2\"] and offset=3.]")
+    } else {
+        format!("\n[Lines 2-2 of {total} shown: the end of the output.]")
+    };
+    assert_eq!(
+        paged.split_once("\n\n").unwrap().1,
+        format!("{second}{expected_notice}")
+    );
+    let bad = condense(&dir, &["query", p, "t2", "--offset", "0"]);
+    assert_eq!(bad.status.code(), Some(1), "a usage error");
+}
+
+#[test]
+fn a_ref_the_index_lost_is_read_from_the_branch() {
+    let dir = tempdir("lost");
+    let p = fixture();
+    let out = ok(&condense(&dir, &["query", p.to_str().unwrap(), "call_4"]));
+    assert!(
+        out.starts_with(
+            "## toolRef: call_4\nSource: session branch (not in the index)\nTool: bash\n"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("Status: ERROR"));
+    assert!(out.contains("No such file or directory"));
+}
+
+#[test]
+fn a_ref_named_5000_times_is_answered_once() {
+    let dir = tempdir("repeat");
+    let p = fixture();
+    let p = p.to_str().unwrap();
+    let once = condense(&dir, &["query", p, "t2"]);
+    let mut args = vec!["query", p];
+    args.extend(std::iter::repeat_n("t2", 5000));
+    let many = condense(&dir, &args);
+    assert_eq!(ok(&many), ok(&once));
+}
