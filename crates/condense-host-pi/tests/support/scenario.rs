@@ -397,7 +397,9 @@ pub fn flush_stub_and_recover(install: &'static PiInstall) -> ScenarioRuns {
     llm.push(Reply::tool_call(
         "call_q",
         "context_tree_query",
-        json!({"toolCallIds": ["t1"]}),
+        // Named twice and paged: answered once, and the tool's optional
+        // `offset` reaches the sidecar (a paged answer says where it ends).
+        json!({"toolCallIds": ["t1", "t1"], "offset": 1}),
     ));
     llm.push(Reply::text("Recovered alpha."));
     let run2 = pi.prompt_in_session(&session, "What did alpha.txt say exactly?");
@@ -437,6 +439,11 @@ pub fn flush_stub_and_recover(install: &'static PiInstall) -> ScenarioRuns {
     let second = &main[5];
     let recovered = tool_result(second, "call_q");
     assert!(recovered.starts_with("## toolRef: t1"), "{recovered}");
+    assert_eq!(recovered.matches("## toolRef:").count(), 1, "{recovered}");
+    assert!(
+        recovered.ends_with("shown: the end of the output.]"),
+        "the page notice: {recovered}"
+    );
     assert!(recovered.contains("Tool: read"), "{recovered}");
     assert!(recovered.contains("ALPHA-7f3e line 0000"), "{recovered}");
     assert!(
