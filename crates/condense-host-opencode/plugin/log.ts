@@ -1,0 +1,121 @@
+// condense's per-session event log inside OpenCode's data directory.
+//
+// OpenCode gives plugins no storage, so condense keeps the entries it would
+// append to a pi session file (`context-prune-*` custom entries) in one JSONL
+// file per session, each line tagged with the OpenCode message it follows
+// (`after`). On resume the branch pi would hand the sidecar is rebuilt from
+// the session's messages with these entries put back after their messages.
+
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import type { OcMessage, PiMessage } from "./messages.ts";
+import { toPi } from "./messages.ts";
+
+/** `$XDG_DATA_HOME/opencode/storage/plugin/condense` (where peers keep theirs). */
+export function storageDir(): string {
+	const data = process.env.XDG_DATA_HOME?.trim() || path.join(os.homedir(), ".local", "share");
+	return path.join(data, "opencode", "storage", "plugin", "condense");
+}
+
+/**
+ * One logged line: a pi session entry plus the OpenCode message it follows,
+ * or (`reported`) the plugin's own mark that the assistant message `after`
+ * went to the sidecar, so a new process reports exactly the rest.
+ */
+export interface LoggedEntry {
+	type: "custom" | "custom_message" | "reported";
+	id: string;
+	timestamp: string;
+	after: string | null;
+	[key: string]: unknown;
+}
+
+/** A session id that is safe as a file name (OpenCode's are `ses_…`). */
+function safeName(sessionID: string): string | undefined {
+	return /^[A-Za-z0-9_-]{1,200}$/.test(sessionID) ? sessionID : undefined;
+}
+
+export class EventLog {
+	readonly file: string | undefined;
+	private count = 0;
+
+	constructor(readonly dir: string, readonly sessionID: string) {
+		const name = safeName(sessionID);
+		this.file = name === undefined ? undefined : path.join(dir, `${name}.jsonl`);
+	}
+
+	/** The logged entries, in order (unreadable lines skipped). */
+	read(): LoggedEntry[] {
+		if (!this.file) return [];
+		let text: string;
+		try {
+			text = fs.readFileSync(this.file, "utf8");
+		} catch {
+			return [];
+		}
+		const out: LoggedEntry[] = [];
+		for (const line of text.split("\n")) {
+			if (!line.trim()) continue;
+			try {
+				const e = JSON.parse(line) as unknown;
+				if (e && typeof e === "object" && !Array.isArray(e)) out.push(e as LoggedEntry);
+			} catch {
+				// a torn last line (a crash mid-write) is skipped
+			}
+		}
+		this.count = out.length;
+		return out;
+	}
+
+	/** Appends entries (one write, so a batch lands whole or is torn only at its end). */
+	append(entries: Omit<LoggedEntry, "id" | "timestamp">[]): void {
+		if (!this.file || entries.length === 0) return;
+		const lines = entries.map((e) => {
+			this.count += 1;
+			return JSON.stringify({ ...e, id: `condense-${this.count}`, timestamp: new Date().toISOString() });
+		});
+		fs.mkdirSync(this.dir, { recursive: true });
+		fs.appendFileSync(this.file, lines.join("\n") + "\n");
+	}
+}
+
+/** The pi branch for `session.start`: the messages as entries, the log's entries after theirs. */
+export function buildBranch(messages: readonly OcMessage[], logged: readonly LoggedEntry[]): Record<string, unknown>[] {
+	const byAnchor = new Map<string | null, LoggedEntry[]>();
+	const known = new Set(messages.map((m) => m.info.id));
+	for (const e of logged) {
+		if (e.type === "reported") continue;
+		// Entries after a message that is gone (a revert) go last.
+		const anchor = e.after !== null && !known.has(e.after) ? "\u0000end" : e.after;
+		const list = byAnchor.get(anchor) ?? [];
+		list.push(e);
+		byAnchor.set(anchor, list);
+	}
+	const out: Record<string, unknown>[] = [];
+	let parentId: string | null = null;
+	const push = (entry: Record<string, unknown>) => {
+		out.push({ ...entry, parentId });
+		parentId = entry.id as string;
+	};
+	const pushLogged = (anchor: string | null) => {
+		for (const e of byAnchor.get(anchor) ?? []) {
+			const { after: _after, ...entry } = e;
+			push(entry);
+		}
+	};
+	pushLogged(null);
+	let n = 0;
+	for (const m of messages) {
+		const { message, results } = toPi(m);
+		const all: PiMessage[] = [message, ...results.map((r) => r.message)];
+		for (const pi of all) {
+			n += 1;
+			const ts = typeof pi.timestamp === "number" ? pi.timestamp : 0;
+			push({ type: "message", id: `m${n}`, timestamp: new Date(ts).toISOString(), message: pi });
+		}
+		pushLogged(m.info.id);
+	}
+	pushLogged("\u0000end");
+	return out;
+}

@@ -1,0 +1,253 @@
+// OpenCode's `{info, parts}` messages as core's (pi-shaped) messages, and a
+// render plan's answer mapped back onto OpenCode's messages.
+//
+// One OpenCode assistant message is one LLM call: it becomes one pi
+// assistant message (text, thinking and tool calls) followed by one
+// `toolResult` message per finished tool part. The render answer comes back
+// as pi messages; `applyRender` turns it into OpenCode's list: a tool result
+// the sidecar rewrote (a stub) becomes that tool part's `state.output` in a
+// copy of the part, messages whose pi images were all dropped (a compressed
+// chain) are removed, and any other message the sidecar wrote becomes a
+// synthetic user message at its place.
+
+/** The OpenCode shapes this file reads (a subset of @opencode-ai/sdk's types). */
+export interface OcToolState {
+	status: string;
+	input?: Record<string, unknown>;
+	output?: string;
+	error?: string;
+	time?: { start?: number; end?: number; compacted?: number };
+	[key: string]: unknown;
+}
+export interface OcPart {
+	id: string;
+	sessionID: string;
+	messageID: string;
+	type: string;
+	text?: string;
+	synthetic?: boolean;
+	ignored?: boolean;
+	callID?: string;
+	tool?: string;
+	state?: OcToolState;
+	[key: string]: unknown;
+}
+export interface OcInfo {
+	id: string;
+	sessionID: string;
+	role: string;
+	time: { created: number; completed?: number };
+	providerID?: string;
+	modelID?: string;
+	model?: { providerID: string; modelID: string };
+	finish?: string;
+	error?: unknown;
+	tokens?: { input: number; output: number; reasoning: number; cache: { read: number; write: number } };
+	[key: string]: unknown;
+}
+export interface OcMessage {
+	info: OcInfo;
+	parts: OcPart[];
+}
+
+/** A pi message as the sidecar reads it (condense-core's `Message`). */
+export type PiMessage = { role: string; [key: string]: unknown };
+
+/** What OpenCode sends in place of a tool output its own pruning cleared. */
+export const OPENCODE_CLEARED = "[Old tool result content cleared]";
+
+/** Where a pi message came from. */
+interface Origin {
+	/** Index of the OpenCode message. */
+	message: number;
+	/** The tool part, for a `toolResult`. */
+	part?: OcPart;
+}
+
+/** OpenCode's messages as pi messages, with each one's origin. */
+export interface Converted {
+	pi: PiMessage[];
+	origins: Map<PiMessage, Origin>;
+}
+
+function isToolPart(p: OcPart): p is OcPart & { callID: string; tool: string; state: OcToolState } {
+	return p.type === "tool" && typeof p.callID === "string" && typeof p.tool === "string" && !!p.state;
+}
+
+/** The text a finished tool part shows the model. */
+function resultText(part: OcPart & { state: OcToolState }): string {
+	if (part.state.status === "error") return String(part.state.error ?? "");
+	if (part.state.time?.compacted) return OPENCODE_CLEARED;
+	return String(part.state.output ?? "");
+}
+
+/** The pi messages of one OpenCode message (the first is the message itself). */
+export function toPi(m: OcMessage): { message: PiMessage; results: { message: PiMessage; part: OcPart }[] } {
+	const timestamp = m.info.time?.created ?? 0;
+	if (m.info.role !== "assistant") {
+		const content = m.parts
+			.filter((p) => p.type === "text" && !p.ignored && typeof p.text === "string")
+			.map((p) => ({ type: "text", text: p.text as string }));
+		return { message: { role: "user", content, timestamp }, results: [] };
+	}
+	const content: Record<string, unknown>[] = [];
+	const results: { message: PiMessage; part: OcPart }[] = [];
+	for (const p of m.parts) {
+		if (p.type === "text" && typeof p.text === "string") content.push({ type: "text", text: p.text });
+		else if (p.type === "reasoning" && typeof p.text === "string") content.push({ type: "thinking", thinking: p.text });
+		else if (isToolPart(p)) {
+			content.push({ type: "toolCall", id: p.callID, name: p.tool, arguments: p.state.input ?? {} });
+			if (p.state.status === "completed" || p.state.status === "error") {
+				results.push({
+					part: p,
+					message: {
+						role: "toolResult",
+						toolCallId: p.callID,
+						toolName: p.tool,
+						content: [{ type: "text", text: resultText(p) }],
+						isError: p.state.status === "error",
+						timestamp: p.state.time?.end ?? timestamp,
+					},
+				});
+			}
+		}
+	}
+	const hasCalls = content.some((c) => c.type === "toolCall");
+	const message: PiMessage = {
+		role: "assistant",
+		content,
+		provider: m.info.providerID ?? "",
+		model: m.info.modelID ?? "",
+		stopReason: hasCalls ? "toolUse" : "stop",
+		timestamp,
+	};
+	return { message, results };
+}
+
+/** Every OpenCode message as pi messages, in order. */
+export function convert(messages: readonly OcMessage[]): Converted {
+	const pi: PiMessage[] = [];
+	const origins = new Map<PiMessage, Origin>();
+	messages.forEach((m, i) => {
+		const { message, results } = toPi(m);
+		pi.push(message);
+		origins.set(message, { message: i });
+		for (const r of results) {
+			pi.push(r.message);
+			origins.set(r.message, { message: i, part: r.part });
+		}
+	});
+	return { pi, origins };
+}
+
+/** The text of a pi message's content (string or text blocks). */
+export function piText(m: PiMessage): string {
+	const c = m.content;
+	if (typeof c === "string") return c;
+	if (!Array.isArray(c)) return "";
+	return c
+		.map((b) => (b && typeof b === "object" && (b as { type?: unknown }).type === "text" ? String((b as { text?: unknown }).text ?? "") : ""))
+		.join("");
+}
+
+/**
+ * OpenCode's list for the rendered pi list `rendered` (the very objects of
+ * `converted.pi` where the plan kept them). Returns `undefined` when nothing
+ * changed.
+ */
+export function applyRender(messages: readonly OcMessage[], converted: Converted, rendered: readonly PiMessage[]): OcMessage[] | undefined {
+	const resultByCall = new Map<string, number>();
+	for (const [pi, origin] of converted.origins) {
+		if (origin.part?.callID && pi.role === "toolResult") resultByCall.set(origin.part.callID, origin.message);
+	}
+	const assistantByCall = new Map<string, number>();
+	messages.forEach((m, i) => {
+		for (const p of m.parts) if (isToolPart(p)) assistantByCall.set(p.callID, i);
+	});
+	type Slot = { message: number } | { synthetic: PiMessage };
+	const slots: Slot[] = [];
+	const placed = new Set<number>();
+	const outputs = new Map<string, string>();
+	const place = (i: number) => {
+		if (placed.has(i)) return;
+		placed.add(i);
+		slots.push({ message: i });
+	};
+	for (const r of rendered) {
+		const origin = converted.origins.get(r);
+		if (origin) {
+			place(origin.message);
+			continue;
+		}
+		const callId = typeof r.toolCallId === "string" ? r.toolCallId : undefined;
+		if (r.role === "toolResult" && callId !== undefined && resultByCall.has(callId)) {
+			outputs.set(callId, piText(r));
+			place(resultByCall.get(callId) as number);
+			continue;
+		}
+		if (r.role === "assistant" && Array.isArray(r.content)) {
+			// A rewritten assistant message (its calls' arguments purged): the
+			// original stays, so nothing the model wrote is ever replaced here.
+			const call = r.content.find((b) => b && typeof b === "object" && (b as { type?: unknown }).type === "toolCall") as
+				| { id?: unknown }
+				| undefined;
+			const at = typeof call?.id === "string" ? assistantByCall.get(call.id) : undefined;
+			if (at !== undefined) {
+				place(at);
+				continue;
+			}
+		}
+		slots.push({ synthetic: r });
+	}
+	const unchanged =
+		outputs.size === 0 && slots.length === messages.length && slots.every((s, i) => "message" in s && s.message === i);
+	if (unchanged) return undefined;
+	const out: OcMessage[] = [];
+	let synthetic = 0;
+	slots.forEach((slot, at) => {
+		if ("message" in slot) {
+			const m = messages[slot.message] as OcMessage;
+			if (!m.parts.some((p) => isToolPart(p) && outputs.has(p.callID))) {
+				out.push(m);
+				return;
+			}
+			const parts = m.parts.map((p) =>
+				isToolPart(p) && outputs.has(p.callID) && p.state.status === "completed"
+					? { ...p, state: { ...p.state, output: outputs.get(p.callID) as string } }
+					: p,
+			);
+			out.push({ info: m.info, parts });
+			return;
+		}
+		out.push(syntheticMessage(slot.synthetic, neighbourInfo(messages, slots, at), synthetic++));
+	});
+	return out;
+}
+
+/** The info of the nearest OpenCode user message (for a synthetic message's agent and model). */
+function neighbourInfo(messages: readonly OcMessage[], slots: readonly ({ message: number } | { synthetic: PiMessage })[], at: number): OcInfo | undefined {
+	for (let i = at; i < slots.length; i++) {
+		const s = slots[i];
+		if (s && "message" in s) {
+			const m = messages[s.message];
+			if (m && m.info.role === "user") return m.info;
+		}
+	}
+	return messages.find((m) => m.info.role === "user")?.info;
+}
+
+function syntheticMessage(pi: PiMessage, near: OcInfo | undefined, n: number): OcMessage {
+	const sessionID = near?.sessionID ?? "";
+	const id = `condense-synthetic-${n}`;
+	const info: OcInfo = {
+		...(near ?? {}),
+		id,
+		sessionID,
+		role: "user",
+		time: { created: typeof pi.timestamp === "number" ? pi.timestamp : (near?.time.created ?? 0) },
+	};
+	return {
+		info,
+		parts: [{ id: `${id}-text`, sessionID, messageID: id, type: "text", text: piText(pi), synthetic: true }],
+	};
+}

@@ -1,0 +1,374 @@
+// condense inside OpenCode: the plugin that starts the `condense-opencode`
+// sidecar and translates OpenCode's hooks into the sidecar protocol
+// (docs/protocol.md). It holds no pruning logic.
+//
+// - `experimental.chat.messages.transform` (once per LLM call of the main
+//   loop): finished assistant messages not yet reported go to the sidecar as
+//   `message.end` / `turn.end` (OpenCode's one assistant message is one LLM
+//   call, pi's turn), then the whole list as `context`; the render comes back
+//   onto OpenCode's messages (messages.ts). OpenCode hands the hook copies:
+//   what is changed here reaches this one LLM call only.
+// - `event`: `session.idle` is pi's `agent_end`.
+// - `context_tree_query`: the sidecar's `query`.
+// - State: one sidecar per OpenCode session (sub-agents are sessions too);
+//   entries go to the session's event log (log.ts).
+//
+// Fail open: a missing, crashed or slow sidecar leaves the messages as they
+// are; the session's sidecar is not restarted until OpenCode restarts.
+
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+// Only types from @opencode-ai/plugin: `tool` is handed in by the entry
+// file, which resolves the package where OpenCode installed it.
+import type { Plugin, PluginInput } from "@opencode-ai/plugin";
+import type { tool as toolFn } from "@opencode-ai/plugin";
+import { parseEffect } from "../../condense-host-pi/extension/protocol.ts";
+import type { Effect, Json } from "../../condense-host-pi/extension/protocol.ts";
+import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
+import { applySteps } from "../../condense-host-pi/extension/sync.ts";
+import { complete, type CompleteParams } from "./llm.ts";
+import { buildBranch, EventLog, storageDir } from "./log.ts";
+import { applyRender, convert, toPi } from "./messages.ts";
+import type { OcMessage, PiMessage } from "./messages.ts";
+
+const QUERY_TOOL = "context_tree_query";
+/** `context` deadline: OpenCode waits for it before every LLM call. */
+const CONTEXT_TIMEOUT_MS = 2_000;
+const HELLO_TIMEOUT_MS = 30_000;
+const REQUEST_TIMEOUT_MS = 300_000;
+
+type Client = PluginInput["client"];
+
+/** `$CONDENSE_OPENCODE_DEBUG`: a file that gets one line per request and answer. */
+function debug(text: string): void {
+	const file = process.env.CONDENSE_OPENCODE_DEBUG;
+	if (!file) return;
+	try {
+		fs.appendFileSync(file, `${new Date().toISOString()} ${text}\n`);
+	} catch {
+		// debugging only
+	}
+}
+
+/** A request to the sidecar, logged when debugging. */
+async function ask(sidecar: Sidecar, method: string, params: unknown, timeoutMs: number): Promise<any> {
+	debug(`-> ${method} ${JSON.stringify(params).slice(0, 2000)}`);
+	try {
+		const res = await sidecar.request(method, params, timeoutMs);
+		debug(`<- ${method} ${JSON.stringify(res).slice(0, 2000)}`);
+		return res;
+	} catch (err) {
+		debug(`<- ${method} failed: ${errorText(err)}`);
+		throw err;
+	}
+}
+
+/** Where the sidecar binary is: `$CONDENSE_OPENCODE_BIN`, `condense-opencode` on PATH, then the workspace's target dirs. */
+function findSidecar(): string | undefined {
+	const isExe = (f: string) => {
+		try {
+			fs.accessSync(f, fs.constants.X_OK);
+			return fs.statSync(f).isFile();
+		} catch {
+			return false;
+		}
+	};
+	const explicit = process.env.CONDENSE_OPENCODE_BIN?.trim();
+	if (explicit) return isExe(explicit) ? explicit : undefined;
+	for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+		if (dir && isExe(path.join(dir, "condense-opencode"))) return path.join(dir, "condense-opencode");
+	}
+	let here: string;
+	try {
+		here = path.dirname(fileURLToPath(import.meta.url));
+	} catch {
+		return undefined;
+	}
+	for (const profile of ["release", "debug"]) {
+		const candidate = path.resolve(here, "..", "..", "..", "target", profile, "condense-opencode");
+		if (isExe(candidate)) return candidate;
+	}
+	return undefined;
+}
+
+/** condense.json from OpenCode's config directories, global then project (the project's keys win). */
+function readConfig(directory: string): { [key: string]: Json } {
+	const globalDir = path.join(process.env.XDG_CONFIG_HOME?.trim() || path.join(process.env.HOME ?? "", ".config"), "opencode");
+	const merged: { [key: string]: Json } = {};
+	for (const dir of [globalDir, path.join(directory, ".opencode")]) {
+		const file = path.join(dir, "condense.json");
+		let text: string;
+		try {
+			text = fs.readFileSync(file, "utf8");
+		} catch {
+			continue;
+		}
+		try {
+			const v = JSON.parse(text) as unknown;
+			if (v && typeof v === "object" && !Array.isArray(v)) Object.assign(merged, v as { [key: string]: Json });
+			else logError(`condense: ${file} is not a JSON object; ignored`);
+		} catch (err) {
+			logError(`condense: ${file} is not valid JSON (${errorText(err)}); ignored`);
+		}
+	}
+	return merged;
+}
+
+/** One OpenCode session's sidecar. */
+class SessionLink {
+	readonly log: EventLog;
+	/** Assistant messages already reported (`turn.end`) or in the branch at start. */
+	readonly reported = new Set<string>();
+	private sidecar: Sidecar | undefined;
+	private ready: Promise<boolean> | undefined;
+	failed = false;
+	/** The OpenCode message new entries follow. */
+	anchor: string | null = null;
+	/** The session model, for `llm.complete`'s `"default"`. */
+	model: { providerID: string; modelID: string } | undefined;
+
+	constructor(
+		readonly sessionID: string,
+		private readonly plugin: CondenseState,
+	) {
+		this.log = new EventLog(storageDir(), sessionID);
+	}
+
+	/** The sidecar, started and handed the session on first use; `undefined` once failed. */
+	async connect(messages: readonly OcMessage[]): Promise<Sidecar | undefined> {
+		if (this.failed) return undefined;
+		this.ready ??= this.start(messages);
+		return (await this.ready) && this.sidecar?.alive ? this.sidecar : undefined;
+	}
+
+	private async start(messages: readonly OcMessage[]): Promise<boolean> {
+		const bin = findSidecar();
+		if (!bin) {
+			this.fail("the condense-opencode sidecar was not found (set CONDENSE_OPENCODE_BIN or put it on PATH)");
+			return false;
+		}
+		const sidecar = new Sidecar(bin, {
+			onRequest: (method, params) => this.onRequest(method, params),
+			onNotification: (method, params) => {
+				if (method === "ui.effects") this.carryOut(params?.effects, true);
+			},
+			onFailure: (reason) => this.fail(reason),
+		});
+		this.sidecar = sidecar;
+		try {
+			await ask(sidecar, "hello", { protocol: PROTOCOL_VERSION, shim: SHIM_VERSION, pi: "opencode" }, HELLO_TIMEOUT_MS);
+			// The branch is what the sidecar was told before: the messages up
+			// to the last one reported (a previous process marked them in the
+			// log). Later ones are reported as turns, so a reply that finished
+			// after the last LLM call of that process still flushes.
+			const logged = this.log.read();
+			for (const e of logged) if (e.type === "reported" && typeof e.after === "string") this.reported.add(e.after);
+			let upTo = 0;
+			messages.forEach((m, i) => {
+				if (this.reported.has(m.info.id)) upTo = i + 1;
+			});
+			const known = messages.slice(0, upTo);
+			this.anchor = known.at(-1)?.info.id ?? null;
+			const res = await ask(sidecar, 
+				"session.start",
+				{
+					reason: "startup",
+					settings: { contextPrune: this.plugin.config },
+					model: null,
+					sessionDir: this.log.dir,
+					sessionId: this.sessionID,
+					branch: buildBranch(known, logged),
+					messages: null,
+				},
+				REQUEST_TIMEOUT_MS,
+			);
+			this.carryOut(res?.effects, false);
+			return true;
+		} catch (err) {
+			this.fail(`the sidecar did not start: ${errorText(err)}`);
+			return false;
+		}
+	}
+
+	private async onRequest(method: string, params: unknown): Promise<unknown> {
+		if (method !== "llm.complete") throw new CodedError("unknown-method", `unknown method ${method}`);
+		return complete(this.plugin.client, params as CompleteParams, this.model);
+	}
+
+	fail(reason: string): void {
+		if (this.failed) return;
+		this.failed = true;
+		this.sidecar?.close();
+		logError(`condense: ${reason}; messages pass unchanged for session ${this.sessionID}`);
+		debug(`failed: ${reason}`);
+		this.plugin.toast(`condense is off for this session: ${reason}`, "warning");
+	}
+
+	/** Carries out an answer's effects: entries to the log, notices as toasts. */
+	carryOut(effects: unknown, uiOnly: boolean): void {
+		if (!Array.isArray(effects)) return;
+		const entries: Parameters<EventLog["append"]>[0] = [];
+		for (const raw of effects) {
+			let e: Effect | undefined;
+			try {
+				e = parseEffect(raw);
+			} catch (err) {
+				this.fail(`the sidecar sent a malformed effect: ${errorText(err)}`);
+				return;
+			}
+			if (!e) continue;
+			if (e.kind === "notify") this.plugin.toast(e.text, e.level === "warning" ? "warning" : e.level);
+			if (uiOnly) continue;
+			if (e.kind === "append") entries.push({ type: "custom", customType: e.customType, data: e.data, after: this.anchor });
+			else if (e.kind === "appendMessage") {
+				entries.push({
+					type: "custom_message",
+					customType: e.customType,
+					content: e.content,
+					display: e.display,
+					details: e.details,
+					after: this.anchor,
+				});
+			}
+		}
+		try {
+			this.log.append(entries);
+		} catch (err) {
+			this.fail(`cannot write ${this.log.file}: ${errorText(err)}`);
+		}
+	}
+
+	/** `message.end` / `turn.end` for each finished assistant message not reported yet. */
+	async reportTurns(sidecar: Sidecar, messages: readonly OcMessage[]): Promise<void> {
+		for (const m of messages) {
+			const info = m.info;
+			if (info.role !== "assistant" || this.reported.has(info.id) || !info.time.completed) continue;
+			this.reported.add(info.id);
+			this.anchor = info.id;
+			if (info.providerID && info.modelID) this.model = { providerID: info.providerID, modelID: info.modelID };
+			const { message, results } = toPi(m);
+			const now = info.time.completed;
+			const me = await ask(sidecar, "message.end", { message, now }, REQUEST_TIMEOUT_MS);
+			this.carryOut(me?.effects, false);
+			const t = info.tokens;
+			const tokens = t ? t.input + t.output + t.reasoning + t.cache.read + t.cache.write : null;
+			const te = await ask(sidecar, 
+				"turn.end",
+				{
+					turnIndex: this.reported.size,
+					message,
+					toolResults: results.map((r) => r.message),
+					usage: { tokens, contextWindow: 0 },
+					now,
+				},
+				REQUEST_TIMEOUT_MS,
+			);
+			this.carryOut(te?.effects, false);
+			this.log.append([{ type: "reported", after: info.id }]);
+		}
+	}
+}
+
+/** The plugin's state across sessions. */
+class CondenseState {
+	readonly sessions = new Map<string, SessionLink>();
+	config: { [key: string]: Json };
+
+	constructor(
+		readonly client: Client,
+		directory: string,
+	) {
+		this.config = readConfig(directory);
+	}
+
+	link(sessionID: string): SessionLink {
+		let s = this.sessions.get(sessionID);
+		if (!s) {
+			s = new SessionLink(sessionID, this);
+			this.sessions.set(sessionID, s);
+		}
+		return s;
+	}
+
+	toast(message: string, variant: "info" | "success" | "warning" | "error"): void {
+		// No TUI (`opencode run`): the call fails and is dropped.
+		this.client.tui?.showToast?.({ body: { title: "condense", message, variant } })?.catch?.(() => {});
+	}
+
+	/** The transform hook: returns OpenCode's list for this LLM call, or `undefined` to leave it. */
+	async render(messages: readonly OcMessage[]): Promise<OcMessage[] | undefined> {
+		const sessionID = messages.find((m) => typeof m.info?.sessionID === "string")?.info.sessionID;
+		if (!sessionID) return undefined;
+		const link = this.link(sessionID);
+		const user = [...messages].reverse().find((m) => m.info.role === "user")?.info.model;
+		if (user && typeof user.providerID === "string" && typeof user.modelID === "string") link.model = user;
+		const sidecar = await link.connect(messages);
+		if (!sidecar) return undefined;
+		try {
+			await link.reportTurns(sidecar, messages);
+			link.anchor = messages.at(-1)?.info.id ?? link.anchor;
+			const converted = convert(messages);
+			const res = await ask(sidecar, "context", { keep: 0, append: converted.pi }, CONTEXT_TIMEOUT_MS);
+			link.carryOut(res?.effects, false);
+			if (!res || res.unchanged || !Array.isArray(res.steps)) return undefined;
+			const rendered = applySteps(converted.pi, res.steps) as PiMessage[] | undefined;
+			if (!rendered) {
+				link.fail("the sidecar sent a malformed render");
+				return undefined;
+			}
+			return applyRender(messages, converted, rendered);
+		} catch (err) {
+			link.fail(errorText(err));
+			return undefined;
+		}
+	}
+}
+
+/** The plugin, given `@opencode-ai/plugin`'s `tool` (see index.ts). */
+export function condensePlugin(tool: typeof toolFn): Plugin {
+	return async (input) => {
+	const state = new CondenseState(input.client, input.directory);
+	return {
+		"experimental.chat.messages.transform": async (_input, output) => {
+			try {
+				const next = await state.render(output.messages as unknown as OcMessage[]);
+				if (next) output.messages.splice(0, output.messages.length, ...(next as unknown as typeof output.messages));
+			} catch (err) {
+				logError(`condense: ${errorText(err)}; messages pass unchanged`);
+			}
+		},
+		event: async ({ event }) => {
+			if (event.type !== "session.idle") return;
+			const link = state.sessions.get(event.properties.sessionID);
+			const sidecar = link && !link.failed ? await link.connect([]) : undefined;
+			if (!link || !sidecar) return;
+			try {
+				const res = await ask(sidecar, "agent.end", {}, REQUEST_TIMEOUT_MS);
+				link.carryOut(res?.effects, false);
+			} catch (err) {
+				link.fail(errorText(err));
+			}
+		},
+		tool: {
+			[QUERY_TOOL]: tool({
+				description:
+					"Retrieve the original, full output of tool calls whose results were replaced by a pruner summary stub. " +
+					'Pass the short refs shown in the stubs or summaries, e.g. {"toolCallIds": ["t3", "t4"]}; raw tool call ids also work.',
+				args: {
+					toolCallIds: tool.schema
+						.array(tool.schema.string())
+						.describe('Short refs such as "t12" (from pruner stubs and summaries) or raw tool call ids.'),
+				},
+				async execute(args, ctx) {
+					const link = state.sessions.get(ctx.sessionID);
+					const sidecar = link && !link.failed ? await link.connect([]) : undefined;
+					if (!sidecar) throw new Error(`${QUERY_TOOL} is unavailable: the condense sidecar is not running for this session`);
+					const res = await ask(sidecar, "query", { toolCallIds: args.toolCallIds }, REQUEST_TIMEOUT_MS);
+					return typeof res?.text === "string" ? res.text : "";
+				},
+			}),
+		},
+	};
+};
+}
