@@ -26,11 +26,12 @@ Commands:
              fmt     cargo fmt --all --check
              clippy  cargo clippy --workspace --all-targets -- -D warnings
              test    cargo test --workspace --exclude condense-host-pi
-                     (includes doc tests)
-             e2e     cargo test -p condense-host-pi -- --nocapture
-                     (end-to-end tests against real pi; installs Node 22
-                     and 20 and pi 0.83, 1.6 and 0.73 from the npm registry
-                     with the system npm)
+                     --exclude condense-host-opencode (includes doc tests)
+             e2e     cargo test -p condense-host-pi -p condense-host-opencode
+                     -- --nocapture (end-to-end tests against real pi and
+                     OpenCode; installs Node 22 and 20, pi 0.83, 1.6 and 0.73
+                     and opencode-ai 1.18.33 from the npm registry with the
+                     system npm)
              doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
   bench    Run `cargo bench --workspace` (the `bench` profile: release code
              with line tables); extra ARGS are passed to cargo bench
@@ -46,7 +47,7 @@ Options:
 Environment:
   CARGO              cargo binary to use for sub-commands (set by cargo itself)
   CARGO_TERM_COLOR   passed through to cargo unchanged
-  CONDENSE_E2E_CACHE where the e2e tests keep Node + pi
+  CONDENSE_E2E_CACHE where the e2e tests keep Node, pi and OpenCode
                      (default: <workspace>/.cache/pi-e2e)
   CONDENSE_SKIP_E2E  =1 skips the e2e tests in a plain `cargo test`
                      (developer convenience; the e2e step removes it)

@@ -88,8 +88,9 @@ fn clippy(ctx: &Ctx) -> Result<(), StepError> {
     ]))
 }
 
-/// The crate whose tests drive the real pi agent; they run in the `e2e` step.
-const E2E_PACKAGE: &str = "condense-host-pi";
+/// The crates whose tests drive a real harness (pi, OpenCode); they run in
+/// the `e2e` step.
+const E2E_PACKAGES: [&str; 2] = ["condense-host-pi", "condense-host-opencode"];
 
 /// Environment variable naming the Node + pi cache of the end-to-end tests.
 const E2E_CACHE_ENV: &str = "CONDENSE_E2E_CACHE";
@@ -98,25 +99,36 @@ const E2E_CACHE_ENV: &str = "CONDENSE_E2E_CACHE";
 /// in CI, so the `e2e` step removes it.
 const E2E_SKIP_ENV: &str = "CONDENSE_SKIP_E2E";
 
-/// `cargo test --workspace --exclude condense-host-pi`: lib, bin and
-/// integration tests plus doc tests of every other crate.
+/// `cargo test --workspace --exclude condense-host-pi --exclude
+/// condense-host-opencode`: lib, bin and integration tests plus doc tests
+/// of every other crate.
 ///
-/// condense-host-pi's tests (which include the pi end-to-end tests) run in
-/// the `e2e` step instead, so they run once. Output is passed through
+/// The host crates' tests (which include the end-to-end tests) run in the
+/// `e2e` step instead, so they run once. Output is passed through
 /// untouched so CI can read the `test result:` lines.
 fn test(ctx: &Ctx) -> Result<(), StepError> {
-    ctx.run(&mut ctx.cargo(["test", "--workspace", "--exclude", E2E_PACKAGE]))
+    let mut args = vec!["test", "--workspace"];
+    for package in E2E_PACKAGES {
+        args.extend(["--exclude", package]);
+    }
+    ctx.run(&mut ctx.cargo(args))
 }
 
-/// `cargo test -p condense-host-pi -- --nocapture`: every test of the pi
-/// host crate, including the end-to-end tests against real pi.
+/// `cargo test -p condense-host-pi -p condense-host-opencode -- --nocapture`:
+/// every test of the host crates, including the end-to-end tests against
+/// real pi and real OpenCode.
 ///
-/// The tests install Node (22 and 20) and pi (0.83, 1.6, 0.73) from the npm registry with the system
-/// `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
+/// The tests install Node (22 and 20), pi (0.83, 1.6, 0.73) and OpenCode
+/// (1.18.33) from the npm registry with the system `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
 /// already set) and fail if they cannot; `CONDENSE_SKIP_E2E` is removed so CI
 /// never skips them.
 fn e2e(ctx: &Ctx) -> Result<(), StepError> {
-    let mut cmd = ctx.cargo(["test", "-p", E2E_PACKAGE, "--", "--nocapture"]);
+    let mut args = vec!["test"];
+    for package in E2E_PACKAGES {
+        args.extend(["-p", package]);
+    }
+    args.extend(["--", "--nocapture"]);
+    let mut cmd = ctx.cargo(args);
     if std::env::var_os(E2E_CACHE_ENV)
         .filter(|v| !v.is_empty())
         .is_none()

@@ -22,7 +22,9 @@ fn big_file(marker: &str, bytes: usize) -> String {
     let mut out = String::new();
     let mut i = 0;
     while out.len() < bytes {
-        out.push_str(&format!("{marker} line {i:04}: the quick brown fox jumps over the lazy dog\n"));
+        out.push_str(&format!(
+            "{marker} line {i:04}: the quick brown fox jumps over the lazy dog\n"
+        ));
         i += 1;
     }
     out
@@ -67,24 +69,40 @@ fn stubs_query_and_restart() {
     fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
 
     // Prompt 1: a read, then a text reply.
-    llm.push(Reply::tool_call("call_a", "read", json!({"filePath": file})));
+    llm.push(Reply::tool_call(
+        "call_a",
+        "read",
+        json!({"filePath": file}),
+    ));
     llm.push(Reply::text("I read alpha.txt."));
     let run = env.run("Read alpha.txt.", false);
     run.assert_success();
     let original = requests_with_result(&llm, "call_a");
-    let (_, original) = original
-        .first()
-        .unwrap_or_else(|| panic!("the read's result reached the model\n{}\n{}", run.report(), dump(&llm)));
+    let (_, original) = original.first().unwrap_or_else(|| {
+        panic!(
+            "the read's result reached the model\n{}\n{}",
+            run.report(),
+            dump(&llm)
+        )
+    });
     assert!(original.contains("ALPHA-7f3e line 0000"), "{original}");
     let original = original.clone();
 
     // Prompt 2: the final reply flushed; the read is a stub now, and the
     // query brings the original back byte for byte.
-    llm.push(Reply::tool_call("call_q", "context_tree_query", json!({"toolCallIds": ["t1"]})));
+    llm.push(Reply::tool_call(
+        "call_q",
+        "context_tree_query",
+        json!({"toolCallIds": ["t1"]}),
+    ));
     llm.push(Reply::text("Recovered alpha."));
     let run2 = env.run("What did alpha.txt say exactly?", true);
     run2.assert_success();
-    assert_eq!(run2.session_id(), run.session_id(), "--continue resumes the session");
+    assert_eq!(
+        run2.session_id(),
+        run.session_id(),
+        "--continue resumes the session"
+    );
     assert!(
         !llm.summary_requests().is_empty(),
         "the summarizer ran through the plugin\n{}\n{}",
@@ -94,17 +112,30 @@ fn stubs_query_and_restart() {
     let main = llm.main_requests();
     let first = main
         .iter()
-        .find(|r| r.tool_names().iter().any(|t| t == "context_tree_query") && r.any_message_contains("What did alpha.txt say"))
+        .find(|r| {
+            r.tool_names().iter().any(|t| t == "context_tree_query")
+                && r.any_message_contains("What did alpha.txt say")
+        })
         .unwrap_or_else(|| panic!("prompt 2 reached the model\n{}", dump(&llm)));
     let stub = tool_result(first, "call_a").expect("the read is still answered");
-    assert!(stub.starts_with("[Summarized in pruner summary, ref `t1`."), "stubbed: {stub}\n{}", run2.report());
-    assert!(!first.any_message_contains("ALPHA-7f3e line 0000"), "the original must not reach the model");
+    assert!(
+        stub.starts_with("[Summarized in pruner summary, ref `t1`."),
+        "stubbed: {stub}\n{}",
+        run2.report()
+    );
+    assert!(
+        !first.any_message_contains("ALPHA-7f3e line 0000"),
+        "the original must not reach the model"
+    );
     let recovered = main
         .iter()
         .find_map(|r| tool_result(r, "call_q"))
         .unwrap_or_else(|| panic!("the query's result reached the model\n{}", dump(&llm)));
     assert!(recovered.starts_with("## toolRef: t1"), "{recovered}");
-    assert!(recovered.contains(&original), "the whole original comes back byte for byte:\n{recovered}");
+    assert!(
+        recovered.contains(&original),
+        "the whole original comes back byte for byte:\n{recovered}"
+    );
 
     // condense's log is in OpenCode's data directory, one file per session.
     let session = run.session_id().expect("a session id");
@@ -116,8 +147,16 @@ fn stubs_query_and_restart() {
     llm.push(Reply::text("Still here."));
     let run3 = env.run("Anything else?", true);
     run3.assert_success();
-    let last = llm.main_requests().into_iter().last().expect("prompt 3 reached the model");
-    assert_eq!(tool_result(&last, "call_a"), Some(stub.clone()), "the same stub after a restart");
+    let last = llm
+        .main_requests()
+        .into_iter()
+        .last()
+        .expect("prompt 3 reached the model");
+    assert_eq!(
+        tool_result(&last, "call_a"),
+        Some(stub.clone()),
+        "the same stub after a restart"
+    );
 }
 
 #[test]
@@ -130,14 +169,22 @@ fn fails_open_without_the_sidecar() {
     env.write_condense_config(&json!({"enabled": true}));
     let file = env.project.join("alpha.txt");
     fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
-    llm.push(Reply::tool_call("call_a", "read", json!({"filePath": file})));
+    llm.push(Reply::tool_call(
+        "call_a",
+        "read",
+        json!({"filePath": file}),
+    ));
     llm.push(Reply::text("I read alpha.txt."));
     let run = env.run("Read alpha.txt.", false);
     run.assert_success();
     llm.push(Reply::text("Sure."));
     let run2 = env.run("And again?", true);
     run2.assert_success();
-    let last = llm.main_requests().into_iter().last().expect("prompt 2 reached the model");
+    let last = llm
+        .main_requests()
+        .into_iter()
+        .last()
+        .expect("prompt 2 reached the model");
     let text = tool_result(&last, "call_a").expect("the read is answered");
     assert!(text.contains("ALPHA-7f3e line 0000"), "unchanged: {text}");
     assert!(llm.summary_requests().is_empty());

@@ -79,7 +79,10 @@ fn find_or_install(cache: &Path) -> Result<OpenCodeInstall, String> {
     });
     fs::write(staging.join("package.json"), package.to_string())
         .map_err(|e| format!("write package.json: {e}"))?;
-    eprintln!("e2e: installing opencode-ai@{OPENCODE_VERSION} into {} …", dir.display());
+    eprintln!(
+        "e2e: installing opencode-ai@{OPENCODE_VERSION} into {} …",
+        dir.display()
+    );
     let out = run_bounded(
         Command::new("npm")
             .args(["install", "--no-audit", "--no-fund"])
@@ -89,7 +92,10 @@ fn find_or_install(cache: &Path) -> Result<OpenCodeInstall, String> {
     )
     .map_err(|e| format!("cannot run npm: {e} (CI's .ci/run installs Debian's npm)"))?;
     if !out.success() {
-        return Err(format!("npm install failed:\n{}\n{}", out.stdout, out.stderr));
+        return Err(format!(
+            "npm install failed:\n{}\n{}",
+            out.stdout, out.stderr
+        ));
     }
     verify(&staging)?;
     if fs::rename(&staging, &dir).is_err() {
@@ -151,7 +157,11 @@ impl OpenCodeRun {
     }
 
     pub fn assert_success(&self) {
-        assert!(self.output.success(), "opencode run failed\n{}", self.report());
+        assert!(
+            self.output.success(),
+            "opencode run failed\n{}",
+            self.report()
+        );
     }
 
     /// The session id the events name.
@@ -198,7 +208,8 @@ impl OpenCodeEnv {
                 },
             },
         });
-        fs::write(config_dir.join("opencode.json"), config.to_string()).expect("write opencode.json");
+        fs::write(config_dir.join("opencode.json"), config.to_string())
+            .expect("write opencode.json");
         fs::write(
             config_dir.join("plugins/condense.ts"),
             format!(
@@ -219,19 +230,40 @@ impl OpenCodeEnv {
             .expect("link node_modules");
         let mut env = vec![
             ("HOME", home.to_string_lossy().into_owned()),
-            ("XDG_CONFIG_HOME", config_home.to_string_lossy().into_owned()),
+            (
+                "XDG_CONFIG_HOME",
+                config_home.to_string_lossy().into_owned(),
+            ),
             ("XDG_DATA_HOME", data_home.to_string_lossy().into_owned()),
-            ("XDG_STATE_HOME", root.path().join("state").to_string_lossy().into_owned()),
-            ("XDG_CACHE_HOME", root.path().join("cache").to_string_lossy().into_owned()),
+            (
+                "XDG_STATE_HOME",
+                root.path().join("state").to_string_lossy().into_owned(),
+            ),
+            (
+                "XDG_CACHE_HOME",
+                root.path().join("cache").to_string_lossy().into_owned(),
+            ),
             ("OPENCODE_DISABLE_MODELS_FETCH", "1".to_owned()),
             // The plugin's debug log (requests and answers), for failure reports.
-            ("CONDENSE_OPENCODE_DEBUG", root.path().join("protocol.log").to_string_lossy().into_owned()),
+            (
+                "CONDENSE_OPENCODE_DEBUG",
+                root.path()
+                    .join("protocol.log")
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
             ("OPENCODE_DISABLE_AUTOUPDATE", "1".to_owned()),
         ];
         if let Some(bin) = sidecar {
             env.push(("CONDENSE_OPENCODE_BIN", bin.to_string_lossy().into_owned()));
         } else {
-            env.push(("CONDENSE_OPENCODE_BIN", root.path().join("no-such-sidecar").to_string_lossy().into_owned()));
+            env.push((
+                "CONDENSE_OPENCODE_BIN",
+                root.path()
+                    .join("no-such-sidecar")
+                    .to_string_lossy()
+                    .into_owned(),
+            ));
         }
         OpenCodeEnv {
             install,
@@ -246,7 +278,8 @@ impl OpenCodeEnv {
 
     /// Writes `condense.json` (the `contextPrune` keys) into the global config directory.
     pub fn write_condense_config(&self, config: &Value) {
-        fs::write(self.config_dir.join("condense.json"), config.to_string()).expect("write condense.json");
+        fs::write(self.config_dir.join("condense.json"), config.to_string())
+            .expect("write condense.json");
     }
 
     /// The plugin's debug log (requests and answers).
