@@ -37,10 +37,14 @@ function safeName(sessionID: string): string | undefined {
 }
 
 export class EventLog {
+	readonly dir: string;
+	readonly sessionID: string;
 	readonly file: string | undefined;
 	private count = 0;
 
-	constructor(readonly dir: string, readonly sessionID: string) {
+	constructor(dir: string, sessionID: string) {
+		this.dir = dir;
+		this.sessionID = sessionID;
 		const name = safeName(sessionID);
 		this.file = name === undefined ? undefined : path.join(dir, `${name}.jsonl`);
 	}

@@ -189,3 +189,56 @@ fn fails_open_without_the_sidecar() {
     assert!(text.contains("ALPHA-7f3e line 0000"), "unchanged: {text}");
     assert!(llm.summary_requests().is_empty());
 }
+
+#[test]
+fn fails_open_when_the_sidecar_dies() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    // A sidecar that serves `hello` and `session.start`, then exits.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let script = dir.path().join("dying-sidecar");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nhead -n 2 | {}\n",
+            sidecar_bin().to_string_lossy()
+        ),
+    )
+    .expect("write the script");
+    fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&script));
+    env.write_condense_config(&json!({"enabled": true}));
+    let file = env.project.join("alpha.txt");
+    fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
+    llm.push(Reply::tool_call(
+        "call_a",
+        "read",
+        json!({"filePath": file}),
+    ));
+    llm.push(Reply::text("I read alpha.txt."));
+    let run = env.run("Read alpha.txt.", false);
+    run.assert_success();
+    llm.push(Reply::text("Sure."));
+    let run2 = env.run("And again?", true);
+    run2.assert_success();
+    let last = llm
+        .main_requests()
+        .into_iter()
+        .last()
+        .expect("prompt 2 reached the model");
+    let text = tool_result(&last, "call_a").expect("the read is answered");
+    assert!(
+        text.contains("ALPHA-7f3e line 0000"),
+        "unchanged: {text}\n{}",
+        env.protocol_log()
+    );
+    assert!(
+        env.protocol_log().contains("failed:"),
+        "the plugin saw the sidecar go: {}",
+        env.protocol_log()
+    );
+}

@@ -1,0 +1,151 @@
+// Unit tests of the OpenCode ↔ core message mapping and the branch rebuilt
+// from the event log (run by tests/plugin_units.rs under `node --test`).
+
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { test } from "node:test";
+
+import { buildBranch, EventLog } from "./log.ts";
+import { applyRender, convert, OPENCODE_CLEARED } from "./messages.ts";
+import type { OcMessage, OcPart, PiMessage } from "./messages.ts";
+
+const S = "ses_test";
+
+function user(id: string, text: string, created: number): OcMessage {
+	return {
+		info: { id, sessionID: S, role: "user", time: { created }, agent: "build", model: { providerID: "p", modelID: "m" } },
+		parts: [{ id: `${id}-t`, sessionID: S, messageID: id, type: "text", text }],
+	};
+}
+
+function toolPart(messageID: string, callID: string, output: string, extra: Partial<OcPart> = {}): OcPart {
+	return {
+		id: `${messageID}-${callID}`,
+		sessionID: S,
+		messageID,
+		type: "tool",
+		callID,
+		tool: "read",
+		state: { status: "completed", input: { filePath: `/x/${callID}` }, output, time: { start: 1, end: 2 } },
+		...extra,
+	};
+}
+
+function assistant(id: string, created: number, parts: OcPart[]): OcMessage {
+	return {
+		info: { id, sessionID: S, role: "assistant", time: { created, completed: created + 1 }, providerID: "p", modelID: "m" },
+		parts,
+	};
+}
+
+function session(): OcMessage[] {
+	return [
+		user("u1", "read a and b", 10),
+		assistant("a1", 20, [toolPart("a1", "call_a", "AAA original")]),
+		assistant("a2", 30, [{ id: "a2-x", sessionID: S, messageID: "a2", type: "text", text: "thinking aloud" }, toolPart("a2", "call_b", "BBB original")]),
+		assistant("a3", 40, [{ id: "a3-x", sessionID: S, messageID: "a3", type: "text", text: "done" }]),
+		user("u2", "next", 50),
+	];
+}
+
+test("an assistant message becomes the message and one toolResult per finished tool part", () => {
+	const { pi } = convert(session());
+	assert.deepEqual(
+		pi.map((m) => m.role),
+		["user", "assistant", "toolResult", "assistant", "toolResult", "assistant", "user"],
+	);
+	assert.equal(pi[2]?.toolCallId, "call_a");
+	assert.deepEqual(pi[2]?.content, [{ type: "text", text: "AAA original" }]);
+	assert.equal(pi[1]?.stopReason, "toolUse");
+	assert.equal(pi[5]?.stopReason, "stop");
+});
+
+test("a part OpenCode cleared is sent as OpenCode sends it", () => {
+	const m = session();
+	const part = m[1]?.parts[0];
+	if (part?.state?.time) part.state.time.compacted = 3;
+	const { pi } = convert(m);
+	assert.deepEqual(pi[2]?.content, [{ type: "text", text: OPENCODE_CLEARED }]);
+});
+
+test("keeping everything changes nothing", () => {
+	const messages = session();
+	const converted = convert(messages);
+	assert.equal(applyRender(messages, converted, converted.pi), undefined);
+});
+
+test("a stub replaces that tool part's output in a copy, the original stays", () => {
+	const messages = session();
+	const converted = convert(messages);
+	const rendered: PiMessage[] = converted.pi.map((m) =>
+		m.toolCallId === "call_a" ? { ...m, content: [{ type: "text", text: "[stub t1]" }] } : m,
+	);
+	const out = applyRender(messages, converted, rendered);
+	assert.ok(out);
+	assert.equal(out.length, messages.length);
+	assert.equal(out[1]?.parts[0]?.state?.output, "[stub t1]");
+	assert.equal(messages[1]?.parts[0]?.state?.output, "AAA original", "the input is not mutated");
+	assert.equal(out[2], messages[2], "untouched messages are the very objects");
+});
+
+test("a compressed chain removes its messages and puts the synthetic one in their place", () => {
+	const messages = session();
+	const converted = convert(messages);
+	const [u1, , , , , a3, u2] = converted.pi as PiMessage[];
+	const synthetic: PiMessage = { role: "user", content: [{ type: "text", text: "<compressed-chain>x</compressed-chain>" }], timestamp: 25 };
+	const out = applyRender(messages, converted, [u1 as PiMessage, synthetic, a3 as PiMessage, u2 as PiMessage]);
+	assert.ok(out);
+	assert.deepEqual(
+		out.map((m) => m.info.id),
+		["u1", "condense-synthetic-0", "a3", "u2"],
+	);
+	const made = out[1];
+	assert.equal(made?.info.role, "user");
+	assert.equal(made?.info.sessionID, S);
+	assert.equal(made?.parts[0]?.text, "<compressed-chain>x</compressed-chain>");
+	assert.equal(made?.parts[0]?.synthetic, true);
+});
+
+test("the branch puts logged entries after their message and leaves the plugin's marks out", () => {
+	const messages = session();
+	const branch = buildBranch(messages, [
+		{ type: "custom", customType: "context-prune-index", data: { n: 1 }, id: "c1", timestamp: "t", after: "a1" },
+		{ type: "reported", id: "c2", timestamp: "t", after: "a1" },
+		{ type: "custom", customType: "context-prune-summary", data: { n: 2 }, id: "c3", timestamp: "t", after: "gone" },
+	]);
+	const kinds = branch.map((e) => (e.type === "custom" ? String(e.customType) : String((e.message as PiMessage).role)));
+	assert.deepEqual(kinds, [
+		"user",
+		"assistant",
+		"toolResult",
+		"context-prune-index",
+		"assistant",
+		"toolResult",
+		"assistant",
+		"user",
+		"context-prune-summary",
+	]);
+	assert.ok(branch.every((e) => !("after" in e)));
+	branch.forEach((e, i) => assert.equal(e.parentId, i === 0 ? null : branch[i - 1]?.id));
+});
+
+test("the log appends whole lines, reads them back, and refuses an unsafe session id", () => {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "condense-log-"));
+	const log = new EventLog(dir, S);
+	log.append([{ type: "custom", customType: "context-prune-index", data: { n: 1 }, after: "a1" }]);
+	log.append([{ type: "reported", after: "a1" }]);
+	const read = new EventLog(dir, S).read();
+	assert.deepEqual(
+		read.map((e) => [e.type, e.after, e.id]),
+		[
+			["custom", "a1", "condense-1"],
+			["reported", "a1", "condense-2"],
+		],
+	);
+	fs.appendFileSync(path.join(dir, `${S}.jsonl`), '{"type":"custom","torn');
+	assert.equal(new EventLog(dir, S).read().length, 2, "a torn last line is skipped");
+	assert.equal(new EventLog(dir, "../escape").file, undefined);
+	fs.rmSync(dir, { recursive: true, force: true });
+});
