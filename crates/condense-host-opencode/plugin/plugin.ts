@@ -51,11 +51,18 @@ function debug(text: string): void {
 	}
 }
 
+/** An answer's fields: the answer is read field by field, never trusted whole. */
+type Answer = { readonly [key: string]: unknown };
+
+function asAnswer(value: unknown): Answer {
+	return value && typeof value === "object" && !Array.isArray(value) ? (value as Answer) : {};
+}
+
 /** A request to the sidecar, logged when debugging. */
-async function ask(sidecar: Sidecar, method: string, params: unknown, timeoutMs: number): Promise<any> {
+async function ask(sidecar: Sidecar, method: string, params: unknown, timeoutMs: number): Promise<Answer> {
 	debug(`-> ${method} ${JSON.stringify(params).slice(0, 2000)}`);
 	try {
-		const res = await sidecar.request(method, params, timeoutMs);
+		const res = asAnswer(await sidecar.request(method, params, timeoutMs));
 		debug(`<- ${method} ${JSON.stringify(res).slice(0, 2000)}`);
 		return res;
 	} catch (err) {
@@ -151,7 +158,7 @@ class SessionLink {
 		const sidecar = new Sidecar(bin, {
 			onRequest: (method, params) => this.onRequest(method, params),
 			onNotification: (method, params) => {
-				if (method === "ui.effects") this.carryOut(params?.effects, true);
+				if (method === "ui.effects") this.carryOut(asAnswer(params).effects, true);
 			},
 			onFailure: (reason) => this.fail(reason),
 		});
@@ -183,7 +190,7 @@ class SessionLink {
 				},
 				REQUEST_TIMEOUT_MS,
 			);
-			this.carryOut(res?.effects, false);
+			this.carryOut(res.effects, false);
 			return true;
 		} catch (err) {
 			this.fail(`the sidecar did not start: ${errorText(err)}`);
@@ -250,7 +257,7 @@ class SessionLink {
 			const { message, results } = toPi(m);
 			const now = info.time.completed;
 			const me = await ask(sidecar, "message.end", { message, now }, REQUEST_TIMEOUT_MS);
-			this.carryOut(me?.effects, false);
+			this.carryOut(me.effects, false);
 			const t = info.tokens;
 			const tokens = t ? t.input + t.output + t.reasoning + t.cache.read + t.cache.write : null;
 			const te = await ask(sidecar, 
@@ -264,7 +271,7 @@ class SessionLink {
 				},
 				REQUEST_TIMEOUT_MS,
 			);
-			this.carryOut(te?.effects, false);
+			this.carryOut(te.effects, false);
 			this.log.append([{ type: "reported", after: info.id }]);
 		}
 	}
@@ -310,8 +317,8 @@ class CondenseState {
 			link.anchor = messages.at(-1)?.info.id ?? link.anchor;
 			const converted = convert(messages);
 			const res = await ask(sidecar, "context", { keep: 0, append: converted.pi }, CONTEXT_TIMEOUT_MS);
-			link.carryOut(res?.effects, false);
-			if (!res || res.unchanged || !Array.isArray(res.steps)) return undefined;
+			link.carryOut(res.effects, false);
+			if (res.unchanged === true || !Array.isArray(res.steps)) return undefined;
 			const rendered = applySteps(converted.pi, res.steps) as PiMessage[] | undefined;
 			if (!rendered) {
 				link.fail("the sidecar sent a malformed render");
@@ -345,7 +352,7 @@ export function condensePlugin(tool: typeof toolFn): Plugin {
 			if (!link || !sidecar) return;
 			try {
 				const res = await ask(sidecar, "agent.end", {}, REQUEST_TIMEOUT_MS);
-				link.carryOut(res?.effects, false);
+				link.carryOut(res.effects, false);
 			} catch (err) {
 				link.fail(errorText(err));
 			}
@@ -365,7 +372,7 @@ export function condensePlugin(tool: typeof toolFn): Plugin {
 					const sidecar = link && !link.failed ? await link.connect([]) : undefined;
 					if (!sidecar) throw new Error(`${QUERY_TOOL} is unavailable: the condense sidecar is not running for this session`);
 					const res = await ask(sidecar, "query", { toolCallIds: args.toolCallIds }, REQUEST_TIMEOUT_MS);
-					return typeof res?.text === "string" ? res.text : "";
+					return typeof res.text === "string" ? res.text : "";
 				},
 			}),
 		},
