@@ -366,12 +366,27 @@ export function condensePlugin(tool: typeof toolFn): Plugin {
 					toolCallIds: tool.schema
 						.array(tool.schema.string())
 						.describe('Short refs such as "t12" (from pruner stubs and summaries) or raw tool call ids.'),
+					offset: tool.schema
+						.number()
+						.int()
+						.min(1)
+						.optional()
+						.describe("Line number to start each output from (1-indexed); a cut output says which offset continues it."),
+					limit: tool.schema
+						.number()
+						.int()
+						.min(1)
+						.optional()
+						.describe("Maximum number of lines to show of each output (at most 2000)."),
 				},
 				async execute(args, ctx) {
 					const link = state.sessions.get(ctx.sessionID);
 					const sidecar = link && !link.failed ? await link.connect([]) : undefined;
 					if (!sidecar) throw new Error(`${QUERY_TOOL} is unavailable: the condense sidecar is not running for this session`);
-					const res = await ask(sidecar, "query", { toolCallIds: args.toolCallIds }, REQUEST_TIMEOUT_MS);
+					const page: { offset?: number; limit?: number } = {};
+					if (args.offset !== undefined) page.offset = args.offset;
+					if (args.limit !== undefined) page.limit = args.limit;
+					const res = await ask(sidecar, "query", { toolCallIds: args.toolCallIds, ...page }, REQUEST_TIMEOUT_MS);
 					return typeof res.text === "string" ? res.text : "";
 				},
 			}),

@@ -95,6 +95,11 @@ fn stubs_query_and_restart() {
         "context_tree_query",
         json!({"toolCallIds": ["t1"]}),
     ));
+    llm.push(Reply::tool_call(
+        "call_p",
+        "context_tree_query",
+        json!({"toolCallIds": ["t1"], "offset": 3, "limit": 2}),
+    ));
     llm.push(Reply::text("Recovered alpha."));
     let run2 = env.run("What did alpha.txt say exactly?", true);
     run2.assert_success();
@@ -136,6 +141,17 @@ fn stubs_query_and_restart() {
         recovered.contains(&original),
         "the whole original comes back byte for byte:\n{recovered}"
     );
+
+    let page = main
+        .iter()
+        .find_map(|r| tool_result(r, "call_p"))
+        .unwrap_or_else(|| panic!("the paged query's result reached the model\n{}", dump(&llm)));
+    let wanted: Vec<&str> = original.lines().skip(2).take(2).collect();
+    for line in &wanted {
+        assert!(page.contains(line), "line {line:?} in the page:\n{page}");
+    }
+    let outside = original.lines().nth(5).expect("a sixth line");
+    assert!(!page.contains(outside), "only lines 3 and 4:\n{page}");
 
     // condense's log is in OpenCode's data directory, one file per session.
     let session = run.session_id().expect("a session id");
