@@ -194,3 +194,146 @@ impl Effect {
         }
     }
 }
+
+/// The protocol major version (docs/protocol.md, "Handshake").
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// `hello`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelloResult {
+    /// The protocol major version the sidecar speaks.
+    pub protocol: u64,
+    /// The sidecar's version.
+    pub sidecar: String,
+}
+
+/// The answer of `session.start`, `message.end`, `agent.end` and `command`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EffectsResult {
+    /// What the shim carries out, in order.
+    pub effects: Effects,
+}
+
+/// `turn.end`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnEndResult {
+    /// What the shim carries out, in order.
+    pub effects: Effects,
+    /// The sidecar appended the turn's messages to its copy (the shim
+    /// then keys them too).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub synced: bool,
+}
+
+/// One step of a `context` answer's render plan.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Step {
+    /// The input messages `start..end`, unchanged.
+    Keep([u64; 2]),
+    /// A message the sidecar wrote.
+    Message(Value),
+}
+
+/// `context`'s answer. The sidecar writes it by hand for speed
+/// (`condense-host-pi`'s `answer.rs`); this is its shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContextResult {
+    /// `true`: the plan the shim holds still stands (no `seq`, no `steps`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unchanged: bool,
+    /// The answer's number, sent back as `base`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    /// How many steps of the held answer come first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<u64>,
+    /// The (rest of the) render plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<Step>>,
+    /// What the shim carries out, in order.
+    pub effects: Effects,
+    /// The sidecar's own time for the request (asked with `timing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub micros: Option<u64>,
+}
+
+/// `query`'s answer: the `context_tree_query` tool's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueryResult {
+    /// The tool's text.
+    pub text: String,
+    /// The tool's details (`{results: {label: ...}}`).
+    pub details: Value,
+}
+
+/// An error answer's `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// `internal`, `protocol-mismatch`, `unknown-method` (sidecar);
+    /// `auth`, `aborted`, `transient` (shim).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// `llm.complete` (sidecar → shim): one summarizer completion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmCompleteParams {
+    /// `"default"` (the session model) or `provider/id`.
+    pub model: String,
+    /// The thinking level.
+    pub thinking: String,
+    /// The system prompt (`null`: none).
+    pub system: Option<String>,
+    /// The user prompt.
+    pub user: String,
+    /// The output token limit (`null`: the model's own).
+    pub max_tokens: Option<u32>,
+}
+
+/// `llm.complete`'s usage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LlmUsage {
+    /// Input tokens.
+    pub input: u64,
+    /// Output tokens.
+    pub output: u64,
+    /// Dollars.
+    pub cost: f64,
+}
+
+/// `llm.complete`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmCompleteResult {
+    /// The completion's text.
+    pub text: String,
+    /// pi's stop reason (`stop`, `length`, `toolUse`, ...).
+    pub stop_reason: String,
+    /// Tokens and cost.
+    pub usage: LlmUsage,
+}
+
+/// `llm.cancel` (sidecar → shim notification).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LlmCancelParams {
+    /// The `llm.complete` request to abort.
+    pub request_id: String,
+}
+
+/// `ui.effects` (sidecar → shim notification): progress while a request runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UiEffectsParams {
+    /// Effects; the shim carries out `notify`, `status` and `widget` only.
+    pub effects: Effects,
+}
+
+/// `protocol.error` (sidecar → shim notification): a line was lost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProtocolErrorParams {
+    /// What was wrong with it.
+    pub message: String,
+}

@@ -16,7 +16,7 @@
 use std::fmt;
 
 use serde::de::{self, DeserializeOwned, Deserializer, MapAccess, Visitor};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -91,7 +91,7 @@ fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
 }
 
 /// `hello`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct HelloParams {
     /// The protocol major version the shim speaks.
     #[serde(default, deserialize_with = "lenient")]
@@ -105,7 +105,7 @@ pub struct HelloParams {
 }
 
 /// `session.start`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStartParams {
     /// Why the session started (pi's reason; informational).
@@ -116,7 +116,11 @@ pub struct SessionStartParams {
     pub settings: Value,
     /// The session model `{provider, id}`: absent keeps the one held,
     /// present (`null` included) replaces it.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub model: Option<Value>,
     /// The session file (informational).
     #[serde(default, deserialize_with = "lenient")]
@@ -136,7 +140,7 @@ pub struct SessionStartParams {
 }
 
 /// `context`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct ContextParams {
     /// How many leading messages of the sidecar's copy still match.
     #[serde(default, deserialize_with = "lenient")]
@@ -145,15 +149,23 @@ pub struct ContextParams {
     #[serde(default, deserialize_with = "raw_list")]
     pub append: Vec<Raw>,
     /// The `seq` of the steps answer the shim holds.
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub base: Option<u64>,
     /// Asks for the sidecar's own time in the answer (`micros`).
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub timing: bool,
 }
 
 /// `turn.end`'s `usage`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnUsage {
     /// Context tokens pi measured, if it knows.
@@ -165,7 +177,7 @@ pub struct TurnUsage {
 }
 
 /// `turn.end`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnEndParams {
     /// pi's turn index.
@@ -186,7 +198,7 @@ pub struct TurnEndParams {
 }
 
 /// `message.end`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct MessageEndParams {
     /// The message, as raw JSON.
     #[serde(default)]
@@ -197,7 +209,7 @@ pub struct MessageEndParams {
 }
 
 /// `query`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueryParams {
     /// Refs or tool-call ids to recover (non-strings are skipped).
@@ -221,7 +233,7 @@ fn strings<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
 }
 
 /// `command`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandParams {
     /// The text after `/pruner`.
@@ -258,6 +270,39 @@ pub enum Request {
 }
 
 impl Request {
+    /// The method's name on the wire.
+    pub fn method(&self) -> &str {
+        match self {
+            Request::Hello(_) => "hello",
+            Request::SessionStart(_) => "session.start",
+            Request::Context(_) => "context",
+            Request::TurnEnd(_) => "turn.end",
+            Request::MessageEnd(_) => "message.end",
+            Request::AgentEnd => "agent.end",
+            Request::Query(_) => "query",
+            Request::Command(_) => "command",
+            Request::Shutdown => "shutdown",
+            Request::Unknown(method) => method,
+        }
+    }
+
+    /// The params as the shim writes them (`{}` for a method without
+    /// params).
+    pub fn params(&self) -> serde_json::Result<Value> {
+        match self {
+            Request::Hello(p) => serde_json::to_value(p),
+            Request::SessionStart(p) => serde_json::to_value(p),
+            Request::Context(p) => serde_json::to_value(p),
+            Request::TurnEnd(p) => serde_json::to_value(p),
+            Request::MessageEnd(p) => serde_json::to_value(p),
+            Request::Query(p) => serde_json::to_value(p),
+            Request::Command(p) => serde_json::to_value(p),
+            Request::AgentEnd | Request::Shutdown | Request::Unknown(_) => {
+                Ok(Value::Object(Default::default()))
+            }
+        }
+    }
+
     /// The params of `method`, read from `d` (absent or unreadable params
     /// read as defaults).
     fn read<'de, D: Deserializer<'de>>(method: &str, d: D) -> Result<Request, D::Error> {
@@ -379,7 +424,7 @@ impl Incoming {
 }
 
 /// `llm.event` (a notification): a completion streams.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmEventParams {
     /// The `llm.complete` request it belongs to.

@@ -12,6 +12,7 @@ import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimers } from "./effects";
 import { complete, LlmCalls } from "./llm";
+import type { ContextParams, ContextResult, Json, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "./protocol";
 import { readSettings } from "./settings";
 import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
 import {
@@ -262,13 +263,10 @@ export default function condense(pi: ExtensionAPI) {
 
 	function hooksFor(get: () => Sidecar | undefined) {
 		return {
-			onRequest(method: string, params: any, id: string | number): Promise<unknown> {
-				if (method !== "llm.complete") {
-					return Promise.reject(new CodedError("unknown-method", `the shim does not handle ${method}`));
-				}
+			onRequest(request: SidecarRequest, id: string | number) {
 				const controller = llm.start(id);
-				return complete(lastCtx, params, controller.signal, (kind, delta) =>
-					get()?.notify("llm.event", { requestId: id, kind, delta }),
+				return complete(lastCtx, request.params, controller.signal, (kind, delta) =>
+					get()?.notify("llm.event", { requestId: String(id), kind, delta }),
 				)
 					.catch((err) => {
 						if (debug) logError(`condense: llm.complete ${String(id)} failed: ${errorText(err)}`);
@@ -276,13 +274,19 @@ export default function condense(pi: ExtensionAPI) {
 					})
 					.finally(() => llm.finish(id));
 			},
-			onNotification(method: string, params: any) {
-				if (method === "llm.cancel") llm.cancel(params?.requestId);
-				else if (method === "ui.effects") applyUiEffects(params?.effects, lastCtx, pi);
-				else if (method === "protocol.error") {
-					// The sidecar discarded one of our lines: whatever it was, the two
-					// sides are out of step now.
-					get()?.fail(`the sidecar rejected a message: ${JSON.stringify(params?.message ?? params)}`);
+			onNotification(notice: SidecarNotice) {
+				switch (notice.method) {
+					case "llm.cancel":
+						llm.cancel(notice.params.requestId);
+						return;
+					case "ui.effects":
+						applyUiEffects(notice.params.effects, lastCtx, pi);
+						return;
+					case "protocol.error":
+						// The sidecar discarded one of our lines: whatever it was, the two
+						// sides are out of step now.
+						get()?.fail(`the sidecar rejected a message: ${JSON.stringify(notice.params.message)}`);
+						return;
 				}
 			},
 			onFailure(reason: string) {
@@ -313,8 +317,8 @@ export default function condense(pi: ExtensionAPI) {
 				{ protocol: PROTOCOL_VERSION, shim: SHIM_VERSION, pi: await versionOfPi },
 				HELLO_TIMEOUT_MS,
 			);
-			if (hello?.protocol !== PROTOCOL_VERSION) {
-				s.fail(`the sidecar speaks protocol ${JSON.stringify(hello?.protocol)}, the shim ${PROTOCOL_VERSION}`);
+			if (hello.protocol !== PROTOCOL_VERSION) {
+				s.fail(`the sidecar speaks protocol ${JSON.stringify(hello.protocol)}, the shim ${PROTOCOL_VERSION}`);
 				return undefined;
 			}
 		} catch (err) {
@@ -340,15 +344,14 @@ export default function condense(pi: ExtensionAPI) {
 	}
 
 	/** A request to the live sidecar; `undefined` when there is none or it failed. */
-	async function call(
-		method: string,
-		params: unknown,
+	async function call<M extends ShimMethod>(
+		method: M,
+		params: ShimRequests[M]["params"],
 		timeoutMs = REQUEST_TIMEOUT_MS,
-		smaller?: () => unknown,
-	): Promise<any | undefined> {
+	): Promise<ShimRequests[M]["result"] | undefined> {
 		const s = sidecar;
 		if (!s?.alive) return undefined;
-		const request = s.request(method, params, timeoutMs, smaller);
+		const request = s.request(method, params, timeoutMs);
 		if (method !== "context") {
 			inflight.add(request);
 			const done = () => inflight.delete(request);
@@ -369,7 +372,8 @@ export default function condense(pi: ExtensionAPI) {
 	async function sendSessionStart(ctx: ExtensionContext, reason: string, tree: boolean) {
 		const started = timing ? performance.now() : 0;
 		const sm: any = (ctx as any).sessionManager;
-		const branch = safe(() => sm.getBranch()) ?? [];
+		const entries = safe(() => sm.getBranch());
+		const branch: Json[] = Array.isArray(entries) ? entries : [];
 		// What pi will hand `context`; the sidecar holds the same list afterwards.
 		// pi 1.6 keeps `system` messages in the session context but never hands
 		// them to `context` handlers (the sidecar's copy leaves them out too).
@@ -379,17 +383,16 @@ export default function condense(pi: ExtensionAPI) {
 				: undefined,
 		);
 		const model: any = safe(() => (ctx as any).model);
-		const params = {
+		const params: ShimRequests["session.start"]["params"] = {
 			reason,
 			settings: readSettings(),
 			model: model && typeof model.provider === "string" && typeof model.id === "string" ? { provider: model.provider, id: model.id } : null,
 			sessionFile: safe(() => sm.getSessionFile()) ?? null,
 			sessionDir: safe(() => sm.getSessionDir()) ?? null,
 			sessionId: safe(() => sm.getSessionId()) ?? null,
+			// The sidecar builds the context messages from `branch`; sending
+			// them too would double a line of 10 MB at 1M tokens (docs/protocol.md).
 			branch,
-			// The sidecar builds the same list from `branch`; sending it too
-			// would double a line of 10 MB at 1M tokens (docs/protocol.md).
-			messages: null,
 			tree,
 		};
 		keys = new KeyTable();
@@ -508,7 +511,7 @@ export default function condense(pi: ExtensionAPI) {
 			const base = held?.seq;
 			contextEpoch++;
 			const request = (from: number, withBase: boolean) => {
-				const params: Record<string, unknown> = { keep: from, append: messages.slice(from) };
+				const params: ContextParams = { keep: from, append: messages.slice(from) };
 				if (withBase && base !== undefined) params.base = base;
 				if (timing) params.timing = true;
 				return call("context", params, CONTEXT_TIMEOUT_MS);
@@ -558,7 +561,7 @@ export default function condense(pi: ExtensionAPI) {
 				const sidecarMs = typeof res.micros === "number" ? (res.micros / 1000).toFixed(2) : "?";
 				process.stderr.write(
 					`condense: context ${ms.toFixed(2)} ms (messages ${messages.length}, keep ${keep}, append ${messages.length - keep}, ${
-						out ? `steps ${stepCount} (${res.steps.length} sent) -> ${out.length} messages` : "unchanged"
+						out ? `steps ${stepCount} (${res.steps?.length ?? 0} sent) -> ${out.length} messages` : "unchanged"
 					}; keys ${(keyed - started).toFixed(2)} ms, round trip ${(answered - keyed).toFixed(2)} ms (contents checked in ${(checked - keyed).toFixed(2)} ms, sidecar ${sidecarMs} ms, parse ${s.lastParseMs.toFixed(2)} ms), apply ${(done - answered).toFixed(2)} ms) at ${started.toFixed(2)}\n`,
 				);
 			}
@@ -634,8 +637,8 @@ export default function condense(pi: ExtensionAPI) {
 			if (ctx) lastCtx = ctx;
 			const s = sidecar;
 			if (!s?.alive) throw new Error(`${QUERY_TOOL} is unavailable: the condense sidecar is not running`);
-			const ids = Array.isArray(params?.toolCallIds) ? params.toolCallIds.map((x: unknown) => String(x)) : [];
-			let res: any;
+			const ids: string[] = Array.isArray(params?.toolCallIds) ? params.toolCallIds.map((x: unknown) => String(x)) : [];
+			let res: ShimRequests["query"]["result"];
 			try {
 				const page: Record<string, number> = {};
 				for (const key of ["offset", "limit"]) {
@@ -647,8 +650,8 @@ export default function condense(pi: ExtensionAPI) {
 				throw new Error(`${QUERY_TOOL} failed: ${errorText(err)}`);
 			}
 			return {
-				content: [{ type: "text", text: typeof res?.text === "string" ? res.text : "" }],
-				details: res?.details ?? {},
+				content: [{ type: "text", text: res.text }],
+				details: res.details ?? {},
 			};
 		},
 	} as any);

@@ -11,6 +11,7 @@
 //   extension loader aliases).
 
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
+import type { LlmCompleteParams, LlmCompleteResult, LlmEventKind, LlmUsage } from "./protocol";
 import { CodedError, errorText, logError } from "./sidecar";
 
 /** The pi-ai entry points that may export `stream`, newest first. */
@@ -152,7 +153,7 @@ const debug = process.env.CONDENSE_PI_DEBUG === "1";
 const loggedSource = new Set<string>();
 
 export interface LlmEventSink {
-	(kind: "text" | "thinking" | "usage", delta: unknown): void;
+	(kind: LlmEventKind, delta: string): void;
 }
 
 /**
@@ -161,12 +162,12 @@ export interface LlmEventSink {
  */
 export async function complete(
 	ctx: ExtensionContext | undefined,
-	params: any,
+	params: LlmCompleteParams,
 	signal: AbortSignal,
 	onEvent: LlmEventSink,
-): Promise<{ text: string; stopReason: string; usage: { input: number; output: number; cost: number } }> {
+): Promise<LlmCompleteResult> {
 	if (!ctx) throw new CodedError("transient", "no pi session is active");
-	let model = resolveModel(ctx, params?.model);
+	let model = resolveModel(ctx, params.model);
 	if (!model) throw new CodedError("auth", "no model is selected in pi");
 	// Also where the registry streams by itself: a missing credential is an
 	// `auth` failure, not a transient one.
@@ -186,13 +187,13 @@ export async function complete(
 		if (auth.apiKey !== undefined) options.apiKey = auth.apiKey;
 		if (auth.headers !== undefined) options.headers = auth.headers;
 	}
-	if (typeof params?.maxTokens === "number" && params.maxTokens > 0) options.maxTokens = params.maxTokens;
-	const thinking = params?.thinking;
-	if (typeof thinking === "string" && thinking !== "" && thinking !== "default" && thinking !== "off") {
+	if (params.maxTokens !== null && params.maxTokens > 0) options.maxTokens = params.maxTokens;
+	const thinking = params.thinking;
+	if (thinking !== "" && thinking !== "default" && thinking !== "off") {
 		options.reasoningEffort = thinking;
 	}
-	const system = typeof params?.system === "string" && params.system !== "" ? params.system : undefined;
-	const user = typeof params?.user === "string" ? params.user : "";
+	const system = params.system !== null && params.system !== "" ? params.system : undefined;
+	const user = params.user;
 	const context: Record<string, unknown> = {
 		messages: [{ role: "user", content: [{ type: "text", text: user }], timestamp: Date.now() }],
 	};
@@ -202,8 +203,9 @@ export async function complete(
 	try {
 		const events = streamer.stream(model, context, options);
 		for await (const ev of events as AsyncIterable<any>) {
-			if (ev?.type === "text_delta") onEvent("text", ev.delta);
-			else if (ev?.type === "thinking_delta") onEvent("thinking", ev.delta);
+			if (typeof ev?.delta !== "string") continue;
+			if (ev.type === "text_delta") onEvent("text", ev.delta);
+			else if (ev.type === "thinking_delta") onEvent("thinking", ev.delta);
 		}
 		message = await events.result();
 	} catch (err) {
@@ -222,7 +224,7 @@ export async function complete(
 	return { text, stopReason, usage: usageOf(message) };
 }
 
-function usageOf(message: any): { input: number; output: number; cost: number } {
+function usageOf(message: any): LlmUsage {
 	const u = message?.usage ?? {};
 	const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
 	return { input: num(u.input), output: num(u.output), cost: num(u.cost?.total) };

@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import type { Json } from "./protocol";
 import { expandHome } from "./sidecar";
 
 /** `PI_CODING_AGENT_DIR`, else `~/.pi/agent`. */
@@ -19,7 +20,7 @@ export function settingsPath(): string {
 }
 
 /** The whole settings.json value, or null when it is missing or unreadable. */
-export function readSettings(): unknown {
+export function readSettings(): Json {
 	try {
 		return JSON.parse(fs.readFileSync(settingsPath(), "utf8"));
 	} catch {

@@ -11,6 +11,8 @@ import type { ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { isErrorBody, ProtocolError, readSidecarNotice, readSidecarRequest, SHIM_REQUESTS } from "./protocol";
+import type { ShimMethod, ShimNotifications, ShimRequests, SidecarNotice, SidecarRequest, SidecarResult } from "./protocol";
 
 /** Protocol major version this shim speaks. */
 export const PROTOCOL_VERSION = 1;
@@ -32,17 +34,18 @@ export class CodedError extends Error {
 }
 
 export interface SidecarHooks {
-	/** A request from the sidecar (`llm.complete`); resolve with the result or throw a CodedError. */
-	onRequest(method: string, params: any, id: string | number): Promise<unknown>;
-	/** A notification from the sidecar (`llm.cancel`, ...). */
-	onNotification(method: string, params: any): void;
+	/** A request from the sidecar (`llm.complete`), params checked; resolve with the result or throw a CodedError. */
+	onRequest(request: SidecarRequest, id: string | number): Promise<SidecarResult>;
+	/** A notification from the sidecar (`llm.cancel`, ...), params checked. */
+	onNotification(notice: SidecarNotice): void;
 	/** Called once when the connection breaks for any reason other than `close()`. */
 	onFailure(reason: string): void;
 }
 
 interface Pending {
 	method: string;
-	resolve: (value: any) => void;
+	/** Checks the result and resolves with it (throws a ProtocolError). */
+	resolve: (value: unknown) => void;
 	reject: (error: Error) => void;
 	timer: ReturnType<typeof setTimeout>;
 }
@@ -160,7 +163,12 @@ export class Sidecar {
 	 * deadlines and failures. `smaller` offers leaner params for when the line
 	 * would exceed the protocol's limit.
 	 */
-	request(method: string, params: unknown, timeoutMs: number, smaller?: () => unknown): Promise<any> {
+	request<M extends ShimMethod>(
+		method: M,
+		params: ShimRequests[M]["params"],
+		timeoutMs: number,
+		smaller?: () => ShimRequests[M]["params"],
+	): Promise<ShimRequests[M]["result"]> {
 		if (this.closed) return Promise.reject(new CodedError("closed", "the sidecar connection is closed"));
 		const id = this.nextId++;
 		let line = this.encode({ id, method, params });
@@ -171,20 +179,21 @@ export class Sidecar {
 			this.fail(`${method} is larger than the protocol's ${MAX_LINE}-byte line limit`);
 			return Promise.reject(new CodedError("failed", `${method}: request too large`));
 		}
-		return new Promise((resolve, reject) => {
+		const check: (value: unknown, where: string) => ShimRequests[M]["result"] = SHIM_REQUESTS[method].result;
+		return new Promise<ShimRequests[M]["result"]>((resolve, reject) => {
 			const timer = setTimeout(() => {
 				if (!this.pending.delete(id)) return;
 				reject(new CodedError("timeout", `${method}: no answer within ${timeoutMs} ms`));
 				this.fail(`no answer to ${method} within ${timeoutMs} ms`);
 			}, timeoutMs);
-			this.pending.set(id, { method, resolve, reject, timer });
+			this.pending.set(id, { method, resolve: (value) => resolve(check(value, `the ${method} answer`)), reject, timer });
 			// A failed write fails the connection, which rejects this request too.
 			this.write(line as string);
 		});
 	}
 
 	/** Sends a notification (no answer). */
-	notify(method: string, params: unknown): void {
+	notify<M extends keyof ShimNotifications>(method: M, params: ShimNotifications[M]): void {
 		if (!this.closed) this.send({ method, params });
 	}
 
@@ -320,25 +329,28 @@ export class Sidecar {
 
 	private onLine(line: string): void {
 		if (line.trim() === "") return;
-		let message: any;
+		let parsed: unknown;
 		try {
 			const parseStart = performance.now();
-			message = JSON.parse(line);
+			parsed = JSON.parse(line);
 			this.lastParseMs = performance.now() - parseStart;
 		} catch {
 			this.fail(`the sidecar sent a line that is not JSON: ${line.slice(0, 200)}`);
 			return;
 		}
-		if (message === null || typeof message !== "object" || Array.isArray(message)) {
+		if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
 			this.fail(`the sidecar sent a line that is not a JSON object: ${line.slice(0, 200)}`);
 			return;
 		}
-		const hasId = typeof message.id === "number" || typeof message.id === "string";
+		const message = parsed as { readonly [key: string]: unknown };
+		const id = message.id;
+		const hasId = typeof id === "number" || typeof id === "string";
 		if (typeof message.method === "string") {
-			if (hasId) this.answerRequest(message.id, message.method, message.params ?? {});
+			if (hasId) this.answerRequest(id, message.method, message.params ?? {});
 			else {
 				try {
-					this.hooks.onNotification(message.method, message.params ?? {});
+					const notice = readSidecarNotice(message.method, message.params ?? {});
+					if (notice) this.hooks.onNotification(notice);
 				} catch (err) {
 					logError(`condense: handling ${message.method} failed: ${errorText(err)}`);
 				}
@@ -346,35 +358,46 @@ export class Sidecar {
 			return;
 		}
 		if (hasId && ("result" in message || "error" in message)) {
-			const pending = typeof message.id === "number" ? this.pending.get(message.id) : undefined;
-			if (!pending) return; // an answer nobody waits for any more
-			this.pending.delete(message.id);
+			const pending = typeof id === "number" ? this.pending.get(id) : undefined;
+			if (typeof id !== "number" || !pending) return; // an answer nobody waits for any more
+			this.pending.delete(id);
 			clearTimeout(pending.timer);
 			if (message.error !== undefined && message.error !== null) {
-				const code = typeof message.error.code === "string" ? message.error.code : "error";
-				const text = typeof message.error.message === "string" ? message.error.message : JSON.stringify(message.error);
+				let code = "error";
+				let text = JSON.stringify(message.error);
+				try {
+					({ code, message: text } = isErrorBody(message.error, "error"));
+				} catch {
+					// an error without a code or message: reported as it came
+				}
 				pending.reject(new CodedError(code, `${pending.method}: ${text}`));
-			} else if (message.result !== null && typeof message.result === "object" && !Array.isArray(message.result)) {
+				return;
+			}
+			try {
 				pending.resolve(message.result);
-			} else {
-				pending.reject(new CodedError("garbage", `${pending.method}: the result is not an object`));
-				this.fail(`the sidecar answered ${pending.method} with a result that is not an object`);
+			} catch (err) {
+				const reason = err instanceof ProtocolError ? err.message : errorText(err);
+				pending.reject(new CodedError("garbage", `${pending.method}: ${reason}`));
+				this.fail(`the sidecar answered ${pending.method} with something the shim cannot read: ${reason}`);
 			}
 			return;
 		}
 		this.fail(`the sidecar sent something that is not a protocol message: ${line.slice(0, 200)}`);
 	}
 
-	private answerRequest(id: string | number, method: string, params: any): void {
-		let work: Promise<unknown>;
+	private answerRequest(id: string | number, method: string, params: unknown): void {
+		let work: Promise<SidecarResult>;
 		try {
-			work = this.hooks.onRequest(method, params, id);
+			const request = readSidecarRequest(method, params);
+			work = request
+				? this.hooks.onRequest(request, id)
+				: Promise.reject(new CodedError("unknown-method", `the shim does not handle ${method}`));
 		} catch (err) {
 			work = Promise.reject(err);
 		}
 		work.then(
 			(result) => {
-				if (!this.closed) this.send({ id, result: result ?? {} });
+				if (!this.closed) this.send({ id, result });
 			},
 			(err) => {
 				if (this.closed) return;

@@ -230,7 +230,7 @@ export function heldIntact(held: HeldAnswer): boolean {
  * steps of the held answer. `undefined` if the answer builds on something
  * the shim does not hold (the caller fails open).
  */
-export function answerSteps(held: HeldAnswer | undefined, base: number | undefined, answer: Record<string, unknown>): unknown[] | undefined {
+export function answerSteps(held: HeldAnswer | undefined, base: number | undefined, answer: { readonly seq?: unknown; readonly steps?: unknown; readonly reuse?: unknown }): unknown[] | undefined {
 	const steps = answer.steps;
 	if (!Array.isArray(steps)) return undefined;
 	const reuse = answer.reuse;

@@ -30,18 +30,23 @@ use condense_summarizer::{
     CancelToken, Completion, CompletionRequest, EventSink, FallbackController, Provider,
     ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
 };
+use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 use tokio::sync::oneshot;
 
 use crate::answer::ContextAnswers;
 use crate::commands::{self, CommandEnv, CommandHost};
+use condense_engine::protocol::{
+    EffectsResult, ErrorBody, HelloResult, LlmCancelParams, LlmCompleteParams, ProtocolErrorParams,
+    TurnEndResult, UiEffectsParams, PROTOCOL_VERSION,
+};
 use condense_engine::request::{Incoming, Request};
 use condense_engine::session::{EngineFlush, EngineLock};
 use condense_engine::{jsonl, run_flush, Delivery, Effect, Effects, Engine, StartParams};
 
 /// The protocol version this sidecar speaks.
-pub const PROTOCOL: u64 = 1;
+pub const PROTOCOL: u64 = PROTOCOL_VERSION;
 /// The longest line accepted (64 MiB).
 pub const MAX_LINE: usize = 64 << 20;
 
@@ -60,6 +65,11 @@ pub struct Outbox {
 impl Outbox {
     fn send(&self, v: &Value) {
         self.send_line(&v.to_string());
+    }
+
+    /// Sends a notification with typed params.
+    fn notify<P: Serialize>(&self, method: &str, params: &P) {
+        self.send(&json!({"method": method, "params": params}));
     }
 
     /// Writes one whole line. A failed write (the shim is gone) is dropped:
@@ -114,19 +124,19 @@ impl Provider for ShimProvider {
         request: CompletionRequest,
         events: &EventSink,
     ) -> Result<Completion, ProviderError> {
-        let params = json!({
-            "model": self.spec,
-            "thinking": request.thinking.as_str(),
-            "system": request.system,
-            "user": request.user,
-            "maxTokens": request.max_tokens,
+        let params = json!(LlmCompleteParams {
+            model: self.spec.clone(),
+            thinking: request.thinking.as_str().to_owned(),
+            system: request.system.clone(),
+            user: request.user.clone(),
+            max_tokens: request.max_tokens,
         });
         let (id, rx) = self.outbox.request("llm.complete", params, events.clone());
         let answer = tokio::select! {
             a = rx => a.map_err(|_| ProviderError::transient("the pi shim went away"))?,
             () = request.cancel.cancelled() => {
                 self.outbox.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-                self.outbox.send(&json!({"method": "llm.cancel", "params": {"requestId": id}}));
+                self.outbox.notify("llm.cancel", &LlmCancelParams { request_id: id });
                 return Err(ProviderError::aborted());
             }
         };
@@ -332,7 +342,7 @@ impl Server {
             self.fallback.reset();
         }
         let effects = self.engine.engine().start(p);
-        json!({"effects": effects})
+        json!(EffectsResult { effects })
     }
 
     async fn handle(&self, request: Request) -> Result<Value, (String, String)> {
@@ -344,7 +354,10 @@ impl Server {
                         format!("shim speaks protocol {}, sidecar {PROTOCOL}", p.protocol),
                     ));
                 }
-                Ok(json!({"protocol": PROTOCOL, "sidecar": env!("CARGO_PKG_VERSION")}))
+                Ok(json!(HelloResult {
+                    protocol: PROTOCOL,
+                    sidecar: env!("CARGO_PKG_VERSION").to_owned(),
+                }))
             }
             Request::SessionStart(p) => {
                 self.hold_session(p.session_file.as_deref());
@@ -360,7 +373,7 @@ impl Server {
             Request::TurnEnd(p) => {
                 self.refresh_hold();
                 let Some(message) = message_of(p.message.as_deref()) else {
-                    return Ok(json!({"effects": []}));
+                    return Ok(json!(EffectsResult { effects: vec![] }));
                 };
                 let results: Vec<Message> = p
                     .tool_results
@@ -379,23 +392,28 @@ impl Server {
                 if let Some(t) = trigger {
                     effects.extend(self.flush(t, Delivery::Session, None).await);
                 }
-                Ok(json!({"effects": effects, "synced": true}))
+                Ok(json!(TurnEndResult {
+                    effects,
+                    synced: true
+                }))
             }
             Request::MessageEnd(p) => {
                 self.refresh_hold();
                 let Some(message) = message_of(p.message.as_deref()) else {
-                    return Ok(json!({"effects": []}));
+                    return Ok(json!(EffectsResult { effects: vec![] }));
                 };
                 let trigger = self.engine.engine().message_end(&message);
                 let effects = match trigger {
                     Some(t) => self.flush(t, Delivery::Session, Some(message)).await,
                     None => Effects::new(),
                 };
-                Ok(json!({"effects": effects}))
+                Ok(json!(EffectsResult { effects }))
             }
             Request::AgentEnd => {
                 self.refresh_hold();
-                Ok(json!({"effects": self.engine.engine().agent_end()}))
+                Ok(json!(EffectsResult {
+                    effects: self.engine.engine().agent_end()
+                }))
             }
             Request::Query(p) => {
                 // Optional 1-based line window; anything but a positive
@@ -410,7 +428,9 @@ impl Server {
                 let env = CommandEnv {
                     utc_offset_minutes: p.utc_offset_minutes,
                 };
-                Ok(json!({"effects": self.command(p.args.trim(), env).await}))
+                Ok(json!(EffectsResult {
+                    effects: self.command(p.args.trim(), env).await
+                }))
             }
             // `context` is answered on the reading thread (see `serve`).
             Request::Context(p) => {
@@ -448,7 +468,7 @@ impl CommandHost for Server {
 
     fn ui(&self, effects: Effects) {
         self.outbox
-            .send(&json!({"method": "ui.effects", "params": {"effects": effects}}));
+            .notify("ui.effects", &UiEffectsParams { effects });
     }
 }
 
@@ -579,7 +599,12 @@ where
         let line = match read_line(&mut input).await {
             Ok(Some(Ok(l))) => l,
             Ok(Some(Err(()))) => {
-                outbox.send(&json!({"method": "protocol.error", "params": {"message": format!("line longer than {MAX_LINE} bytes discarded")}}));
+                outbox.notify(
+                    "protocol.error",
+                    &ProtocolErrorParams {
+                        message: format!("line longer than {MAX_LINE} bytes discarded"),
+                    },
+                );
                 continue;
             }
             Ok(None) | Err(_) => break,
@@ -600,8 +625,11 @@ where
                         id,
                         &format!("the request could not be read: {e}"),
                     )),
-                    None => outbox.send(
-                        &json!({"method": "protocol.error", "params": {"message": "unparseable line"}}),
+                    None => outbox.notify(
+                        "protocol.error",
+                        &ProtocolErrorParams {
+                            message: "unparseable line".into(),
+                        },
                     ),
                 }
                 continue;
@@ -655,7 +683,7 @@ where
                         Ok(Ok(result)) => format!(r#"{{"id":{id},"result":{result}}}"#),
                         Ok(Err((code, message))) => format!(
                             r#"{{"id":{id},"error":{}}}"#,
-                            json!({"code": code, "message": message})
+                            json!(ErrorBody { code, message })
                         ),
                         Err(e) => error_line(id, &failure_text(e)),
                     });

@@ -4,6 +4,8 @@
 //!   127.0.0.1 that records every request.
 //! * [`pi_env`]: finds or installs Node and pi (from the npm registry) and
 //!   runs pi headless against the fake server in an isolated agent directory.
+//! * [`typescript`]: finds or installs the TypeScript compiler (npm registry)
+//!   next to the e2e installs, to type-check the shim.
 //! * [`scenario`]: the core condense scenario (flush, stubs, recovery) and the
 //!   helpers shared by the files that run it.
 //!
@@ -15,3 +17,4 @@
 pub mod fake_llm;
 pub mod pi_env;
 pub mod scenario;
+pub mod typescript;

@@ -461,14 +461,14 @@ fn remove_stale_staging(cache: &Path) {
 }
 
 /// Finds `program` on `PATH`.
-fn which(program: &str) -> Option<PathBuf> {
+pub fn which(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
 }
 
-fn tail(text: &str, max: usize) -> &str {
+pub fn tail(text: &str, max: usize) -> &str {
     if text.len() <= max {
         return text;
     }
@@ -505,7 +505,7 @@ impl BoundedOutput {
         self.status.and_then(|s| s.code())
     }
 
-    fn describe_status(&self) -> String {
+    pub fn describe_status(&self) -> String {
         match (self.timed_out, self.status) {
             (true, _) => format!("timed out after {:.0}s", self.elapsed.as_secs_f64()),
             (false, Some(status)) => status.to_string(),
