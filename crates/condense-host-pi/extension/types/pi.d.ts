@@ -4,8 +4,6 @@
 // loose on purpose: only the sidecar protocol (`protocol.ts`) is typed
 // strictly.
 declare module "@mariozechner/pi-coding-agent" {
-	// biome-ignore lint: pi's API varies by version; the shim probes it.
 	export type ExtensionAPI = any;
-	// biome-ignore lint: as above.
 	export type ExtensionContext = any;
 }
