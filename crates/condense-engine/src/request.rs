@@ -216,10 +216,18 @@ pub struct QueryParams {
     #[serde(default, deserialize_with = "strings")]
     pub tool_call_ids: Vec<String>,
     /// First line of each output to show (1-based); not a number: none.
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub offset: Option<u64>,
     /// Most lines of each output to show; not a number: none.
-    #[serde(default, deserialize_with = "lenient")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub limit: Option<u64>,
 }
 

@@ -12,7 +12,7 @@ import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimers } from "./effects";
 import { complete, LlmCalls } from "./llm";
-import type { ContextParams, ContextResult, Json, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "./protocol";
+import type { ContextParams, Json, QueryParams, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "./protocol";
 import { readSettings } from "./settings";
 import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
 import {
@@ -640,12 +640,12 @@ export default function condense(pi: ExtensionAPI) {
 			const ids: string[] = Array.isArray(params?.toolCallIds) ? params.toolCallIds.map((x: unknown) => String(x)) : [];
 			let res: ShimRequests["query"]["result"];
 			try {
-				const page: Record<string, number> = {};
-				for (const key of ["offset", "limit"]) {
+				const query: QueryParams = { toolCallIds: ids };
+				for (const key of ["offset", "limit"] as const) {
 					const n = params?.[key];
-					if (Number.isInteger(n) && n > 0) page[key] = n;
+					if (Number.isInteger(n) && n > 0) query[key] = n;
 				}
-				res = await s.request("query", { toolCallIds: ids, ...page }, REQUEST_TIMEOUT_MS);
+				res = await s.request("query", query, REQUEST_TIMEOUT_MS);
 			} catch (err) {
 				throw new Error(`${QUERY_TOOL} failed: ${errorText(err)}`);
 			}

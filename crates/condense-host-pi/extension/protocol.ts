@@ -387,6 +387,10 @@ export interface MessageEndParams {
 
 export interface QueryParams {
 	toolCallIds: string[];
+	/** The first line of each output to show (1-based). */
+	offset?: number;
+	/** The most lines of each output to show. */
+	limit?: number;
 }
 
 export interface CommandParams {
@@ -512,7 +516,7 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 	},
 	"agent.end": { params: isEmpty, result: isEffectsResult },
 	query: {
-		params: record<QueryParams>({ toolCallIds: listOf(isString) }),
+		params: record<QueryParams>({ toolCallIds: listOf(isString), offset: optional(isNumber), limit: optional(isNumber) }),
 		result: record<QueryResult>({ text: isString, details: isJson }),
 	},
 	command: {

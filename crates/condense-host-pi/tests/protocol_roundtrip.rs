@@ -177,6 +177,13 @@ fn requests() -> Vec<Request> {
         Request::AgentEnd,
         Request::Query(QueryParams {
             tool_call_ids: vec!["t1".into(), "call_9".into()],
+            offset: Some(41),
+            limit: Some(200),
+        }),
+        Request::Query(QueryParams {
+            tool_call_ids: vec!["t2".into()],
+            offset: None,
+            limit: None,
         }),
         Request::Command(CommandParams {
             args: "prune-on agent-message".into(),
