@@ -11,7 +11,7 @@ import type { ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { isErrorBody, ProtocolError, readSidecarNotice, readSidecarRequest, SHIM_REQUESTS } from "./protocol";
+import { ProtocolError, readSidecarNotice, readSidecarRequest, SHIM_REQUESTS } from "./protocol";
 import type { ShimMethod, ShimNotifications, ShimRequests, SidecarNotice, SidecarRequest, SidecarResult } from "./protocol";
 
 /** Protocol major version this shim speaks. */
@@ -363,13 +363,10 @@ export class Sidecar {
 			this.pending.delete(id);
 			clearTimeout(pending.timer);
 			if (message.error !== undefined && message.error !== null) {
-				let code = "error";
-				let text = JSON.stringify(message.error);
-				try {
-					({ code, message: text } = isErrorBody(message.error, "error"));
-				} catch {
-					// an error without a code or message: reported as it came
-				}
+				// Read field by field (not `isErrorBody`): a code without a message still counts.
+				const error = message.error as { readonly code?: unknown; readonly message?: unknown };
+				const code = typeof error.code === "string" ? error.code : "error";
+				const text = typeof error.message === "string" ? error.message : JSON.stringify(message.error);
 				pending.reject(new CodedError(code, `${pending.method}: ${text}`));
 				return;
 			}
