@@ -6,6 +6,7 @@
 // without a key.
 
 import type { PluginInput } from "@opencode-ai/plugin";
+import type { LlmCompleteResult } from "../../condense-host-pi/extension/protocol.ts";
 import { CodedError } from "../../condense-host-pi/extension/sidecar.ts";
 
 /** `llm.complete`'s params (docs/protocol.md). */
@@ -32,7 +33,7 @@ export async function complete(
 	client: PluginInput["client"],
 	params: CompleteParams,
 	session: { providerID: string; modelID: string } | undefined,
-): Promise<unknown> {
+): Promise<LlmCompleteResult> {
 	const model = resolveModel(params.model, session);
 	if (!model) throw new CodedError("auth", "no model to summarize with yet");
 	const config = (await client.config.get()).data as { provider?: Record<string, { options?: ProviderOptions }> } | undefined;

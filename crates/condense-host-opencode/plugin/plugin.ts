@@ -24,10 +24,10 @@ import { fileURLToPath } from "node:url";
 import type { Plugin, PluginInput } from "@opencode-ai/plugin";
 import type { tool as toolFn } from "@opencode-ai/plugin";
 import { parseEffect } from "../../condense-host-pi/extension/protocol.ts";
-import type { Effect, Json } from "../../condense-host-pi/extension/protocol.ts";
-import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
+import type { Effect, Json, SidecarRequest, SidecarResult } from "../../condense-host-pi/extension/protocol.ts";
+import { errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
 import { applySteps } from "../../condense-host-pi/extension/sync.ts";
-import { complete, type CompleteParams } from "./llm.ts";
+import { complete } from "./llm.ts";
 import { buildBranch, EventLog, storageDir } from "./log.ts";
 import { applyRender, convert, toPi } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
@@ -156,9 +156,9 @@ class SessionLink {
 			return false;
 		}
 		const sidecar = new Sidecar(bin, {
-			onRequest: (method, params) => this.onRequest(method, params),
-			onNotification: (method, params) => {
-				if (method === "ui.effects") this.carryOut(asAnswer(params).effects, true);
+			onRequest: (request) => this.onRequest(request),
+			onNotification: (notice) => {
+				if (notice.method === "ui.effects") this.carryOut(notice.params.effects, true);
 			},
 			onFailure: (reason) => this.fail(reason),
 		});
@@ -198,9 +198,8 @@ class SessionLink {
 		}
 	}
 
-	private async onRequest(method: string, params: unknown): Promise<unknown> {
-		if (method !== "llm.complete") throw new CodedError("unknown-method", `unknown method ${method}`);
-		return complete(this.plugin.client, params as CompleteParams, this.model);
+	private async onRequest(request: SidecarRequest): Promise<SidecarResult> {
+		return complete(this.plugin.client, request.params, this.model);
 	}
 
 	fail(reason: string): void {
