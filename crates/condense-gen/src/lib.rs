@@ -21,14 +21,14 @@
 //! long pi-condense session:
 //! - at each tool turn's end, oversized outputs (at least
 //!   `spillThreshold` chars) are spilled to sidecar blobs and indexed
-//!   ([`plan_spill`] / [`apply_spill`]);
+//!   ([`plan_spill`](condense_core::plan_spill) / [`apply_spill`](condense_core::apply_spill));
 //! - at each task's final reply (`message-end`), and every
 //!   [`SynthOptions::flush_every`] turns of a [`Shape::ToolTurns`] session
 //!   (`budget`), a flush rescans the branch ([`capture_branch`],
 //!   [`trim_to_pending`], [`group_by_mode`]), plans and applies it with a
 //!   deterministic stand-in summarizer ([`stand_in_summary`]: one
 //!   `- [[N:tool]] …` bullet per call), then compresses the chains the
-//!   rolling window lets go ([`plan_chains`] / [`apply_chains`], fusion by
+//!   rolling window lets go ([`plan_chains`](condense_core::plan_chains) / [`apply_chains`](condense_core::apply_chains), fusion by
 //!   [`stand_in_fusion`]). Its entries (summaries as hidden custom messages
 //!   before their index entries, dedup aliases, frontier, stats, chains, then
 //!   a `context-prune-flush-metrics` entry) come before the reply's own

@@ -134,7 +134,7 @@ pub struct SynthStats {
     pub tokens: u64,
     /// Flushes run (pruned sessions).
     pub flushes: usize,
-    /// Distinct indexed occurrences at the end ([`State::indexed_count`]).
+    /// Distinct indexed occurrences at the end ([`State::indexed_count`](condense_core::State::indexed_count)).
     pub indexed: usize,
     /// Per-batch summary messages written.
     pub summaries: usize,

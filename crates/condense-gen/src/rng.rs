@@ -4,7 +4,7 @@
 
 /// splitmix64: a tiny, fast, well-mixed PRNG (Steele, Lea and Flood 2014).
 /// Every choice the generator makes comes from one of these, seeded from
-/// [`SynthOptions::seed`].
+/// [`SynthOptions::seed`](crate::SynthOptions::seed).
 #[derive(Debug, Clone)]
 pub struct SplitMix64(u64);
 
