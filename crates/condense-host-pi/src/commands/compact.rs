@@ -1,12 +1,9 @@
 //! `/pruner compact`: compress every eligible closed chain now.
 
 use condense_core::{js_len, NoticeLevel, OccurrenceKey};
-use condense_engine::session::EngineFlush;
-use condense_engine::{run_flush, Delivery, Effect, Effects};
-use condense_summarizer::{CancelToken, RunOptions};
+use condense_engine::{Effect, Effects};
 
-use super::progress::notice_effects;
-use super::{now_ms, plural, CommandHost};
+use super::{notice_effects, plural, run_command_flush, CommandHost};
 
 /// `/pruner compact`: every eligible closed chain, K = 0, whether or not
 /// `chainCompression.enabled`.
@@ -17,35 +14,19 @@ pub(super) async fn compact(host: &dyn CommandHost) -> Effects {
             "pruner: compact failed: a flush is running; try again when it is done",
         )];
     };
-    let steps = EngineFlush {
-        lock: host,
-        delivery: Delivery::Runtime,
-    };
-    let summarizer = host.summarizer();
-    let run = run_flush(
-        &steps,
-        flush,
-        &summarizer,
-        RunOptions::sequential(),
-        &CancelToken::new(),
-        &mut |_| {},
-        &now_ms,
-    )
-    .await;
-    let Ok((notices, done)) = run else {
+    let Ok((notices, done)) = run_command_flush(host, flush, &mut |_| {}).await else {
         return vec![Effect::warning("pruner: compact failed: cancelled")];
     };
     let mut out = notice_effects(&notices);
     out.extend(done.effects);
     let report = done.report;
     // The chain compression's own "compressed" notice is replaced by ours.
-    out.extend(
+    out.extend(notice_effects(
         report
             .chain_notices
             .iter()
-            .filter(|n| n.level != NoticeLevel::Info)
-            .map(|n| Effect::notify(n.level, n.text.clone())),
-    );
+            .filter(|n| n.level != NoticeLevel::Info),
+    ));
     let compressed = &report.compressed;
     if compressed.is_empty() {
         let skipped = report.skipped_chains;

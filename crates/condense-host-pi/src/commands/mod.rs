@@ -35,10 +35,11 @@ mod tests;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use condense_core::Config;
-use condense_engine::session::EngineLock;
-use condense_engine::{Effect, Effects, Engine};
-use condense_summarizer::Summarizer;
+use condense_core::{Config, Notice};
+use condense_engine::flush::Cancelled;
+use condense_engine::session::{EngineFlush, EngineLock};
+use condense_engine::{run_flush, Delivery, Effect, Effects, Engine, Flush, FlushDone};
+use condense_summarizer::{CancelToken, ProgressEvent, RunOptions, Summarizer};
 
 pub use progress::PROGRESS_WIDGET;
 pub use status::{format_cost, stats_text, status_text};
@@ -182,6 +183,38 @@ fn input(title: &str, placeholder: &str, then: &str) -> Effect {
         placeholder: placeholder.to_owned(),
         then: then.to_owned(),
     }
+}
+
+/// Runs a command's flush (`now`, `compact`) through the engine's flush
+/// driver: sequential, entries delivered at runtime, as pi-condense's
+/// commands do.
+async fn run_command_flush(
+    host: &dyn CommandHost,
+    flush: Flush,
+    progress: &mut (dyn FnMut(ProgressEvent) + Send),
+) -> Result<(Vec<Notice>, FlushDone), Cancelled> {
+    let steps = EngineFlush {
+        lock: host,
+        delivery: Delivery::Runtime,
+    };
+    run_flush(
+        &steps,
+        flush,
+        &host.summarizer(),
+        RunOptions::sequential(),
+        &CancelToken::new(),
+        progress,
+        &now_ms,
+    )
+    .await
+}
+
+/// The notices a flush returned, as effects.
+fn notice_effects<'a>(notices: impl IntoIterator<Item = &'a Notice>) -> Effects {
+    notices
+        .into_iter()
+        .map(|n| Effect::notify(n.level, n.text.clone()))
+        .collect()
 }
 
 // ---- entry point ------------------------------------------------------------------

@@ -1,11 +1,10 @@
 //! `/pruner now`: a manual flush with a progress widget above the editor.
 
-use condense_core::{format_count, Frontier, FrontierOutcome, Notice, Slot, TriggerKind};
-use condense_engine::session::EngineFlush;
-use condense_engine::{run_flush, Delivery, Effect, Effects, Placement};
-use condense_summarizer::{CancelToken, ProgressEvent, RunOptions};
+use condense_core::{format_count, Frontier, FrontierOutcome, Slot, TriggerKind};
+use condense_engine::{Effect, Effects, Placement};
+use condense_summarizer::ProgressEvent;
 
-use super::{now_ms, plural, CommandHost};
+use super::{notice_effects, now_ms, plural, run_command_flush, CommandHost};
 
 /// The widget key pi-condense's progress widget uses.
 pub const PROGRESS_WIDGET: &str = "context-prune-progress";
@@ -106,14 +105,6 @@ fn now_text(frontier: &Frontier, min_batch_chars: u64) -> Effect {
     }
 }
 
-/// The summarizer's notices as effects.
-pub(super) fn notice_effects(notices: &[Notice]) -> Effects {
-    notices
-        .iter()
-        .map(|n| Effect::notify(n.level, n.text.clone()))
-        .collect()
-}
-
 /// `/pruner now`: a manual flush, sequential, with a progress widget and
 /// runtime delivery.
 pub(super) async fn now(host: &dyn CommandHost) -> Effects {
@@ -137,28 +128,12 @@ pub(super) async fn now(host: &dyn CommandHost) -> Effects {
             "pruner: nothing flushed — already-flushing",
         )];
     };
-    let steps = EngineFlush {
-        lock: host,
-        delivery: Delivery::Runtime,
-    };
-    let summarizer = host.summarizer();
-    let cancel = CancelToken::new();
     if flush.is_empty() {
         // Still run it through: its metrics entry records `empty`.
         let mut out = vec![Effect::info(
             "pruner: nothing pending — no batches to summarize",
         )];
-        if let Ok((_, done)) = run_flush(
-            &steps,
-            flush,
-            &summarizer,
-            RunOptions::sequential(),
-            &cancel,
-            &mut |_| {},
-            &now_ms,
-        )
-        .await
-        {
+        if let Ok((_, done)) = run_command_flush(host, flush, &mut |_| {}).await {
             out.extend(done.effects);
         }
         return out;
@@ -218,16 +193,7 @@ pub(super) async fn now(host: &dyn CommandHost) -> Effects {
         last_sent = t;
         host.ui(vec![widget(Some(widget_lines(&rows, t)))]);
     };
-    let run = run_flush(
-        &steps,
-        flush,
-        &summarizer,
-        RunOptions::sequential(),
-        &cancel,
-        &mut on_progress,
-        &now_ms,
-    )
-    .await;
+    let run = run_command_flush(host, flush, &mut on_progress).await;
     let Ok((notices, done)) = run else {
         return vec![
             widget(None),
