@@ -3,8 +3,10 @@
 
 use std::fmt;
 
-/// How loud a notice is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// How loud a notice is. On the wire (the sidecar protocol's `notify`
+/// effect) it is spelled as [`NoticeLevel::as_str`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum NoticeLevel {
     /// Informational, or good news (the summarizer model recovered).
     Info,

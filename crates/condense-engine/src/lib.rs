@@ -23,5 +23,5 @@ pub mod request;
 pub mod session;
 
 pub use flush::{run_flush, Blobs, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
-pub use protocol::{Delivery, Effect, Effects, Level, Placement};
+pub use protocol::{Delivery, Effect, Effects, Placement};
 pub use session::{jsonl, Engine, FlushDone, StartParams};

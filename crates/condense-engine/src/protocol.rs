@@ -24,28 +24,6 @@ pub enum Delivery {
     Runtime,
 }
 
-/// How loud a notification is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Level {
-    /// Informational.
-    Info,
-    /// Something degraded.
-    Warning,
-    /// Something failed.
-    Error,
-}
-
-impl From<NoticeLevel> for Level {
-    fn from(level: NoticeLevel) -> Level {
-        match level {
-            NoticeLevel::Info => Level::Info,
-            NoticeLevel::Warning => Level::Warning,
-            NoticeLevel::Error => Level::Error,
-        }
-    }
-}
-
 /// Where a widget is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -87,7 +65,7 @@ pub enum Effect {
     /// Tell the user something.
     Notify {
         /// How loud.
-        level: Level,
+        level: NoticeLevel,
         /// What to say.
         text: String,
     },
@@ -149,7 +127,7 @@ pub enum Effect {
 
 impl Effect {
     /// A notification.
-    pub fn notify(level: impl Into<Level>, text: impl Into<String>) -> Effect {
+    pub fn notify(level: impl Into<NoticeLevel>, text: impl Into<String>) -> Effect {
         Effect::Notify {
             level: level.into(),
             text: text.into(),
@@ -158,12 +136,12 @@ impl Effect {
 
     /// An info notification.
     pub fn info(text: impl Into<String>) -> Effect {
-        Effect::notify(Level::Info, text)
+        Effect::notify(NoticeLevel::Info, text)
     }
 
     /// A warning.
     pub fn warning(text: impl Into<String>) -> Effect {
-        Effect::notify(Level::Warning, text)
+        Effect::notify(NoticeLevel::Warning, text)
     }
 
     /// The footer status.

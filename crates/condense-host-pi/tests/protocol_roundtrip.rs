@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use condense_core::NoticeLevel;
 use condense_engine::protocol::{
     ContextResult, EffectsResult, ErrorBody, HelloResult, LlmCancelParams, LlmCompleteParams,
     LlmCompleteResult, LlmUsage, ProtocolErrorParams, QueryResult, Step, TurnEndResult,
@@ -23,7 +24,7 @@ use condense_engine::request::{
     CommandParams, ContextParams, HelloParams, Incoming, LlmEventParams, MessageEndParams,
     QueryParams, Raw, Request, SessionStartParams, TurnEndParams, TurnUsage,
 };
-use condense_engine::{Delivery, Effect, Level, Placement};
+use condense_engine::{Delivery, Effect, Placement};
 use serde::Serialize;
 use serde_json::{json, Value};
 use support::pi_env::{require_pi, run_bounded};
@@ -44,7 +45,7 @@ fn samples() -> Vec<Effect> {
             delivery: Delivery::Runtime,
         },
         Effect::Notify {
-            level: Level::Warning,
+            level: NoticeLevel::Warning,
             text: "pruner: 1 turn(s) queued".into(),
         },
         Effect::Status {
@@ -243,7 +244,7 @@ fn read_answer(method: &str, v: Value) -> serde_json::Result<Answer> {
 fn answers() -> Vec<(&'static str, Answer)> {
     let effects = || {
         vec![Effect::Notify {
-            level: Level::Info,
+            level: NoticeLevel::Info,
             text: "pruner: ON".into(),
         }]
     };
