@@ -20,6 +20,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use crate::policy::Policy;
 use crate::thinking_level::ThinkingLevel;
 
 /// The key of the condense block in pi's `settings.json`.
@@ -119,6 +120,18 @@ pub struct ThinkingStripConfig {
     pub keep_last_turns: u32,
 }
 
+/// `economy.*`: when flushed content is shown (condense only; pi-condense
+/// ignores the key).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EconomyConfig {
+    /// `economy.policy`: `reference` (show at once, pi-condense's behaviour;
+    /// default) or `cache-aware` (show at chosen switches).
+    pub policy: Policy,
+    /// `economy.pressureShare`: share of the context window, in `(0, 1]`, at
+    /// which the cache-aware policy switches whatever it costs (default `0.8`).
+    pub pressure_share: f64,
+}
+
 /// The whole `contextPrune` block, normalized.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -169,6 +182,8 @@ pub struct Config {
     pub purge_errors: PurgeErrorsConfig,
     /// `thinkingStrip.*`.
     pub thinking_strip: ThinkingStripConfig,
+    /// `economy.*`.
+    pub economy: EconomyConfig,
 }
 
 impl Default for Config {
@@ -206,6 +221,10 @@ impl Default for Config {
             thinking_strip: ThinkingStripConfig {
                 enabled: false,
                 keep_last_turns: 16,
+            },
+            economy: EconomyConfig {
+                policy: Policy::Reference,
+                pressure_share: 0.8,
             },
         }
     }
@@ -312,6 +331,7 @@ impl Config {
         let cc = &self.chain_compression;
         let pe = &self.purge_errors;
         let ts = &self.thinking_strip;
+        let ec = &self.economy;
         vec![
             ("enabled", Leaf(self.enabled.into())),
             (
@@ -383,6 +403,13 @@ impl Config {
                 Nested(vec![
                     ("enabled", ts.enabled.into()),
                     ("keepLastTurns", ts.keep_last_turns.into()),
+                ]),
+            ),
+            (
+                "economy",
+                Nested(vec![
+                    ("policy", ec.policy.name().into()),
+                    ("pressureShare", number_value(ec.pressure_share)),
                 ]),
             ),
         ]
@@ -575,6 +602,30 @@ impl Normalizer {
             chain_compression: self.chain_compression(obj, &d.chain_compression),
             purge_errors: self.purge_errors(obj, &d.purge_errors),
             thinking_strip: self.thinking_strip(obj, &d.thinking_strip),
+            economy: self.economy(obj, &d.economy),
+        }
+    }
+
+    fn economy(&mut self, obj: &Map<String, Value>, de: &EconomyConfig) -> EconomyConfig {
+        let sub = self.nested(obj, "economy");
+        EconomyConfig {
+            policy: self.choice(
+                sub,
+                "economy.policy",
+                de.policy,
+                Policy::from_name,
+                Policy::name,
+            ),
+            pressure_share: match Self::lookup(sub, "economy.pressureShare") {
+                None => de.pressure_share,
+                Some(v) => match v.as_f64() {
+                    Some(f) if f > 0.0 && f <= 1.0 => f,
+                    _ => {
+                        self.warn("economy.pressureShare", v, number_value(de.pressure_share));
+                        de.pressure_share
+                    }
+                },
+            },
         }
     }
 

@@ -65,6 +65,7 @@ mod metrics;
 mod model_ref;
 mod notice;
 mod occurrence;
+mod policy;
 mod protect;
 mod query;
 mod records;
@@ -86,8 +87,8 @@ pub use text::SharedText;
 
 // Settings and protection.
 pub use config::{
-    replace_context_prune, BatchingMode, ChainCompressionConfig, Config, ConfigWarning, PruneOn,
-    PurgeErrorsConfig, ThinkingStripConfig, SETTINGS_KEY,
+    replace_context_prune, BatchingMode, ChainCompressionConfig, Config, ConfigWarning,
+    EconomyConfig, PruneOn, PurgeErrorsConfig, ThinkingStripConfig, SETTINGS_KEY,
 };
 pub use model_ref::ModelRef;
 pub use protect::{Protection, MAX_PROTECTED_PATTERNS};
@@ -103,8 +104,8 @@ pub use state_builder::StateBuilder;
 // Rendering what the model sees.
 pub use diagnostics::{Diagnostic, DiagnosticKind, DiagnosticSink};
 pub use render::{
-    array_chars, chars_to_tokens, in_grace_keys, neutralize_closing_tags, render, PlanStep, Render,
-    RenderPlan, RenderSettings,
+    array_chars, chars_to_tokens, in_grace_keys, neutralize_closing_tags, render,
+    render_after_switch, PlanStep, Render, RenderPlan, RenderSettings,
 };
 
 // Recovery: `context_tree_query`.
@@ -137,6 +138,13 @@ pub use budget::{
     MAX_BUDGET_WINDOW,
 };
 pub use metrics::{compute_context_metrics, ContextMetrics};
+
+// The display policy: when flushed content is shown (cache economics).
+pub use policy::{
+    cold_share, decide_summarize, decide_switch, expected_calls, is_idle_expired, under_pressure,
+    CachePrices, ColdEvent, Policy, SummarizeDecision, SummarizeInputs, SwitchDecision,
+    SwitchInputs, SwitchReason,
+};
 
 // What the user is told, and how numbers read.
 pub use format::format_count;

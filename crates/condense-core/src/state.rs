@@ -41,6 +41,10 @@ struct Occurrence {
     short_ref: Option<String>,
     summary_bodies: Vec<usize>,
     stub: StubCell,
+    /// The number of switches recorded when this occurrence was first
+    /// summarized (indexed or aliased): it is shown once a later switch
+    /// exists (under the cache-aware policy).
+    since: Option<u64>,
 }
 
 /// The last stub rendered for an occurrence, tagged with the state
@@ -88,6 +92,8 @@ pub(crate) struct StubTarget<'a> {
     pub(crate) short_ref: Option<&'a str>,
     /// The cache cell (exact occurrences only).
     pub(crate) cell: Option<&'a StubCell>,
+    /// The switch count when the occurrence was first summarized.
+    pub(crate) since: Option<u64>,
 }
 
 /// A per-batch summary body and the occurrences it covers.
@@ -114,7 +120,13 @@ pub struct State {
     content_hashes: OnceLock<FxHashMap<String, OccurrenceKey>>,
     summary_bodies: Vec<SummaryBody>,
     chains: BTreeMap<i64, ChainEntry>,
+    /// Per chain start: the switch count when it was first compressed.
+    chain_since: BTreeMap<i64, u64>,
     next_block: u64,
+    /// Switch entries recorded on the branch so far.
+    switches: u64,
+    /// The number of messages the context held at the last switch.
+    purge_horizon: Option<usize>,
     /// The last attempted prune boundary.
     frontier: Option<Frontier>,
     /// Cumulative summarizer usage.
@@ -129,6 +141,51 @@ impl State {
             next_block: 1,
             ..State::default()
         }
+    }
+
+    // ---- switches (the cache-aware display policy) ---------------------------
+
+    /// Records a switch (`context-prune-switch`): everything summarized,
+    /// aliased or compressed so far is shown from now on under the
+    /// cache-aware policy, and failed calls among the first `messages`
+    /// messages of the context may have their arguments purged.
+    pub fn record_switch(&mut self, messages: usize) {
+        self.generation += 1;
+        self.switches += 1;
+        self.purge_horizon = Some(messages);
+    }
+
+    /// Switch entries recorded so far.
+    pub fn switch_count(&self) -> u64 {
+        self.switches
+    }
+
+    /// The number of messages the context held at the last switch.
+    pub fn purge_horizon(&self) -> Option<usize> {
+        self.purge_horizon
+    }
+
+    /// Occurrences and chains added since the last switch: what the next
+    /// switch would show under the cache-aware policy.
+    pub fn pending_count(&self) -> usize {
+        let occurrences = self
+            .by_id
+            .values()
+            .flat_map(|v| v.iter())
+            .filter(|o| o.since.is_some_and(|s| s >= self.switches))
+            .count();
+        let chains = self
+            .chain_since
+            .values()
+            .filter(|s| **s >= self.switches)
+            .count();
+        occurrences + chains
+    }
+
+    /// The switch count when the chain starting at this timestamp was first
+    /// compressed.
+    pub(crate) fn chain_since(&self, start_user_timestamp: i64) -> Option<u64> {
+        self.chain_since.get(&start_user_timestamp).copied()
     }
 
     // ---- frontier and stats --------------------------------------------------
@@ -205,7 +262,10 @@ impl State {
             }
         }
         self.records.push(record);
-        self.occurrence_mut(&key).record = Some(idx);
+        let switches = self.switches;
+        let occ = self.occurrence_mut(&key);
+        occ.record = Some(idx);
+        occ.since.get_or_insert(switches);
         key
     }
 
@@ -293,6 +353,7 @@ impl State {
             record,
             short_ref: occ.short_ref.as_deref(),
             cell,
+            since: occ.since,
         })
     }
 
@@ -423,6 +484,19 @@ impl State {
     /// Registers `new` as a duplicate of `original`: it is summarized, resolves
     /// to the original's record and reuses the original's short ref.
     pub fn register_dedup_alias(&mut self, new: &OccurrenceKey, original: &OccurrenceKey) {
+        let switches = self.switches;
+        self.register_dedup_alias_since(new, original, switches);
+    }
+
+    /// [`register_dedup_alias`](Self::register_dedup_alias) for an alias
+    /// persisted when `since` switches had been recorded (replay applies
+    /// aliases after the walk, but each is shown by its own position).
+    pub(crate) fn register_dedup_alias_since(
+        &mut self,
+        new: &OccurrenceKey,
+        original: &OccurrenceKey,
+        since: u64,
+    ) {
         if new == original {
             return;
         }
@@ -430,6 +504,7 @@ impl State {
             .occurrence(&original.id, original.result_timestamp)
             .and_then(|o| o.short_ref.clone());
         let occ = self.occurrence_mut(new);
+        occ.since.get_or_insert(since);
         occ.alias_of = Some(original.clone());
         if let Some(s) = short {
             occ.short_ref = Some(s.clone());
@@ -513,6 +588,9 @@ impl State {
         {
             self.next_block = self.next_block.max(n + 1);
         }
+        self.chain_since
+            .entry(entry.start_user_timestamp)
+            .or_insert(self.switches);
         self.chains.insert(entry.start_user_timestamp, entry);
     }
 

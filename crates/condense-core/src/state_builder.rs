@@ -14,7 +14,9 @@ use crate::state::State;
 ///   with the same occurrence replaces an earlier one; short refs `t<N>`
 ///   and block ids `b<N>` continue after the highest seen);
 /// - dedup aliases are applied by [`StateBuilder::build`], after everything
-///   else, so an alias finds its original whatever the append order;
+///   else, so an alias finds its original whatever the append order (each
+///   keeps its own position for the cache-aware policy's switches);
+/// - a switch shows, under the cache-aware policy, what came before it;
 /// - the last frontier and the last stats snapshot win.
 ///
 /// ```
@@ -44,7 +46,7 @@ use crate::state::State;
 #[derive(Debug, Default)]
 pub struct StateBuilder {
     state: State,
-    aliases: Vec<(OccurrenceKey, OccurrenceKey)>,
+    aliases: Vec<(OccurrenceKey, OccurrenceKey, u64)>,
 }
 
 impl StateBuilder {
@@ -93,7 +95,16 @@ impl StateBuilder {
         new: OccurrenceKey,
         original: OccurrenceKey,
     ) -> &mut StateBuilder {
-        self.aliases.push((new, original));
+        let since = self.state.switch_count();
+        self.aliases.push((new, original, since));
+        self
+    }
+
+    /// A switch (`context-prune-switch`), decided when the context held
+    /// `messages` messages: what came before it is shown under the
+    /// cache-aware policy.
+    pub fn switch(&mut self, messages: usize) -> &mut StateBuilder {
+        self.state.record_switch(messages);
         self
     }
 
@@ -111,8 +122,8 @@ impl StateBuilder {
 
     /// The state, with the dedup aliases applied.
     pub fn build(mut self) -> State {
-        for (new, original) in &self.aliases {
-            self.state.register_dedup_alias(new, original);
+        for (new, original, since) in &self.aliases {
+            self.state.register_dedup_alias_since(new, original, *since);
         }
         self.state
     }

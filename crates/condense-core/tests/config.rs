@@ -231,6 +231,16 @@ fn rows() -> Vec<Row> {
         fixed("thinkingStrip.keepLastTurns", json!(2.7), json!(2)),
         fixed("thinkingStrip.keepLastTurns", json!("x"), json!(16)),
         fixed("thinkingStrip.keepLastTurns", json!(null), json!(16)),
+        ok("economy.policy", json!("reference")),
+        ok("economy.policy", json!("cache-aware")),
+        fixed("economy.policy", json!("Cache-Aware"), json!("reference")),
+        fixed("economy.policy", json!("none"), json!("reference")),
+        fixed("economy.policy", json!(1), json!("reference")),
+        ok("economy.pressureShare", json!(0.5)),
+        ok("economy.pressureShare", json!(1)),
+        fixed("economy.pressureShare", json!(0), json!(0.8)),
+        fixed("economy.pressureShare", json!(1.5), json!(0.8)),
+        fixed("economy.pressureShare", json!("x"), json!(0.8)),
         fixed("thinkingStrip.keepLastTurns", json!(1e12), u32_max),
     ]
 }
@@ -302,7 +312,8 @@ fn normalized_values_reach_the_struct() {
         "chainCompression": {"enabled": false, "rollingWindow": 5,
             "stripFinalAssistantThinking": false, "fuseRangeSummary": false},
         "purgeErrors": {"enabled": false, "cooldownTurns": 4, "minArgChars": 0},
-        "thinkingStrip": {"enabled": true, "keepLastTurns": 8}
+        "thinkingStrip": {"enabled": true, "keepLastTurns": 8},
+        "economy": {"policy": "cache-aware", "pressureShare": 0.9}
     }));
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(c.enabled);
@@ -332,6 +343,8 @@ fn normalized_values_reach_the_struct() {
     assert_eq!(c.purge_errors.min_arg_chars, 0);
     assert!(c.thinking_strip.enabled);
     assert_eq!(c.thinking_strip.keep_last_turns, 8);
+    assert_eq!(c.economy.policy, condense_core::Policy::CacheAware);
+    assert_eq!(c.economy.pressure_share, 0.9);
 }
 
 #[test]
@@ -367,7 +380,8 @@ fn defaults_and_their_camel_case_form() {
             "chainCompression": {"enabled": true, "rollingWindow": 3,
                 "stripFinalAssistantThinking": true, "fuseRangeSummary": true},
             "purgeErrors": {"enabled": true, "cooldownTurns": 2, "minArgChars": 500},
-            "thinkingStrip": {"enabled": false, "keepLastTurns": 16}
+            "thinkingStrip": {"enabled": false, "keepLastTurns": 16},
+            "economy": {"policy": "reference", "pressureShare": 0.8}
         })
     );
 }
@@ -606,7 +620,9 @@ fn saved_text_is_camel_case_in_order() {
     let text = serde_json::to_string(&Config::default().to_settings_value(&json!({}))).unwrap();
     assert!(text
         .starts_with(r#"{"enabled":false,"showPruneStatusLine":true,"summarizerModel":"default""#));
-    assert!(text.ends_with(r#""thinkingStrip":{"enabled":false,"keepLastTurns":16}}"#));
+    assert!(text.ends_with(
+        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"reference","pressureShare":0.8}}"#
+    ));
 }
 
 #[test]

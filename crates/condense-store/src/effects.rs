@@ -9,10 +9,11 @@ use condense_core::FlushEffect;
 use serde_json::{json, Map, Value};
 
 use crate::append::{AppendError, Appender};
+use crate::entries::SwitchEntryData;
 use crate::entries::{
     DiagnosticEntryData, FlushMetricsEntryData, CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS,
     CUSTOM_TYPE_DIAGNOSTIC, CUSTOM_TYPE_FLUSH_METRICS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
-    CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY,
+    CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY, CUSTOM_TYPE_SWITCH,
 };
 
 /// One entry to append.
@@ -107,6 +108,14 @@ pub fn entry_for(effect: &FlushEffect) -> NewEntry {
             custom_type: CUSTOM_TYPE_STATS,
             data: to_value(s),
         },
+    }
+}
+
+/// The entry a cache-aware switch is persisted as.
+pub fn switch_entry(data: &SwitchEntryData) -> NewEntry {
+    NewEntry::Custom {
+        custom_type: CUSTOM_TYPE_SWITCH,
+        data: to_value(data),
     }
 }
 

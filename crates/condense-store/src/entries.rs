@@ -19,6 +19,10 @@
 //! | [`CUSTOM_TYPE_STATS`] | `custom` | [`SummarizerStats`] (last wins) |
 //! | [`CUSTOM_TYPE_FLUSH_METRICS`] | `custom` | [`FlushMetricsEntryData`] (never read back) |
 //! | [`CUSTOM_TYPE_DIAGNOSTIC`] | `custom` | [`DiagnosticEntryData`] (never read back) |
+//! | [`CUSTOM_TYPE_SWITCH`] | `custom` | [`SwitchEntryData`] (condense only) |
+//!
+//! The switch entry is condense's own: pi-condense ignores custom types it
+//! does not know, so it shows everything summarized, as it always did.
 
 use condense_core::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
 use serde::{Deserialize, Serialize};
@@ -43,8 +47,11 @@ pub const CUSTOM_TYPE_FLUSH_METRICS: &str = "context-prune-flush-metrics";
 /// A diagnostic report.
 pub const CUSTOM_TYPE_DIAGNOSTIC: &str = "context-prune-diagnostic";
 
-/// Every `customType` condense (and pi-condense) writes.
-pub const CONDENSE_CUSTOM_TYPES: [&str; 8] = [
+/// A cache-aware switch: what was appended before it is shown.
+pub const CUSTOM_TYPE_SWITCH: &str = "context-prune-switch";
+
+/// Every `customType` condense (and, but for the switch, pi-condense) writes.
+pub const CONDENSE_CUSTOM_TYPES: [&str; 9] = [
     CUSTOM_TYPE_SUMMARY,
     CUSTOM_TYPE_INDEX,
     CUSTOM_TYPE_FRONTIER,
@@ -53,6 +60,7 @@ pub const CONDENSE_CUSTOM_TYPES: [&str; 8] = [
     CUSTOM_TYPE_STATS,
     CUSTOM_TYPE_FLUSH_METRICS,
     CUSTOM_TYPE_DIAGNOSTIC,
+    CUSTOM_TYPE_SWITCH,
 ];
 
 /// `context-prune-index` data: the tool calls a flush indexed.
@@ -192,6 +200,39 @@ pub struct DiagnosticEntryData {
     pub extra: Map<String, Value>,
 }
 
+/// `context-prune-switch` data: the cache-aware policy showed everything
+/// condense appended before this entry, at an LLM call whose context held
+/// `messageCount` messages. The figures are the decision's, for
+/// `/pruner status` and the simulator; only `messageCount` is read back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SwitchEntryData {
+    /// Why: `idle-expiry`, `resume`, `model-change`, `pressure`, `pays`
+    /// (see `condense_core::SwitchReason`).
+    pub reason: String,
+    /// The number of messages in the context the switch was decided at:
+    /// failed calls among them may have their arguments purged.
+    pub message_count: u64,
+    /// Tokens of the prompt before the switch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    /// Tokens the switch removed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed_tokens: Option<u64>,
+    /// The rewrite's extra cost (units of one uncached input token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewrite_cost: Option<f64>,
+    /// The projected saving over the expected calls (same units).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub projected_saving: Option<f64>,
+    /// When the switch was decided (ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ts: Option<i64>,
+    /// Fields condense does not know.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
 /// A condense entry of a session, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CondenseEntry {
@@ -211,6 +252,8 @@ pub enum CondenseEntry {
     FlushMetrics(FlushMetricsEntryData),
     /// `context-prune-diagnostic`
     Diagnostic(DiagnosticEntryData),
+    /// `context-prune-switch`
+    Switch(SwitchEntryData),
 }
 
 impl CondenseEntry {
@@ -246,6 +289,9 @@ impl CondenseEntry {
             (EntryType::Custom, CUSTOM_TYPE_DIAGNOSTIC) => {
                 serde_json::from_str(payload).map(CondenseEntry::Diagnostic)
             }
+            (EntryType::Custom, CUSTOM_TYPE_SWITCH) => {
+                serde_json::from_str(payload).map(CondenseEntry::Switch)
+            }
             _ => return None,
         };
         Some(parsed)
@@ -262,6 +308,7 @@ impl CondenseEntry {
             CondenseEntry::Stats(_) => CUSTOM_TYPE_STATS,
             CondenseEntry::FlushMetrics(_) => CUSTOM_TYPE_FLUSH_METRICS,
             CondenseEntry::Diagnostic(_) => CUSTOM_TYPE_DIAGNOSTIC,
+            CondenseEntry::Switch(_) => CUSTOM_TYPE_SWITCH,
         }
     }
 
@@ -277,6 +324,7 @@ impl CondenseEntry {
             CondenseEntry::Stats(d) => crate::json::to_string(d),
             CondenseEntry::FlushMetrics(d) => crate::json::to_string(d),
             CondenseEntry::Diagnostic(d) => crate::json::to_string(d),
+            CondenseEntry::Switch(d) => crate::json::to_string(d),
         }
     }
 }
@@ -326,7 +374,7 @@ mod tests {
         let mut all = CONDENSE_CUSTOM_TYPES.to_vec();
         all.sort_unstable();
         all.dedup();
-        assert_eq!(all.len(), 8);
+        assert_eq!(all.len(), 9);
         assert!(all.iter().all(|t| t.starts_with("context-prune-")));
     }
 }

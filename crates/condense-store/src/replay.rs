@@ -12,7 +12,11 @@
 //! 4. `context-prune-dedup-alias`: applied after the walk, so an alias reuses
 //!    its original's short ref whatever the append order;
 //! 5. `context-prune-frontier` and `context-prune-stats`: last wins (a
-//!    frontier without `lastAttemptedToolCallId` is ignored).
+//!    frontier without `lastAttemptedToolCallId` is ignored);
+//! 6. `context-prune-switch` (condense only): positional, so what was
+//!    appended before the last switch is shown under the cache-aware policy
+//!    and what came after is pending; its `messageCount` bounds the error
+//!    purge.
 //!
 //! Malformed payloads are skipped and reported, never fatal.
 
@@ -20,7 +24,7 @@ use condense_core::OccurrenceKey;
 
 use crate::entries::{
     CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
-    CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY,
+    CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY, CUSTOM_TYPE_SWITCH,
 };
 use condense_core::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
 use condense_core::{State, StateBuilder};
@@ -231,6 +235,16 @@ impl Fold {
                     }
                 }
             }
+            CUSTOM_TYPE_SWITCH => match data.get("messageCount").and_then(Value::as_u64) {
+                Some(n) => {
+                    self.state.switch(usize::try_from(n).unwrap_or(usize::MAX));
+                }
+                None => self.problem(
+                    position,
+                    custom_type,
+                    "switch entry without a messageCount".into(),
+                ),
+            },
             CUSTOM_TYPE_STATS => match SummarizerStats::deserialize(data) {
                 Ok(s) => {
                     self.state.stats(s);
@@ -323,13 +337,14 @@ fn record_of(
 /// the entry's line in the session file.
 pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayProblem>) {
     use crate::session::EntryType;
-    const READ: [&str; 6] = [
+    const READ: [&str; 7] = [
         CUSTOM_TYPE_INDEX,
         CUSTOM_TYPE_SUMMARY,
         CUSTOM_TYPE_FRONTIER,
         CUSTOM_TYPE_DEDUP_ALIAS,
         CUSTOM_TYPE_CHAIN,
         CUSTOM_TYPE_STATS,
+        CUSTOM_TYPE_SWITCH,
     ];
     let mut fold = Fold::new();
     let mut unreadable = Vec::new();

@@ -46,6 +46,7 @@ const AREAS: &[&str] = &[
     "protected",
     "occurrence-key",
     "nested-placeholders",
+    "cache-aware",
 ];
 
 const CASE_KEYS: &[&str] = &[
@@ -347,6 +348,16 @@ case_tests! {
     occurrence_missing_timestamp_bare_lookup,
     occurrence_id_containing_at_sign,
     occurrence_chain_body_by_occurrence_key,
+    // cache-aware
+    cache_aware_nothing_shown_before_the_first_switch,
+    cache_aware_switch_shows_what_came_before,
+    cache_aware_alias_after_the_switch_is_pending,
+    cache_aware_reference_ignores_switch_entries,
+    cache_aware_chain_after_the_switch_is_pending,
+    cache_aware_chain_before_the_switch_is_shown,
+    cache_aware_purge_waits_for_a_switch,
+    cache_aware_purge_before_the_switch,
+    cache_aware_purge_cooldown_counted_at_the_switch,
 }
 
 /// Every case file has a test function and every test function a file; the

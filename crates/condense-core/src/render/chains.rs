@@ -218,12 +218,16 @@ impl Resolved<'_> {
 pub(crate) fn resolve<'s>(
     input: &[Message],
     state: &'s State,
+    gate: super::Gate,
     diags: &mut Collector,
 ) -> Resolved<'s> {
     let boundaries = BoundaryIndex::new(input.iter());
 
     let mut resolved: Vec<Accepted<'_>> = Vec::new();
-    for entry in state.chains() {
+    let shown = state
+        .chains()
+        .filter(|e| gate.shows(state.chain_since(e.start_user_timestamp)));
+    for entry in shown {
         match boundaries.resolve(entry) {
             Some(range) => resolved.push(Accepted { entry, range }),
             None => diags.report(

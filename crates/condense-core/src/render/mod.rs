@@ -10,6 +10,11 @@
 //! 5. [`thinking`]: opt-in strip of thinking blocks outside the last K
 //!    assistant turns.
 //!
+//! Under the cache-aware policy a [`Gate`] keeps what flushes added since
+//! the last switch entry *pending*: its results render raw, its chains
+//! uncompressed, and only failed calls before the last switch are purged.
+//! The reference policy shows everything (pi-condense's behaviour).
+//!
 //! No phase mutates its input. A render that changes nothing returns
 //! [`Render::plan`] `None` without copying a message or serializing anything.
 
@@ -29,6 +34,7 @@ use std::ops::Range;
 use crate::config::Config;
 use crate::diagnostics::Diagnostic;
 use crate::message::Message;
+use crate::policy::Policy;
 use crate::protect::Protection;
 use crate::state::State;
 
@@ -213,15 +219,82 @@ pub struct RenderSettings<'a> {
     pub protection: &'a Protection,
 }
 
+/// What the display policy lets a render show.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Gate {
+    /// `false` under the reference policy: everything is shown.
+    gated: bool,
+    /// Content first summarized when fewer switches than this existed is shown.
+    shown_before: u64,
+    /// Failed calls among this many first messages may be purged.
+    purge_horizon: Option<usize>,
+}
+
+impl Gate {
+    fn new(state: &State, policy: Policy) -> Gate {
+        Gate {
+            gated: policy.gates_on_switch(),
+            shown_before: state.switch_count(),
+            purge_horizon: state.purge_horizon(),
+        }
+    }
+
+    /// As if a switch were recorded now, at a context of `messages` messages.
+    fn after_switch(state: &State, policy: Policy, messages: usize) -> Gate {
+        Gate {
+            gated: policy.gates_on_switch(),
+            shown_before: state.switch_count() + 1,
+            purge_horizon: Some(messages),
+        }
+    }
+
+    /// True when content first summarized at switch count `since` is shown.
+    pub(crate) fn shows(&self, since: Option<u64>) -> bool {
+        !self.gated || since.is_some_and(|s| s < self.shown_before)
+    }
+
+    /// How many leading messages the error purge may touch.
+    fn purge_limit(&self, len: usize) -> usize {
+        if self.gated {
+            self.purge_horizon.unwrap_or(0).min(len)
+        } else {
+            len
+        }
+    }
+}
+
 /// Computes what the model should see for `messages` given `state`.
 pub fn render(messages: &[Message], state: &State, settings: &RenderSettings<'_>) -> Render {
+    let gate = Gate::new(state, settings.config.economy.policy);
+    render_gated(messages, state, settings, gate)
+}
+
+/// What the model would see if a switch were recorded now, at this context:
+/// [`render`] with everything pending shown. Equal to [`render`] under the
+/// reference policy. The cache-aware policy compares the two to price a
+/// switch.
+pub fn render_after_switch(
+    messages: &[Message],
+    state: &State,
+    settings: &RenderSettings<'_>,
+) -> Render {
+    let gate = Gate::after_switch(state, settings.config.economy.policy, messages.len());
+    render_gated(messages, state, settings, gate)
+}
+
+fn render_gated(
+    messages: &[Message],
+    state: &State,
+    settings: &RenderSettings<'_>,
+    gate: Gate,
+) -> Render {
     let config = settings.config;
     let mut work = Working::new(messages);
     let mut diags = crate::diagnostics::Collector::default();
 
     // Chains resolve first so the stub phase can skip the results they drop.
     let resolved = (config.chain_compression.enabled && state.chains().len() > 0)
-        .then(|| chains::resolve(messages, state, &mut diags));
+        .then(|| chains::resolve(messages, state, gate, &mut diags));
     let dropped = resolved.as_ref().and_then(|r| r.dropped_results(messages));
     stub::apply(
         &mut work,
@@ -229,9 +302,11 @@ pub fn render(messages: &[Message], state: &State, settings: &RenderSettings<'_>
         settings.protection,
         config.recovery_grace_turns,
         dropped.as_deref(),
+        gate,
     );
     if config.purge_errors.enabled {
-        purge::apply(&mut work, &config.purge_errors);
+        let limit = gate.purge_limit(work.len());
+        purge::apply(&mut work, &config.purge_errors, limit);
     }
     if let Some(resolved) = &resolved {
         chains::apply(

@@ -27,7 +27,10 @@ pub fn purged_arguments(size: usize) -> Value {
     Value::Object(m)
 }
 
-pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
+/// Purges among the first `limit` messages only, with the cooldown counted
+/// in the turns among them (the cache-aware policy's horizon: the context at
+/// the last switch); the reference policy passes the whole list.
+pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig, limit: usize) {
     // Each error is tied to the assistant whose call its result answers: the
     // assistant opening the run of results it sits in (the orphan sweep's
     // rule), not to the bare id alone. pi-condense keyed by bare id, so a
@@ -39,7 +42,7 @@ pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
     // The first result for an id answers it (a repeat is an orphan the sweep
     // removes), so only the first result's error counts.
     let mut answered: Vec<&str> = Vec::new();
-    for (i, m) in work.iter().enumerate() {
+    for (i, m) in work.iter().enumerate().take(limit) {
         match m.role() {
             Some(Role::Assistant) => {
                 turn += 1;
@@ -77,7 +80,7 @@ pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig) {
             .is_some_and(|t| current - t >= cfg.cooldown_turns as usize)
     };
     let mut replacements: Vec<(usize, Message)> = Vec::new();
-    for (i, m) in work.iter().enumerate() {
+    for (i, m) in work.iter().enumerate().take(limit) {
         if !m.is(&Role::Assistant) || !m.skeleton().tool_calls.iter().any(|c| ripe(i, &c.id)) {
             continue;
         }

@@ -11,7 +11,7 @@ use crate::records::ToolCallRecord;
 use crate::state::{CachedStub, State};
 
 use super::grace::for_each_in_grace;
-use super::Working;
+use super::{Gate, Working};
 
 /// The stub text of a summarized result.
 pub fn summarized_stub_text(short_ref: &str) -> String {
@@ -78,6 +78,7 @@ pub(crate) fn apply(
     protection: &Protection,
     grace_turns: u32,
     dropped: Option<&[bool]>,
+    gate: Gate,
 ) {
     let mut in_grace: Vec<bool> = Vec::new();
     for_each_in_grace(work.iter(), grace_turns, |i, _| {
@@ -103,6 +104,10 @@ pub(crate) fn apply(
         let Some(target) = state.stub_target(id, sk.timestamp) else {
             continue;
         };
+        // Pending under the cache-aware policy: the raw output stays.
+        if !gate.shows(target.since) {
+            continue;
+        }
         if let Some(cell) = target.cell {
             if let Some(cached) = cell.get(generation, fingerprint) {
                 match cached {

@@ -1,0 +1,310 @@
+//! The display policy: when the model is shown what flushes prepared.
+//!
+//! Under [`Policy::Reference`] (pi-condense's behaviour) whatever a flush
+//! appends is shown at once. Under [`Policy::CacheAware`] it is *pending*
+//! until a switch (a `context-prune-switch` entry), and the switch happens
+//! only when it is free or pays for itself under prompt caching: a stub saves
+//! only on the calls after it, and changing an early message rewrites the
+//! cached prefix from there on.
+//!
+//! Everything here is arithmetic over values the caller supplies (token
+//! counts, times in ms, prices in units of one uncached input token); the
+//! live sidecar and the simulator call the same functions.
+
+/// Which display policy renders the session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// pi-condense's behaviour: everything summarized is shown immediately;
+    /// switch entries are ignored.
+    Reference,
+    /// Summaries are pending until a switch entry; switches are scheduled by
+    /// [`decide_switch`].
+    CacheAware,
+}
+
+impl Policy {
+    /// Every policy, default first.
+    pub const ALL: [Policy; 2] = [Policy::Reference, Policy::CacheAware];
+
+    /// The settings spelling: `reference` or `cache-aware`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Reference => "reference",
+            Policy::CacheAware => "cache-aware",
+        }
+    }
+
+    /// Parses the settings spelling (case-sensitive); `None` for anything else.
+    pub fn from_name(name: &str) -> Option<Policy> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// True when pending content waits for a switch entry.
+    pub fn gates_on_switch(self) -> bool {
+        self == Policy::CacheAware
+    }
+}
+
+/// How the provider bills its prompt cache, in units of one uncached input
+/// token.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CachePrices {
+    /// How long a cached prefix lives after the call that last used it (ms).
+    pub ttl_ms: i64,
+    /// Price of a token written to the cache.
+    pub write: f64,
+    /// Price of a token read from the cache.
+    pub read: f64,
+}
+
+/// Why the cache is cold at this call regardless of what condense does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColdEvent {
+    /// The session was resumed (a new process; the prefix is unknown).
+    Resume,
+    /// The model changed since the previous call (another cache).
+    ModelChange,
+}
+
+/// What [`decide_switch`] needs to know about one LLM call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwitchInputs {
+    /// This call's time (ms).
+    pub now_ms: i64,
+    /// The previous LLM call's time (ms); `None` for the first call.
+    pub previous_call_ms: Option<i64>,
+    /// A host event that makes the cache cold.
+    pub cold_event: Option<ColdEvent>,
+    /// The provider's cache prices.
+    pub prices: CachePrices,
+    /// Tokens of the prompt as it would be sent without the switch.
+    pub prompt_tokens: u64,
+    /// Tokens from the first message the switch would change to the end of
+    /// that prompt (`S`).
+    pub suffix_tokens: u64,
+    /// Tokens the switch removes (`P`).
+    pub removed_tokens: u64,
+    /// Calls expected from this one on, this one included (`R`, at least 1).
+    pub expected_calls: u64,
+    /// Share of the calls so far that found the cache cold by idle time, in
+    /// `[0, 1]`; a stub also saves its size on each future cold rewrite.
+    pub cold_share: f64,
+    /// The model's context window (tokens), if known.
+    pub context_window: Option<u64>,
+    /// Share of the window at which the prompt is under pressure.
+    pub pressure_share: f64,
+    /// The budget trigger fired for this call.
+    pub budget_triggered: bool,
+}
+
+/// Why a switch happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwitchReason {
+    /// The previous call is older than the cache's time to live.
+    IdleExpiry,
+    /// The session was resumed.
+    Resume,
+    /// The model changed.
+    ModelChange,
+    /// The prompt nears the context window, or the budget trigger fired.
+    Pressure,
+    /// The projected saving over the expected calls beats the rewrite.
+    Pays,
+}
+
+impl SwitchReason {
+    /// The spelling persisted in the switch entry's `reason`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SwitchReason::IdleExpiry => "idle-expiry",
+            SwitchReason::Resume => "resume",
+            SwitchReason::ModelChange => "model-change",
+            SwitchReason::Pressure => "pressure",
+            SwitchReason::Pays => "pays",
+        }
+    }
+
+    /// Parses a persisted reason.
+    pub fn from_name(name: &str) -> Option<SwitchReason> {
+        [
+            SwitchReason::IdleExpiry,
+            SwitchReason::Resume,
+            SwitchReason::ModelChange,
+            SwitchReason::Pressure,
+            SwitchReason::Pays,
+        ]
+        .into_iter()
+        .find(|r| r.as_str() == name)
+    }
+}
+
+/// The outcome of [`decide_switch`], with the figures behind it (persisted in
+/// the switch entry, shown by `/pruner status`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SwitchDecision {
+    /// `Some` when the pending content should be shown at this call.
+    pub switch: Option<SwitchReason>,
+    /// What switching now costs beyond keeping the prefix (units); zero when
+    /// the cache is cold anyway.
+    pub rewrite_cost: f64,
+    /// What the switch saves over the expected remaining calls (units).
+    pub projected_saving: f64,
+}
+
+/// The extra a switch costs at this call over reading the cached prefix:
+/// `(S − P)·w − S·r`. A cold cache rewrites the suffix anyway, so there a
+/// switch only saves (`−P·w`).
+fn rewrite_extra(i: &SwitchInputs, cold: bool) -> f64 {
+    let s = i.suffix_tokens as f64;
+    let p = i.removed_tokens.min(i.suffix_tokens) as f64;
+    let w = i.prices.write;
+    if cold {
+        -p * w
+    } else {
+        (s - p) * w - s * i.prices.read
+    }
+}
+
+/// What removing `P` tokens saves on each call after this one, on average:
+/// a cache read of them on a warm call, a write on a cold one.
+fn saving_per_later_call(removed: u64, prices: &CachePrices, cold_share: f64) -> f64 {
+    let c = cold_share.clamp(0.0, 1.0);
+    removed as f64 * ((1.0 - c) * prices.read + c * prices.write)
+}
+
+/// True when the gap since the previous call exceeds the cache's TTL.
+pub fn is_idle_expired(now_ms: i64, previous_call_ms: Option<i64>, ttl_ms: i64) -> bool {
+    previous_call_ms.is_some_and(|prev| now_ms.saturating_sub(prev) > ttl_ms)
+}
+
+/// Whether to show everything pending at this call, and why.
+///
+/// In order: nothing to remove never switches; a cold cache (idle past the
+/// TTL, a resume, a model change) switches, the rewrite being paid anyway;
+/// pressure (the prompt at `pressure_share` of the window, or the budget
+/// trigger) switches; otherwise the switch happens iff the rewrite's extra
+/// cost now is below the saving over the later expected calls:
+/// `(S − P)·w − S·r < (R − 1)·P·((1 − c)·r + c·w)`.
+pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
+    let later = i.expected_calls.max(1) - 1;
+    let projected_saving =
+        later as f64 * saving_per_later_call(i.removed_tokens, &i.prices, i.cold_share);
+    let cold_reason = match i.cold_event {
+        Some(ColdEvent::Resume) => Some(SwitchReason::Resume),
+        Some(ColdEvent::ModelChange) => Some(SwitchReason::ModelChange),
+        None => is_idle_expired(i.now_ms, i.previous_call_ms, i.prices.ttl_ms)
+            .then_some(SwitchReason::IdleExpiry),
+    };
+    let rewrite_cost = rewrite_extra(i, cold_reason.is_some()).max(0.0);
+    let switch = if i.removed_tokens == 0 {
+        None
+    } else if cold_reason.is_some() {
+        cold_reason
+    } else if i.budget_triggered
+        || under_pressure(i.prompt_tokens, i.context_window, i.pressure_share)
+    {
+        Some(SwitchReason::Pressure)
+    } else if rewrite_extra(i, false) < projected_saving {
+        Some(SwitchReason::Pays)
+    } else {
+        None
+    };
+    SwitchDecision {
+        switch,
+        rewrite_cost,
+        projected_saving,
+    }
+}
+
+/// True when `prompt_tokens` reaches `share` of a known window.
+pub fn under_pressure(prompt_tokens: u64, context_window: Option<u64>, share: f64) -> bool {
+    context_window.is_some_and(|w| w > 0 && prompt_tokens as f64 >= share * w as f64)
+}
+
+/// What [`decide_summarize`] needs to know about a flush the triggers asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummarizeInputs {
+    /// The provider's cache prices.
+    pub prices: CachePrices,
+    /// Price of a summarizer input token, in main-model input units (1 when
+    /// the session's own model summarizes).
+    pub summarizer_input_price: f64,
+    /// Price of a summarizer output token, in the same units.
+    pub summarizer_output_price: f64,
+    /// Tokens the summarizer would read (the batches' text and its prompt).
+    pub summarizer_input_tokens: u64,
+    /// Tokens the summarizer is expected to write.
+    pub summarizer_output_tokens: u64,
+    /// Tokens of the prompt from the first output the flush would stub to
+    /// the end (`S` of the switch that would show it).
+    pub suffix_tokens: u64,
+    /// Tokens showing the flush's result would remove (`P`: the outputs
+    /// minus their stubs and the summary message).
+    pub removed_tokens: u64,
+    /// LLM calls expected after this flush (`R`).
+    pub expected_calls: u64,
+    /// Share of calls so far that found the cache cold by idle time.
+    pub cold_share: f64,
+    /// Tokens of the current prompt.
+    pub prompt_tokens: u64,
+    /// The model's context window (tokens), if known.
+    pub context_window: Option<u64>,
+    /// Share of the window at which the prompt is under pressure.
+    pub pressure_share: f64,
+    /// The budget trigger asked for this flush.
+    pub budget_triggered: bool,
+}
+
+/// The outcome of [`decide_summarize`], with its figures.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummarizeDecision {
+    /// Run the flush now.
+    pub summarize: bool,
+    /// The summarizer's projected cost (units).
+    pub summarizer_cost: f64,
+    /// What showing the result saves over the expected calls, net of the
+    /// rewrite at a warm switch (units).
+    pub net_saving: f64,
+}
+
+/// Whether a flush the triggers asked for is worth its summarizer call.
+///
+/// Summarizing costs now; it pays back only once the result is shown. So a
+/// flush runs when the prompt is under pressure (pruning then beats pi's
+/// compaction whatever it costs), or when the saving over the expected calls
+/// after it, net of a warm switch's rewrite, exceeds the summarizer's cost.
+/// A deferred flush loses nothing: the outputs stay captured and the next
+/// trigger asks again, with more calls behind the estimate.
+pub fn decide_summarize(i: &SummarizeInputs) -> SummarizeDecision {
+    let summarizer_cost = i.summarizer_input_tokens as f64 * i.summarizer_input_price
+        + i.summarizer_output_tokens as f64 * i.summarizer_output_price;
+    let s = i.suffix_tokens as f64;
+    let p = i.removed_tokens.min(i.suffix_tokens) as f64;
+    let rewrite = ((s - p) * i.prices.write - s * i.prices.read).max(0.0);
+    let saving =
+        i.expected_calls as f64 * saving_per_later_call(i.removed_tokens, &i.prices, i.cold_share);
+    let net_saving = saving - rewrite;
+    let pressure =
+        i.budget_triggered || under_pressure(i.prompt_tokens, i.context_window, i.pressure_share);
+    SummarizeDecision {
+        summarize: i.removed_tokens > 0 && (pressure || net_saving > summarizer_cost),
+        summarizer_cost,
+        net_saving,
+    }
+}
+
+/// The LLM calls expected from now on (this one included), estimated from
+/// the calls so far: a session that has run `n` calls is, at the median,
+/// about halfway through (a Lindy estimate), so `n` more, at least 1.
+pub fn expected_calls(calls_so_far: u64) -> u64 {
+    calls_so_far.max(1)
+}
+
+/// The share of calls so far that found the cache cold by idle time.
+pub fn cold_share(cold_calls: u64, calls_so_far: u64) -> f64 {
+    if calls_so_far == 0 {
+        0.0
+    } else {
+        (cold_calls as f64 / calls_so_far as f64).clamp(0.0, 1.0)
+    }
+}

@@ -1,0 +1,219 @@
+//! The cache-aware policy's decisions, on cases computed by hand.
+//!
+//! Prices as Anthropic bills them with the 5-minute TTL: writes 1.25, reads
+//! 0.1 (units of one uncached input token).
+
+use condense_core::{
+    cold_share, decide_summarize, decide_switch, expected_calls, CachePrices, ColdEvent, Policy,
+    SummarizeInputs, SwitchInputs, SwitchReason,
+};
+
+const ANTHROPIC_5M: CachePrices = CachePrices {
+    ttl_ms: 300_000,
+    write: 1.25,
+    read: 0.1,
+};
+
+/// A warm call 10 s after the previous one: S = 10,000, P = 4,000.
+fn warm() -> SwitchInputs {
+    SwitchInputs {
+        now_ms: 1_000_000,
+        previous_call_ms: Some(990_000),
+        cold_event: None,
+        prices: ANTHROPIC_5M,
+        prompt_tokens: 50_000,
+        suffix_tokens: 10_000,
+        removed_tokens: 4_000,
+        expected_calls: 10,
+        cold_share: 0.0,
+        context_window: Some(200_000),
+        pressure_share: 0.8,
+        budget_triggered: false,
+    }
+}
+
+#[test]
+fn a_warm_switch_waits_until_the_calls_after_it_repay_the_rewrite() {
+    // Rewrite now: (10,000 − 4,000)·1.25 − 10,000·0.1 = 7,500 − 1,000 = 6,500.
+    // Saving with R = 10: 9 later calls · 4,000 · 0.1 = 3,600 < 6,500.
+    let d = decide_switch(&warm());
+    assert_eq!(d.switch, None);
+    assert!((d.rewrite_cost - 6_500.0).abs() < 1e-9);
+    assert!((d.projected_saving - 3_600.0).abs() < 1e-9);
+
+    // R = 17: 16 · 400 = 6,400, still short; R = 18: 17 · 400 = 6,800 > 6,500.
+    let d = decide_switch(&SwitchInputs {
+        expected_calls: 17,
+        ..warm()
+    });
+    assert_eq!(d.switch, None);
+    let d = decide_switch(&SwitchInputs {
+        expected_calls: 18,
+        ..warm()
+    });
+    assert_eq!(d.switch, Some(SwitchReason::Pays));
+    assert!((d.projected_saving - 6_800.0).abs() < 1e-9);
+}
+
+#[test]
+fn expected_cold_rewrites_count_at_the_write_price() {
+    // c = 0.5: per later call 4,000 · (0.5·0.1 + 0.5·1.25) = 2,700;
+    // R = 3: 2 · 2,700 = 5,400 < 6,500; R = 4: 8,100 > 6,500.
+    let three = SwitchInputs {
+        expected_calls: 3,
+        cold_share: 0.5,
+        ..warm()
+    };
+    assert_eq!(decide_switch(&three).switch, None);
+    let four = SwitchInputs {
+        expected_calls: 4,
+        ..three
+    };
+    let d = decide_switch(&four);
+    assert_eq!(d.switch, Some(SwitchReason::Pays));
+    assert!((d.projected_saving - 8_100.0).abs() < 1e-9);
+}
+
+#[test]
+fn a_cold_cache_switches_for_free() {
+    // A gap of exactly the TTL is still warm; one millisecond more is not.
+    let at_ttl = SwitchInputs {
+        previous_call_ms: Some(700_000),
+        expected_calls: 1,
+        ..warm()
+    };
+    assert_eq!(decide_switch(&at_ttl).switch, None);
+    let past = SwitchInputs {
+        previous_call_ms: Some(699_999),
+        ..at_ttl.clone()
+    };
+    let d = decide_switch(&past);
+    assert_eq!(d.switch, Some(SwitchReason::IdleExpiry));
+    assert_eq!(d.rewrite_cost, 0.0);
+
+    let resumed = SwitchInputs {
+        cold_event: Some(ColdEvent::Resume),
+        ..at_ttl.clone()
+    };
+    assert_eq!(decide_switch(&resumed).switch, Some(SwitchReason::Resume));
+    let model = SwitchInputs {
+        cold_event: Some(ColdEvent::ModelChange),
+        ..at_ttl
+    };
+    assert_eq!(
+        decide_switch(&model).switch,
+        Some(SwitchReason::ModelChange)
+    );
+}
+
+#[test]
+fn pressure_switches_whatever_it_costs() {
+    // 0.8 · 200,000 = 160,000 tokens.
+    let below = SwitchInputs {
+        prompt_tokens: 159_999,
+        expected_calls: 1,
+        ..warm()
+    };
+    assert_eq!(decide_switch(&below).switch, None);
+    let at = SwitchInputs {
+        prompt_tokens: 160_000,
+        ..below.clone()
+    };
+    assert_eq!(decide_switch(&at).switch, Some(SwitchReason::Pressure));
+    let budget = SwitchInputs {
+        budget_triggered: true,
+        context_window: None,
+        ..below
+    };
+    assert_eq!(decide_switch(&budget).switch, Some(SwitchReason::Pressure));
+}
+
+#[test]
+fn nothing_to_remove_never_switches() {
+    let d = decide_switch(&SwitchInputs {
+        removed_tokens: 0,
+        cold_event: Some(ColdEvent::Resume),
+        budget_triggered: true,
+        ..warm()
+    });
+    assert_eq!(d.switch, None);
+}
+
+fn flush() -> SummarizeInputs {
+    SummarizeInputs {
+        prices: ANTHROPIC_5M,
+        summarizer_input_price: 1.0,
+        summarizer_output_price: 5.0,
+        summarizer_input_tokens: 5_000,
+        summarizer_output_tokens: 500,
+        suffix_tokens: 10_000,
+        removed_tokens: 4_000,
+        expected_calls: 30,
+        cold_share: 0.0,
+        prompt_tokens: 50_000,
+        context_window: Some(200_000),
+        pressure_share: 0.8,
+        budget_triggered: false,
+    }
+}
+
+#[test]
+fn summarizing_waits_until_showing_would_repay_the_summarizer() {
+    // Summarizer: 5,000 · 1 + 500 · 5 = 7,500. Rewrite at a warm switch: 6,500.
+    // R = 30: 30 · 400 − 6,500 = 5,500 < 7,500: defer.
+    let d = decide_summarize(&flush());
+    assert!(!d.summarize);
+    assert!((d.summarizer_cost - 7_500.0).abs() < 1e-9);
+    assert!((d.net_saving - 5_500.0).abs() < 1e-9);
+    // R = 40: 16,000 − 6,500 = 9,500 > 7,500: summarize.
+    let d = decide_summarize(&SummarizeInputs {
+        expected_calls: 40,
+        ..flush()
+    });
+    assert!(d.summarize);
+    assert!((d.net_saving - 9_500.0).abs() < 1e-9);
+}
+
+#[test]
+fn pressure_summarizes_whatever_it_costs_but_never_for_nothing() {
+    let pressed = SummarizeInputs {
+        prompt_tokens: 170_000,
+        ..flush()
+    };
+    assert!(decide_summarize(&pressed).summarize);
+    let empty = SummarizeInputs {
+        removed_tokens: 0,
+        budget_triggered: true,
+        ..flush()
+    };
+    assert!(!decide_summarize(&empty).summarize);
+}
+
+#[test]
+fn estimates_from_the_session_so_far() {
+    assert_eq!(expected_calls(0), 1);
+    assert_eq!(expected_calls(1), 1);
+    assert_eq!(expected_calls(12), 12);
+    assert_eq!(cold_share(0, 0), 0.0);
+    assert_eq!(cold_share(1, 4), 0.25);
+    assert_eq!(cold_share(9, 4), 1.0);
+}
+
+#[test]
+fn policy_names_round_trip() {
+    for p in Policy::ALL {
+        assert_eq!(Policy::from_name(p.name()), Some(p));
+    }
+    assert_eq!(Policy::from_name("Reference"), None);
+    assert!(Policy::CacheAware.gates_on_switch());
+    assert!(!Policy::Reference.gates_on_switch());
+    for r in [
+        SwitchReason::IdleExpiry,
+        SwitchReason::Resume,
+        SwitchReason::ModelChange,
+        SwitchReason::Pressure,
+        SwitchReason::Pays,
+    ] {
+        assert_eq!(SwitchReason::from_name(r.as_str()), Some(r));
+    }
+}
