@@ -115,24 +115,24 @@ fn provider(args: &CompactArgs) -> Result<(Arc<dyn Provider>, ModelRef), CliErro
     })
 }
 
+/// Every other process's pid and `/proc/<pid>` directory (`None` without
+/// a readable `/proc`).
+fn other_processes() -> Option<impl Iterator<Item = (u32, std::path::PathBuf)>> {
+    let me = std::process::id();
+    let entries = std::fs::read_dir("/proc").ok()?;
+    Some(entries.flatten().filter_map(move |entry| {
+        let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+        (pid != me).then(|| (pid, entry.path()))
+    }))
+}
+
 /// Another process that has `path` open (Linux: any `/proc/<pid>/fd` link
 /// to it): the condense sidecar of a running pi keeps its session open, and
 /// so does any other reader or writer.
 pub fn held_by_other_process(path: &Path) -> Option<u32> {
     let target = path.canonicalize().ok()?;
-    let me = std::process::id();
-    for proc_entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = proc_entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == me {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(proc_entry.path().join("fd")) else {
+    for (pid, proc_dir) in other_processes()? {
+        let Ok(fds) = std::fs::read_dir(proc_dir.join("fd")) else {
             continue;
         };
         for fd in fds.flatten() {
@@ -152,22 +152,11 @@ pub fn held_by_other_process(path: &Path) -> Option<u32> {
 /// same directory, which is refused all the same (`--force` overrides).
 pub fn pi_running_in(cwd: &Path) -> Option<u32> {
     let want = cwd.canonicalize().ok()?;
-    let me = std::process::id();
-    for proc_entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = proc_entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if pid == me {
+    for (pid, proc_dir) in other_processes()? {
+        if std::fs::read_link(proc_dir.join("cwd")).ok() != Some(want.clone()) {
             continue;
         }
-        if std::fs::read_link(proc_entry.path().join("cwd")).ok() != Some(want.clone()) {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(proc_entry.path().join("cmdline")) else {
+        let Ok(cmdline) = std::fs::read(proc_dir.join("cmdline")) else {
             continue;
         };
         let names_pi = cmdline.split(|&b| b == 0).any(|arg| {
