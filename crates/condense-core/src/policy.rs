@@ -9,7 +9,12 @@
 //!
 //! Everything here is arithmetic over values the caller supplies (token
 //! counts, times in ms, prices in units of one uncached input token); the
-//! live sidecar and the simulator call the same functions.
+//! live sidecar and the simulator call the same functions. Cache prices are
+//! the economy module's [`CacheTerms`].
+
+use crate::economy::CacheTerms;
+use crate::message::{Message, Role};
+use crate::render::chars_to_tokens;
 
 /// Which display policy renders the session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,18 +50,6 @@ impl Policy {
     }
 }
 
-/// How the provider bills its prompt cache, in units of one uncached input
-/// token.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct CachePrices {
-    /// How long a cached prefix lives after the call that last used it (ms).
-    pub ttl_ms: i64,
-    /// Price of a token written to the cache.
-    pub write: f64,
-    /// Price of a token read from the cache.
-    pub read: f64,
-}
-
 /// Why the cache is cold at this call regardless of what condense does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColdEvent {
@@ -76,7 +69,7 @@ pub struct SwitchInputs {
     /// A host event that makes the cache cold.
     pub cold_event: Option<ColdEvent>,
     /// The provider's cache prices.
-    pub prices: CachePrices,
+    pub prices: CacheTerms,
     /// Tokens of the prompt as it would be sent without the switch.
     pub prompt_tokens: u64,
     /// Tokens from the first message the switch would change to the end of
@@ -167,7 +160,7 @@ fn rewrite_extra(i: &SwitchInputs, cold: bool) -> f64 {
 
 /// What removing `P` tokens saves on each call after this one, on average:
 /// a cache read of them on a warm call, a write on a cold one.
-fn saving_per_later_call(removed: u64, prices: &CachePrices, cold_share: f64) -> f64 {
+fn saving_per_later_call(removed: u64, prices: &CacheTerms, cold_share: f64) -> f64 {
     let c = cold_share.clamp(0.0, 1.0);
     removed as f64 * ((1.0 - c) * prices.read + c * prices.write)
 }
@@ -225,7 +218,7 @@ pub fn under_pressure(prompt_tokens: u64, context_window: Option<u64>, share: f6
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummarizeInputs {
     /// The provider's cache prices.
-    pub prices: CachePrices,
+    pub prices: CacheTerms,
     /// Price of a summarizer input token, in main-model input units (1 when
     /// the session's own model summarizes).
     pub summarizer_input_price: f64,
@@ -307,4 +300,53 @@ pub fn cold_share(cold_calls: u64, calls_so_far: u64) -> f64 {
     } else {
         (cold_calls as f64 / calls_so_far as f64).clamp(0.0, 1.0)
     }
+}
+
+/// The token figures of a switch at one call: the prompt as it stands
+/// (`current`, rendered with what is pending kept raw) against the prompt
+/// with the switch (`shown`). Tokens are `chars / 4` of each message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SwitchSizes {
+    /// Tokens of `current`.
+    pub prompt_tokens: u64,
+    /// Tokens of `current` from its first message that `shown` changes (`S`).
+    pub suffix_tokens: u64,
+    /// How many tokens `shown` has fewer than `current` (`P`).
+    pub removed_tokens: u64,
+}
+
+/// Measures a switch from the two renders of one call (see [`SwitchSizes`]).
+pub fn switch_sizes(current: &[Message], shown: &[Message]) -> SwitchSizes {
+    let tokens = |ms: &[Message]| ms.iter().map(|m| chars_to_tokens(m.size())).sum::<u64>();
+    let first = current
+        .iter()
+        .zip(shown)
+        .position(|(a, b)| a.json() != b.json())
+        .unwrap_or(current.len().min(shown.len()));
+    let prompt_tokens = tokens(current);
+    SwitchSizes {
+        prompt_tokens,
+        suffix_tokens: tokens(&current[first..]),
+        removed_tokens: prompt_tokens.saturating_sub(tokens(shown)),
+    }
+}
+
+/// The LLM calls a branch records (its assistant messages) and how many of
+/// them came after a gap longer than `ttl_ms` since the previous one (by
+/// their timestamps): the inputs of [`expected_calls`] and [`cold_share`].
+pub fn call_history(messages: &[Message], ttl_ms: i64) -> (u64, u64) {
+    let mut calls = 0u64;
+    let mut cold = 0u64;
+    let mut previous: Option<i64> = None;
+    for m in messages.iter().filter(|m| m.is(&Role::Assistant)) {
+        calls += 1;
+        let at = m.timestamp();
+        if let Some(now) = at {
+            if is_idle_expired(now, previous, ttl_ms) {
+                cold += 1;
+            }
+            previous = Some(now);
+        }
+    }
+    (calls, cold)
 }

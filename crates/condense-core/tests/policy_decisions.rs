@@ -4,14 +4,15 @@
 //! 0.1 (units of one uncached input token).
 
 use condense_core::{
-    cold_share, decide_summarize, decide_switch, expected_calls, CachePrices, ColdEvent, Policy,
+    cold_share, decide_summarize, decide_switch, expected_calls, CacheTerms, ColdEvent, Policy,
     SummarizeInputs, SwitchInputs, SwitchReason,
 };
 
-const ANTHROPIC_5M: CachePrices = CachePrices {
+const ANTHROPIC_5M: CacheTerms = CacheTerms {
     ttl_ms: 300_000,
     write: 1.25,
     read: 0.1,
+    min_cacheable_tokens: 0,
 };
 
 /// A warm call 10 s after the previous one: S = 10,000, P = 4,000.
@@ -216,4 +217,40 @@ fn policy_names_round_trip() {
     ] {
         assert_eq!(SwitchReason::from_name(r.as_str()), Some(r));
     }
+}
+
+fn msg(v: serde_json::Value) -> condense_core::Message {
+    condense_core::Message::from_value(&v).expect("a message")
+}
+
+#[test]
+fn switch_sizes_measure_from_the_first_changed_message() {
+    // Sizes in chars: JSON.stringify of each message; tokens = chars / 4.
+    let user = msg(serde_json::json!({"role": "user", "content": "x".repeat(390)}));
+    let raw = msg(
+        serde_json::json!({"role": "toolResult", "toolCallId": "c", "content": "y".repeat(3950)}),
+    );
+    let stub = msg(
+        serde_json::json!({"role": "toolResult", "toolCallId": "c", "content": "s".repeat(350)}),
+    );
+    let tail = msg(serde_json::json!({"role": "user", "content": "z".repeat(790)}));
+    let t = |m: &condense_core::Message| condense_core::chars_to_tokens(m.size());
+    let current = [user.clone(), raw.clone(), tail.clone()];
+    let shown = [user.clone(), stub.clone(), tail.clone()];
+    let sizes = condense_core::switch_sizes(&current, &shown);
+    assert_eq!(sizes.prompt_tokens, t(&user) + t(&raw) + t(&tail));
+    assert_eq!(sizes.suffix_tokens, t(&raw) + t(&tail));
+    assert_eq!(sizes.removed_tokens, t(&raw) - t(&stub));
+    assert_eq!(t(&raw) - t(&stub), 900);
+    let none = condense_core::switch_sizes(&current, &current);
+    assert_eq!((none.suffix_tokens, none.removed_tokens), (0, 0));
+}
+
+#[test]
+fn call_history_counts_calls_after_idle_gaps() {
+    let a = |ts: i64| msg(serde_json::json!({"role": "assistant", "content": [], "timestamp": ts}));
+    let u = msg(serde_json::json!({"role": "user", "content": "go", "timestamp": 1}));
+    // Gaps: 100 s (warm), exactly 300 s (warm), 300.001 s (cold).
+    let messages = [u, a(0), a(100_000), a(400_000), a(700_001)];
+    assert_eq!(condense_core::call_history(&messages, 300_000), (4, 1));
 }

@@ -8,6 +8,8 @@
 //!   runner, [`flush::run_flush`], that runs the LLM calls between the steps
 //!   with no state borrowed. The pi sidecar, `/pruner now` and `compact`,
 //!   `condense compact` and the session generator all go through it.
+//! - [`switch`]: the cache-aware policy at each call (whether to show what
+//!   flushes prepared), with time and model as values from the host.
 //! - [`protocol`]: the typed effects a host carries out; [`request`]: the
 //!   typed requests a shim sends (one `Request` enum, read in one pass).
 //!
@@ -21,7 +23,9 @@ pub mod flush;
 pub mod protocol;
 pub mod request;
 pub mod session;
+pub mod switch;
 
 pub use flush::{run_flush, Blobs, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
 pub use protocol::{Delivery, Effect, Effects, Placement};
 pub use session::{jsonl, Engine, FlushDone, StartParams};
+pub use switch::CallFacts;

@@ -162,6 +162,21 @@ pub struct ContextParams {
         skip_serializing_if = "std::ops::Not::not"
     )]
     pub timing: bool,
+    /// The shim's clock at the call (ms): the cache-aware policy's time.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub now: Option<i64>,
+    /// The model the call goes to (`provider/id`), for the cache-aware
+    /// policy (a model change finds the cache cold).
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub model: Option<String>,
 }
 
 /// `turn.end`'s `usage`.

@@ -25,12 +25,13 @@ use condense_core::{format_count, Diagnostic, DiagnosticSink};
 use condense_core::{render, PlanStep, RenderSettings};
 use condense_core::{Config, PruneOn};
 use condense_core::{FlushEffect, JobResult, Notice};
-use condense_store::effects::{diagnostic_entry, entry_for, flush_metrics_entry};
+use condense_store::effects::{diagnostic_entry, entry_for, flush_metrics_entry, switch_entry};
 use condense_store::session::Session;
 use serde_json::{json, Value};
 
 use crate::flush::{spill_batch, BlobDir, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
 use crate::protocol::{Delivery, Effect, Effects, Placement};
+use crate::switch::{CallFacts, CallLog};
 
 fn notices(out: &mut Effects, notices: &[Notice]) {
     out.extend(
@@ -125,6 +126,7 @@ pub struct Engine {
     reclaim: Option<(usize, usize)>,
     metrics: ContextMetrics,
     last_status: Option<String>,
+    calls: CallLog,
 }
 
 impl Default for Engine {
@@ -147,6 +149,7 @@ impl Default for Engine {
             reclaim: None,
             metrics: ContextMetrics::default(),
             last_status: None,
+            calls: CallLog::default(),
         }
     }
 }
@@ -231,6 +234,7 @@ impl Engine {
             .map(|d| condense_store::spill::blob_dir_in(&d, &p.session_id));
         self.pending.clear();
         self.budget.reset();
+        self.calls.restart();
         self.rearmed = false;
         self.flushing = false;
         self.reclaim = None;
@@ -386,6 +390,19 @@ impl Engine {
         keep: usize,
         append: Vec<Message>,
     ) -> (Option<Vec<PlanStep>>, Effects) {
+        self.context_at(keep, append, &CallFacts::default())
+    }
+
+    /// [`Engine::context`] for a call the host describes (its time and
+    /// model). Under the cache-aware policy this is where a switch happens:
+    /// its entry is the first effect, and the render already shows it, so
+    /// what the model is sent is what a reload renders.
+    pub fn context_at(
+        &mut self,
+        keep: usize,
+        append: Vec<Message>,
+        call: &CallFacts,
+    ) -> (Option<Vec<PlanStep>>, Effects) {
         let keep = keep.min(self.messages.len());
         self.messages.truncate(keep);
         self.entry_ts.truncate(keep);
@@ -395,6 +412,22 @@ impl Engine {
         let mut out = Effects::new();
         if !self.config.enabled {
             return (None, out);
+        }
+        let settings = RenderSettings {
+            config: &self.config,
+            protection: &self.protection,
+        };
+        if self.config.economy.policy.gates_on_switch() {
+            if let Some(switch) = crate::switch::decide(
+                &self.messages,
+                &self.state,
+                &settings,
+                &mut self.calls,
+                call,
+            ) {
+                self.state.record_switch(self.messages.len());
+                out.push(Effect::entry(switch_entry(&switch), Delivery::Runtime));
+            }
         }
         let settings = RenderSettings {
             config: &self.config,
@@ -433,6 +466,7 @@ impl Engine {
             self.config.auto_budget_threshold,
             self.config.budget_turn_delta,
         );
+        self.calls.turn(context_window, decision.budget_hit);
         let mut pushed = false;
         if !results.is_empty() {
             let batch = without_protected(

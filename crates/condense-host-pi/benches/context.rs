@@ -65,6 +65,7 @@ fn bench_context(c: &mut Criterion) {
                 n - 2,
                 tail.clone(),
                 None,
+                &Default::default(),
             ))
         })
     });
@@ -77,6 +78,7 @@ fn bench_context(c: &mut Criterion) {
                 n - 2,
                 tail.clone(),
                 base,
+                &Default::default(),
             ))
         })
     });

@@ -511,7 +511,11 @@ export default function condense(pi: ExtensionAPI) {
 			const base = held?.seq;
 			contextEpoch++;
 			const request = (from: number, withBase: boolean) => {
-				const params: ContextParams = { keep: from, append: messages.slice(from) };
+				const params: ContextParams = { keep: from, append: messages.slice(from), now: Date.now() };
+				const model: any = safe(() => (ctx as any).model);
+				if (model && typeof model.provider === "string" && typeof model.id === "string") {
+					params.model = `${model.provider}/${model.id}`;
+				}
 				if (withBase && base !== undefined) params.base = base;
 				if (timing) params.timing = true;
 				return call("context", params, CONTEXT_TIMEOUT_MS);
@@ -522,10 +526,12 @@ export default function condense(pi: ExtensionAPI) {
 			let pending = request(header, true);
 			const keyed = timing ? performance.now() : 0;
 			const keep = keys.contentPrefix(messages, header);
+			let stale: Promise<any> | undefined;
 			if (keep < header) {
 				// A message changed in place (another extension's handler edits
 				// what it is given): that answer rendered a stale copy. Resend from
 				// the change; the sidecar answers requests in order.
+				stale = pending;
 				pending = request(keep, false);
 			}
 			keys.sync(keep, messages);
@@ -540,6 +546,10 @@ export default function condense(pi: ExtensionAPI) {
 				}
 				return undefined;
 			}
+			// The stale answer's render is dropped, not its effects: a switch
+			// the sidecar recorded then must reach the session file.
+			const staleRes = stale ? await stale.catch(() => undefined) : undefined;
+			if (staleRes) applyEffects(staleRes.effects, ctx, pi);
 			applyEffects(res.effects, ctx, pi);
 			let out: unknown[] | undefined;
 			let stepCount = 0;

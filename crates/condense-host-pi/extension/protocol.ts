@@ -362,6 +362,10 @@ export interface ContextParams {
 	base?: number;
 	/** Asks for `micros` in the answer. */
 	timing?: boolean;
+	/** The shim's clock at the call (ms): the cache-aware policy's time. */
+	now?: number;
+	/** The model the call goes to, `provider/id` (a change finds the cache cold). */
+	model?: string;
 }
 
 export interface TurnUsage {
@@ -490,6 +494,8 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 			append: listOf(isJson),
 			base: optional(isNumber),
 			timing: optional(isBoolean),
+			now: optional(isNumber),
+			model: optional(isString),
 		}),
 		result: record<ContextResult>({
 			unchanged: optional(isBoolean),

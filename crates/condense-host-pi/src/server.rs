@@ -43,7 +43,9 @@ use condense_engine::protocol::{
 };
 use condense_engine::request::{Incoming, Request};
 use condense_engine::session::{EngineFlush, EngineLock};
-use condense_engine::{jsonl, run_flush, Delivery, Effect, Effects, Engine, StartParams};
+use condense_engine::{
+    jsonl, run_flush, CallFacts, Delivery, Effect, Effects, Engine, StartParams,
+};
 
 /// The protocol version this sidecar speaks.
 pub const PROTOCOL: u64 = PROTOCOL_VERSION;
@@ -201,10 +203,19 @@ pub fn context_answer(
     keep: usize,
     append: Vec<Message>,
     base: Option<u64>,
+    call: &CallFacts,
 ) -> String {
-    let (steps, effects) = engine.context(keep, append);
+    let (steps, effects) = engine.context_at(keep, append, call);
     let effects = serde_json::to_string(&effects).unwrap_or_else(|_| "[]".into());
     answers.write(base, steps, &effects)
+}
+
+/// What a `context` request says about its LLM call.
+fn call_facts(p: &condense_engine::request::ContextParams) -> CallFacts {
+    CallFacts {
+        now_ms: p.now,
+        model: p.model.clone(),
+    }
 }
 
 fn now_ms() -> i64 {
@@ -301,10 +312,16 @@ impl Server {
     }
 
     /// `context`, answered as a pre-serialized `result` (see [`context_answer`]).
-    fn context_raw(&self, keep: usize, append: Vec<Message>, base: Option<u64>) -> String {
+    fn context_raw(
+        &self,
+        keep: usize,
+        append: Vec<Message>,
+        base: Option<u64>,
+        call: &CallFacts,
+    ) -> String {
         let mut engine = self.engine.engine();
         let mut answers = self.answers.lock().unwrap_or_else(PoisonError::into_inner);
-        context_answer(&mut engine, &mut answers, keep, append, base)
+        context_answer(&mut engine, &mut answers, keep, append, base, call)
     }
 
     /// Holds the session file pi now runs (`sessionFile` of `session.start`;
@@ -439,7 +456,7 @@ impl Server {
                     .iter()
                     .filter_map(|m| Message::from_json(m.get()).ok())
                     .collect();
-                let result = self.context_raw(p.keep, append, p.base);
+                let result = self.context_raw(p.keep, append, p.base, &call_facts(&p));
                 serde_json::from_str(&result).map_err(|e| ("internal".into(), e.to_string()))
             }
             Request::Shutdown => Ok(json!({})),
@@ -651,7 +668,7 @@ where
                     .filter_map(|m| Message::from_json(m.get()).ok())
                     .collect();
                 let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    server.context_raw(p.keep, append, p.base)
+                    server.context_raw(p.keep, append, p.base, &call_facts(&p))
                 }));
                 let mut result = match rendered {
                     Ok(result) => result,

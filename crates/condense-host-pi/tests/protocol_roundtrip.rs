@@ -144,12 +144,16 @@ fn requests() -> Vec<Request> {
             append: vec![raw(message.clone())],
             base: Some(7),
             timing: true,
+            now: Some(1_764_000_000_000),
+            model: Some("anthropic/claude-sonnet-4-5".into()),
         }),
         Request::Context(ContextParams {
             keep: 0,
             append: vec![],
             base: None,
             timing: false,
+            now: None,
+            model: None,
         }),
         Request::TurnEnd(TurnEndParams {
             turn_index: 2,

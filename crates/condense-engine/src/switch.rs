@@ -1,0 +1,134 @@
+//! The cache-aware policy at each LLM call: whether to show what flushes
+//! prepared since the last switch.
+//!
+//! The decision is core's ([`decide_switch`]); this module gathers its
+//! inputs from the engine's copy of the messages, the state and what the
+//! host says about the call (its time and model), and says what a switch
+//! persists. Time comes in as a value: the engine reads no clock.
+
+use condense_core::{
+    call_history, cold_share, decide_switch, expected_calls, render, render_after_switch,
+    switch_sizes, CacheTerms, ColdEvent, Message, PriceProfile, RenderSettings, State,
+    SwitchInputs,
+};
+use condense_store::entries::SwitchEntryData;
+
+/// What the host says about the LLM call a `context` request precedes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallFacts {
+    /// The host's clock at the call (ms); `None` when it did not say.
+    pub now_ms: Option<i64>,
+    /// The model the call goes to (`provider/id`), when the host knows.
+    pub model: Option<String>,
+}
+
+/// What the engine remembers of the calls it saw, for the next decision.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CallLog {
+    /// The previous call's time.
+    last_ms: Option<i64>,
+    /// The previous call's model.
+    last_model: Option<String>,
+    /// No call since the session was (re)started: the cache is cold.
+    resumed: bool,
+    /// The model's context window, from the last turn's usage.
+    context_window: Option<u64>,
+    /// A budget trigger fired since the previous call.
+    budget_hit: bool,
+}
+
+impl CallLog {
+    /// A session (re)started: its first call finds the cache cold.
+    pub(crate) fn restart(&mut self) {
+        *self = CallLog {
+            resumed: true,
+            ..CallLog::default()
+        };
+    }
+
+    /// What the last turn said about the context window and the budget.
+    pub(crate) fn turn(&mut self, context_window: u64, budget_hit: bool) {
+        if context_window > 0 {
+            self.context_window = Some(context_window);
+        }
+        self.budget_hit |= budget_hit;
+    }
+
+    fn called(&mut self, call: &CallFacts) {
+        self.last_ms = call.now_ms.or(self.last_ms);
+        if call.model.is_some() {
+            self.last_model.clone_from(&call.model);
+        }
+        self.resumed = false;
+        self.budget_hit = false;
+    }
+}
+
+/// The cache the policy plans for: Anthropic's 5-minute terms (write 1.25,
+/// read 0.1), the dearest common case for a rewrite.
+fn cache_terms() -> CacheTerms {
+    PriceProfile::named("anthropic-5m")
+        .ok()
+        .and_then(|p| p.cache)
+        .unwrap_or(CacheTerms {
+            ttl_ms: 300_000,
+            write: 1.25,
+            read: 0.1,
+            min_cacheable_tokens: 0,
+        })
+}
+
+/// Decides at one call; on a switch returns the entry to persist (the
+/// caller records it in the state and appends it).
+pub(crate) fn decide(
+    messages: &[Message],
+    state: &State,
+    settings: &RenderSettings<'_>,
+    log: &mut CallLog,
+    call: &CallFacts,
+) -> Option<SwitchEntryData> {
+    let outcome = if state.pending_count() == 0 {
+        None
+    } else {
+        let current = render(messages, state, settings).messages(messages);
+        let shown = render_after_switch(messages, state, settings).messages(messages);
+        let sizes = switch_sizes(&current, &shown);
+        let prices = cache_terms();
+        let (calls, cold) = call_history(messages, prices.ttl_ms);
+        let cold_event = if log.resumed {
+            Some(ColdEvent::Resume)
+        } else {
+            match (&call.model, &log.last_model) {
+                (Some(now), Some(before)) if now != before => Some(ColdEvent::ModelChange),
+                _ => None,
+            }
+        };
+        let inputs = SwitchInputs {
+            now_ms: call.now_ms.unwrap_or_default(),
+            previous_call_ms: call.now_ms.and(log.last_ms),
+            cold_event,
+            prices,
+            prompt_tokens: sizes.prompt_tokens,
+            suffix_tokens: sizes.suffix_tokens,
+            removed_tokens: sizes.removed_tokens,
+            expected_calls: expected_calls(calls),
+            cold_share: cold_share(cold, calls),
+            context_window: log.context_window,
+            pressure_share: settings.config.economy.pressure_share,
+            budget_triggered: log.budget_hit,
+        };
+        let decision = decide_switch(&inputs);
+        decision.switch.map(|reason| SwitchEntryData {
+            reason: reason.as_str().to_owned(),
+            message_count: messages.len() as u64,
+            prompt_tokens: Some(sizes.prompt_tokens),
+            removed_tokens: Some(sizes.removed_tokens),
+            rewrite_cost: Some(decision.rewrite_cost),
+            projected_saving: Some(decision.projected_saving),
+            ts: call.now_ms,
+            extra: Default::default(),
+        })
+    };
+    log.called(call);
+    outcome
+}

@@ -1,0 +1,159 @@
+//! The cache-aware policy inside the engine: a switch is an append effect
+//! returned with the `context` answer that already renders it, so a reload
+//! of the session with that entry renders the same; the reference policy
+//! never switches.
+
+use condense_core::{Message, PlanStep};
+use condense_engine::{jsonl, CallFacts, Effect, Engine, StartParams};
+use serde_json::{json, Value};
+
+const T0: i64 = 1_780_000_000_000;
+
+/// A prompt, a read with a big output, a reply; then the flush's summary
+/// and index entries (what a flush at the reply appended).
+fn branch_lines() -> Vec<Value> {
+    let text: String = (0..200).map(|l| format!("line {l}: ok\n")).collect();
+    let messages = [
+        json!({"role": "user", "content": [{"type": "text", "text": "read f"}], "timestamp": T0}),
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read",
+            "arguments": {"path": "f.txt"}}], "stopReason": "toolUse", "timestamp": T0 + 1}),
+        json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+            "content": [{"type": "text", "text": text.clone()}], "isError": false, "timestamp": T0 + 2}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
+            "stopReason": "stop", "timestamp": T0 + 3}),
+    ];
+    let mut out: Vec<Value> = messages
+        .into_iter()
+        .map(|m| json!({"type": "message", "message": m}))
+        .collect();
+    out.push(json!({"type": "custom_message", "customType": "context-prune-summary",
+        "content": "- `t1` read f.txt: 200 lines, all ok.", "display": false,
+        "details": {"toolCallRefs": [{"shortId": "t1", "toolCallId": "c1", "resultTimestamp": T0 + 2}],
+            "toolNames": ["read"], "turnIndex": 0, "timestamp": T0 + 1}}));
+    out.push(
+        json!({"type": "custom", "customType": "context-prune-index",
+        "data": {"toolCalls": [{"toolCallId": "c1", "toolName": "read", "args": {"path": "f.txt"},
+            "resultText": text, "isError": false, "turnIndex": 0, "timestamp": T0 + 1,
+            "resultTimestamp": T0 + 2}]}}),
+    );
+    out
+}
+
+/// Entry lines with ids, parent links and timestamps.
+fn linked(lines: &[Value]) -> String {
+    let mut out = Vec::new();
+    for (n, line) in lines.iter().enumerate() {
+        let mut e = line.clone();
+        e["id"] = json!(format!("{n:08x}"));
+        e["parentId"] = if n == 0 {
+            Value::Null
+        } else {
+            json!(format!("{:08x}", n - 1))
+        };
+        e["timestamp"] = json!(condense_store::time::format_iso(T0 + n as i64));
+        out.push(e.to_string());
+    }
+    jsonl(out)
+}
+
+fn started(policy: &str, lines: &[Value]) -> Engine {
+    let mut e = Engine::default();
+    e.start(StartParams {
+        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
+        session_id: "s".into(),
+        session_dir: None,
+        branch: linked(lines),
+        tree: false,
+    });
+    e
+}
+
+fn next_prompt() -> Message {
+    Message::from_value(
+        &json!({"role": "user", "content": [{"type": "text", "text": "next"}], "timestamp": T0 + 10}),
+    )
+    .expect("a message")
+}
+
+/// The rendered messages' JSON for the engine's messages and `steps`.
+fn rendered(e: &Engine, steps: &Option<Vec<PlanStep>>) -> Vec<String> {
+    let input = e.messages();
+    let out: Vec<Message> = match steps {
+        None => input.to_vec(),
+        Some(steps) => steps
+            .iter()
+            .flat_map(|s| match s {
+                PlanStep::Keep(r) => input[r.clone()].to_vec(),
+                PlanStep::New(m) => vec![m.clone()],
+            })
+            .collect(),
+    };
+    out.iter().map(|m| m.json().to_owned()).collect()
+}
+
+fn switches(effects: &[Effect]) -> Vec<Value> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Append {
+                custom_type, data, ..
+            } if custom_type == "context-prune-switch" => Some(data.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn call(now: i64) -> CallFacts {
+    CallFacts {
+        now_ms: Some(now),
+        model: Some("anthropic/claude-x".into()),
+    }
+}
+
+#[test]
+fn a_resume_switches_in_what_is_pending_and_the_answer_shows_it() {
+    let lines = branch_lines();
+    let mut e = started("cache-aware", &lines);
+    let n = e.messages().len();
+    let (steps, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    let switched = switches(&effects);
+    assert_eq!(switched.len(), 1, "{effects:?}");
+    assert_eq!(switched[0]["reason"], "resume");
+    assert_eq!(switched[0]["messageCount"], json!(n + 1));
+    assert!(switched[0]["removedTokens"].as_u64().unwrap_or(0) > 0);
+    let shown = rendered(&e, &steps);
+    assert!(shown[2].contains("[Summarized in pruner summary, ref `t1`."));
+
+    // The reference policy shows the same at once, and never switches.
+    let mut reference = started("reference", &lines);
+    let (ref_steps, ref_effects) = reference.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    assert!(switches(&ref_effects).is_empty());
+    assert_eq!(rendered(&reference, &ref_steps), shown);
+
+    // A reload of the session with the switch appended (as the shim does)
+    // renders the same bytes, and has nothing left to switch.
+    let mut with_switch = lines.clone();
+    with_switch.push(
+        json!({"type": "custom", "customType": "context-prune-switch",
+        "data": switched[0].clone()}),
+    );
+    let mut reloaded = started("cache-aware", &with_switch);
+    let (re_steps, re_effects) = reloaded.context_at(n, vec![next_prompt()], &call(T0 + 20));
+    assert!(switches(&re_effects).is_empty());
+    assert_eq!(rendered(&reloaded, &re_steps), shown);
+
+    // Later calls find nothing pending.
+    let (_, later) = e.context_at(n + 1, vec![], &call(T0 + 400_000));
+    assert!(switches(&later).is_empty());
+}
+
+#[test]
+fn nothing_pending_never_switches() {
+    let lines = branch_lines();
+    // No flush yet: the first call after the resume has nothing to show.
+    let mut e = started("cache-aware", &lines[..4]);
+    let n = e.messages().len();
+    let (steps, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    assert!(switches(&effects).is_empty());
+    assert!(steps.is_none());
+}
