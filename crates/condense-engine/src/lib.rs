@@ -12,9 +12,13 @@
 //!   flushes prepared), with time and model as values from the host.
 //! - [`protocol`]: the typed effects a host carries out; [`request`]: the
 //!   typed requests a shim sends (one `Request` enum, read in one pass).
+//! - [`sidecar`]: the protocol served on JSON lines, host-neutral: the
+//!   loop both hosts' sidecar binaries (pi's, OpenCode's) run, `/pruner`,
+//!   the incremental `context` answer.
 //!
-//! Hosts (pi's sidecar, the CLI) translate their harness's events into
-//! calls here and carry out the [`protocol::Effect`]s that come back.
+//! Hosts (pi's and OpenCode's shims through the sidecar, the CLI directly)
+//! translate their harness's events into calls here and carry out the
+//! [`protocol::Effect`]s that come back.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
@@ -23,6 +27,7 @@ pub mod flush;
 pub mod protocol;
 pub mod request;
 pub mod session;
+pub mod sidecar;
 pub mod switch;
 
 pub use flush::{run_flush, Blobs, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};

@@ -214,7 +214,7 @@ pub enum Step {
 }
 
 /// `context`'s answer. The sidecar writes it by hand for speed
-/// (`condense-host-pi`'s `answer.rs`); this is its shape.
+/// ([`crate::sidecar::answer`]); this is its shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContextResult {
     /// `true`: the plan the shim holds still stands (no `seq`, no `steps`).

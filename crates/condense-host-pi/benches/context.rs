@@ -12,10 +12,10 @@
 
 use std::hint::black_box;
 
+use condense_engine::sidecar::context_answer;
+use condense_engine::sidecar::ContextAnswers;
 use condense_engine::{Engine, StartParams};
 use condense_gen::{generate, Shape, SynthOptions};
-use condense_host_pi::answer::ContextAnswers;
-use condense_host_pi::server::context_answer;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 

@@ -16,7 +16,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use condense_host_pi::server::{serve, MAX_LINE};
+use condense_engine::sidecar::{serve, MAX_LINE};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestRunner};
 use serde_json::{json, Map, Value};
@@ -988,8 +988,12 @@ fn the_sidecar_never_reads_through_a_symlinked_blob_directory_and_holds_its_sess
 /// wired in: LLM calls go through the shim).
 #[test]
 fn the_sidecar_sources_run_no_shell_and_open_no_port() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = vec![src.clone()];
+    // The binary's own sources and the engine's, where the serving loop lives.
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![
+        manifest.join("src"),
+        manifest.join("../condense-engine/src"),
+    ];
     let mut checked = 0;
     while let Some(p) = files.pop() {
         if p.is_dir() {
@@ -1022,7 +1026,7 @@ fn the_sidecar_sources_run_no_shell_and_open_no_port() {
         }
         checked += 1;
     }
-    assert!(checked >= 3, "sources found");
+    assert!(checked >= 10, "sources found");
 }
 
 /// The blob directory comes from `sessionId`, which a crafted session file

@@ -27,7 +27,8 @@ use condense_engine::request::{
 use condense_engine::{Delivery, Effect, Placement};
 use serde::Serialize;
 use serde_json::{json, Value};
-use support::pi_env::{require_pi, run_bounded};
+use support::pi_env::require_pi;
+use support::process::run_bounded;
 
 /// One sample of every variant (and of each optional field both ways).
 fn samples() -> Vec<Effect> {

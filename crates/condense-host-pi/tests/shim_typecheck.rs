@@ -11,7 +11,8 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
-use support::pi_env::{require_pi, run_bounded};
+use support::pi_env::require_pi;
+use support::process::run_bounded;
 use support::typescript::typescript;
 
 #[test]

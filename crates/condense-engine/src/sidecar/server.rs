@@ -17,168 +17,32 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use async_trait::async_trait;
-use condense_core::Message;
-use condense_core::ModelRef;
-use condense_core::TriggerKind;
-use condense_core::Usage;
+use condense_core::{Message, ModelRef, TriggerKind};
 use condense_store::append::SessionHold;
 use condense_summarizer::{
-    CancelToken, Completion, CompletionRequest, EventSink, FallbackController, Provider,
-    ProviderError, RunOptions, StopReason, Summarizer, SummarizerSettings, Target, TokioClock,
+    CancelToken, FallbackController, Provider, RunOptions, Summarizer, SummarizerSettings, Target,
+    TokioClock,
 };
-use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufRead, AsyncBufReadExt};
-use tokio::sync::oneshot;
+use tokio::io::AsyncBufRead;
 
-use crate::answer::ContextAnswers;
-use crate::commands::{self, CommandEnv, CommandHost};
-use condense_engine::protocol::{
-    EffectsResult, ErrorBody, HelloResult, LlmCancelParams, LlmCompleteParams, ProtocolErrorParams,
-    TurnEndResult, UiEffectsParams, PROTOCOL_VERSION,
+use super::answer::ContextAnswers;
+use super::commands::{self, CommandEnv, CommandHost};
+use super::lines::{error_line, failure_text, panic_text, read_line, request_id, MAX_LINE};
+use super::outbox::{LineWriter, Outbox, ShimProvider};
+use crate::protocol::{
+    EffectsResult, ErrorBody, HelloResult, ProtocolErrorParams, TurnEndResult, UiEffectsParams,
+    PROTOCOL_VERSION,
 };
-use condense_engine::request::{Incoming, Request};
-use condense_engine::session::{EngineFlush, EngineLock};
-use condense_engine::{
-    jsonl, run_flush, CallFacts, Delivery, Effect, Effects, Engine, StartParams,
-};
+use crate::request::{Incoming, Request};
+use crate::session::{EngineFlush, EngineLock};
+use crate::{jsonl, run_flush, CallFacts, Delivery, Effect, Effects, Engine, StartParams};
 
 /// The protocol version this sidecar speaks.
 pub const PROTOCOL: u64 = PROTOCOL_VERSION;
-/// The longest line accepted (64 MiB).
-pub const MAX_LINE: usize = 64 << 20;
-
-type Pending = Arc<Mutex<HashMap<String, (oneshot::Sender<Value>, EventSink)>>>;
-/// The shim's end of the pipe, shared by everyone who sends a line.
-type LineWriter = Arc<Mutex<Box<dyn Write + Send>>>;
-
-/// Sends lines to the shim and tracks our own requests.
-#[derive(Clone)]
-pub struct Outbox {
-    out: LineWriter,
-    pending: Pending,
-    next: Arc<AtomicU64>,
-}
-
-impl Outbox {
-    fn send(&self, v: &Value) {
-        self.send_line(&v.to_string());
-    }
-
-    /// Sends a notification with typed params.
-    fn notify<P: Serialize>(&self, method: &str, params: &P) {
-        self.send(&json!({"method": method, "params": params}));
-    }
-
-    /// Writes one whole line. A failed write (the shim is gone) is dropped:
-    /// the reading loop ends on the closed input.
-    fn send_line(&self, line: &str) {
-        if let Ok(mut out) = self.out.lock() {
-            let _ = out
-                .write_all(line.as_bytes())
-                .and_then(|()| out.write_all(b"\n"))
-                .and_then(|()| out.flush());
-        }
-    }
-
-    /// Sends a request; the answer (`result` or `error` object) arrives on the receiver.
-    fn request(
-        &self,
-        method: &str,
-        params: Value,
-        events: EventSink,
-    ) -> (String, oneshot::Receiver<Value>) {
-        let id = format!("s{}", self.next.fetch_add(1, Ordering::Relaxed) + 1);
-        let (tx, rx) = oneshot::channel();
-        self.pending
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(id.clone(), (tx, events));
-        self.send(&json!({"id": id, "method": method, "params": params}));
-        (id, rx)
-    }
-}
-
-/// A [`Provider`] that runs completions through pi (the shim's model
-/// registry and pi-ai), so every provider and login pi supports works.
-pub struct ShimProvider {
-    outbox: Outbox,
-    /// What the shim resolves: `"default"` (the session model) or `provider/id`.
-    spec: String,
-}
-
-fn usage_of(v: &Value) -> Usage {
-    Usage {
-        input_tokens: v.get("input").and_then(Value::as_u64).unwrap_or(0),
-        output_tokens: v.get("output").and_then(Value::as_u64).unwrap_or(0),
-        cost: v.get("cost").and_then(Value::as_f64).unwrap_or(0.0),
-    }
-}
-
-#[async_trait]
-impl Provider for ShimProvider {
-    async fn complete(
-        &self,
-        request: CompletionRequest,
-        events: &EventSink,
-    ) -> Result<Completion, ProviderError> {
-        let params = json!(LlmCompleteParams {
-            model: self.spec.clone(),
-            thinking: request.thinking.as_str().to_owned(),
-            system: request.system.clone(),
-            user: request.user.clone(),
-            max_tokens: request.max_tokens,
-        });
-        let (id, rx) = self.outbox.request("llm.complete", params, events.clone());
-        let answer = tokio::select! {
-            a = rx => a.map_err(|_| ProviderError::transient("the pi shim went away"))?,
-            () = request.cancel.cancelled() => {
-                self.outbox.pending.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-                self.outbox.notify("llm.cancel", &LlmCancelParams { request_id: id });
-                return Err(ProviderError::aborted());
-            }
-        };
-        if let Some(err) = answer.get("error") {
-            let message = err
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("llm call failed")
-                .to_owned();
-            return Err(match err.get("code").and_then(Value::as_str) {
-                Some("auth") => ProviderError::auth(message),
-                Some("aborted") => ProviderError::aborted(),
-                _ => ProviderError::transient(message),
-            });
-        }
-        let r = answer.get("result").cloned().unwrap_or(Value::Null);
-        let stop_reason = match r.get("stopReason").and_then(Value::as_str) {
-            Some("length") => StopReason::Length,
-            Some("toolUse") => StopReason::ToolUse,
-            Some("error") | Some("aborted") => {
-                let message = r
-                    .get("errorMessage")
-                    .and_then(Value::as_str)
-                    .unwrap_or("llm call failed");
-                return Err(ProviderError::transient(message));
-            }
-            Some("stop") | None => StopReason::Stop,
-            Some(other) => StopReason::Other(other.to_owned()),
-        };
-        Ok(Completion {
-            text: r
-                .get("text")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned(),
-            stop_reason,
-            usage: usage_of(r.get("usage").unwrap_or(&Value::Null)),
-        })
-    }
-}
 
 /// Shared state of the server.
 pub struct Server {
@@ -211,7 +75,7 @@ pub fn context_answer(
 }
 
 /// What a `context` request says about its LLM call.
-fn call_facts(p: &condense_engine::request::ContextParams) -> CallFacts {
+fn call_facts(p: &crate::request::ContextParams) -> CallFacts {
     CallFacts {
         now_ms: p.now,
         model: p.model.clone(),
@@ -466,7 +330,7 @@ impl Server {
         }
     }
 
-    /// `/pruner <args>` (see `commands.rs`).
+    /// `/pruner <args>` (see the `commands` module).
     async fn command(&self, args: &str, env: CommandEnv) -> Effects {
         commands::run(self, args, env).await
     }
@@ -486,108 +350,6 @@ impl CommandHost for Server {
     fn ui(&self, effects: Effects) {
         self.outbox
             .notify("ui.effects", &UiEffectsParams { effects });
-    }
-}
-
-/// An error answer to the request whose id is the JSON text `id`.
-fn error_line(id: &str, message: &str) -> String {
-    format!(
-        r#"{{"id":{id},"error":{{"code":"internal","message":{}}}}}"#,
-        Value::String(message.to_owned())
-    )
-}
-
-/// What a panic said.
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown failure".to_owned())
-}
-
-/// Why a request's task ended without an answer.
-fn failure_text(e: tokio::task::JoinError) -> String {
-    match e.try_into_panic() {
-        Ok(panic) => format!("the request failed: {}", panic_text(&*panic)),
-        Err(_) => "the request was cancelled".to_owned(),
-    }
-}
-
-/// The `id` of a request line serde cannot read, as its JSON text: the
-/// shim writes it first (`{"id":12,...` or `{"id":"s3",...`). A number or
-/// a string literal, read without decoding its escapes.
-fn request_id(line: &str) -> Option<&str> {
-    let rest = line.trim_start().strip_prefix('{')?.trim_start();
-    let rest = rest
-        .strip_prefix(r#""id""#)?
-        .trim_start()
-        .strip_prefix(':')?;
-    let rest = rest.trim_start();
-    let len = if let Some(body) = rest.strip_prefix('"') {
-        let mut escaped = false;
-        let end = body.char_indices().find_map(|(i, c)| {
-            let end = !escaped && c == '"';
-            escaped = !escaped && c == '\\';
-            end.then_some(i)
-        })?;
-        if body[..end].chars().any(char::is_control) {
-            return None;
-        }
-        end + 2
-    } else {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e' | 'E')))
-            .unwrap_or(rest.len());
-        serde_json::from_str::<serde_json::Number>(&rest[..n]).ok()?;
-        n
-    };
-    let id = &rest[..len];
-    let after = rest[len..].trim_start();
-    (after.starts_with(',') || after.starts_with('}')).then_some(id)
-}
-
-/// Reads one line of at most `MAX_LINE` bytes. Returns `Ok(None)` at end of
-/// input, `Ok(Some(Err(())))` for an over-long line (discarded, without
-/// buffering more than the limit).
-async fn read_line<R: AsyncBufRead + Unpin>(
-    r: &mut R,
-) -> std::io::Result<Option<Result<String, ()>>> {
-    let mut buf: Vec<u8> = Vec::new();
-    let mut too_long = false;
-    loop {
-        let chunk = r.fill_buf().await?;
-        if chunk.is_empty() {
-            return Ok(if buf.is_empty() && !too_long {
-                None
-            } else if too_long {
-                Some(Err(()))
-            } else {
-                Some(Ok(String::from_utf8_lossy(&buf).into_owned()))
-            });
-        }
-        let (take, done) = match chunk.iter().position(|b| *b == b'\n') {
-            Some(p) => (p + 1, true),
-            None => (chunk.len(), false),
-        };
-        if !too_long {
-            if buf.len() + take > MAX_LINE + 1 {
-                too_long = true;
-                buf = Vec::new();
-            } else {
-                buf.extend_from_slice(&chunk[..take]);
-            }
-        }
-        r.consume(take);
-        if done {
-            if too_long {
-                return Ok(Some(Err(())));
-            }
-            if buf.last() == Some(&b'\n') {
-                buf.pop();
-            }
-            return Ok(Some(Ok(String::from_utf8_lossy(&buf).into_owned())));
-        }
     }
 }
 

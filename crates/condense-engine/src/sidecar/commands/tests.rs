@@ -7,15 +7,15 @@ use condense_core::ModelRef;
 use condense_store::time::format_iso;
 use condense_summarizer::{Extractive, SummarizerSettings, Target};
 
+use crate::session::EngineLock;
+use crate::{Effects, Engine};
 use condense_core::format_count;
-use condense_engine::session::EngineLock;
-use condense_engine::{Effects, Engine};
 use condense_summarizer::Summarizer;
 use serde_json::Value;
 
 use super::settings::SETTINGS;
 use super::{format_cost, run, tree_text, CommandEnv, CommandHost, SUBCOMMANDS};
-use condense_engine::StartParams;
+use crate::StartParams;
 use serde_json::json;
 use std::sync::MutexGuard;
 
@@ -105,7 +105,7 @@ fn host(settings: Value, branch: Vec<Value>) -> TestHost {
         settings,
         session_id: "s1".into(),
         session_dir: None,
-        branch: condense_engine::jsonl(branch.iter().map(Value::to_string)),
+        branch: crate::jsonl(branch.iter().map(Value::to_string)),
         tree: false,
     });
     TestHost {

@@ -35,14 +35,15 @@ mod tests;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::flush::Cancelled;
+use crate::session::{EngineFlush, EngineLock};
+use crate::{run_flush, Delivery, Effect, Effects, Engine, Flush, FlushDone};
 use condense_core::{Config, Notice};
-use condense_engine::flush::Cancelled;
-use condense_engine::session::{EngineFlush, EngineLock};
-use condense_engine::{run_flush, Delivery, Effect, Effects, Engine, Flush, FlushDone};
 use condense_summarizer::{CancelToken, ProgressEvent, RunOptions, Summarizer};
 
-pub use progress::PROGRESS_WIDGET;
-pub use status::{format_cost, stats_text, status_text};
+#[cfg(test)]
+use status::format_cost;
+use status::{stats_text, status_text};
 pub use tree::tree_text;
 
 /// What the commands need from the sidecar: the session's engine (never

@@ -5,14 +5,14 @@
 use condense_core::ThinkingLevel;
 
 use super::{label_of, list_display, names, thinking_label, Kind, Setting, Subcommand};
-use crate::commands::plural;
+use crate::sidecar::commands::plural;
 
 pub(super) const THINKING_CHOICES: &[(&str, &str)] = &ThinkingLevel::CHOICES;
-pub(in crate::commands) const PRUNE_ON_CHOICES: &[(&str, &str)] = &[
+pub(in crate::sidecar::commands) const PRUNE_ON_CHOICES: &[(&str, &str)] = &[
     ("agent-message", "On agent message"),
     ("on-demand", "On demand"),
 ];
-pub(in crate::commands) const BATCHING_CHOICES: &[(&str, &str)] =
+pub(in crate::sidecar::commands) const BATCHING_CHOICES: &[(&str, &str)] =
     &[("turn", "Per turn"), ("agent-message", "Per agent message")];
 const MIN_BATCH_PRESETS: &[(u64, &str)] = &[
     (0, "0 (disabled)"),
@@ -71,7 +71,7 @@ const fn plain(key: &'static str, label: &'static str, kind: Kind) -> Setting {
 }
 
 /// Every setting, in the settings dialog's order.
-pub(in crate::commands) const SETTINGS: &[Setting] = &[
+pub(in crate::sidecar::commands) const SETTINGS: &[Setting] = &[
     plain("enabled", "Enabled", Kind::Bool),
     plain("showPruneStatusLine", "Prune status line", Kind::Bool),
     Setting {

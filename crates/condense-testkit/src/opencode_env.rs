@@ -1,6 +1,6 @@
 //! OpenCode for end-to-end tests: installed once into the shared e2e cache,
 //! run headless (`opencode run --format json`) in an isolated home against a
-//! [`FakeLlm`](super::fake_llm::FakeLlm), with condense's plugin loaded.
+//! [`FakeLlm`](crate::fake_llm::FakeLlm), with condense's plugin loaded.
 //!
 //! The install is `opencode-ai` (the whole binary ships inside the npm
 //! package) plus `@opencode-ai/plugin`, which OpenCode would otherwise
@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::fake_llm::FakeLlm;
-use super::pi_env::{cache_dir, run_bounded, BoundedOutput, SKIP_ENV};
+use crate::cache::{cache_dir, workspace_root, SKIP_ENV};
+use crate::fake_llm::FakeLlm;
+use crate::process::{run_bounded, BoundedOutput};
 
 /// The OpenCode release the tests pin.
 pub const OPENCODE_VERSION: &str = "1.18.33";
@@ -124,7 +125,7 @@ fn verify(dir: &Path) -> Result<OpenCodeInstall, String> {
 
 /// The plugin's host-neutral module (`plugin/plugin.ts`).
 pub fn plugin_module() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin/plugin.ts")
+    workspace_root().join("crates/condense-host-opencode/plugin/plugin.ts")
 }
 
 /// An isolated OpenCode home: config, data and project directory in a

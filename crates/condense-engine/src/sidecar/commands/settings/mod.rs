@@ -8,8 +8,8 @@
 //! lets [`Config`]'s normalization decide whether it is valid; the settings
 //! dialog and the subcommands differ only in their texts.
 
+use crate::{Effect, Effects, Engine};
 use condense_core::{Config, ThinkingLevel};
-use condense_engine::{Effect, Effects, Engine};
 use serde_json::Value;
 
 mod table;

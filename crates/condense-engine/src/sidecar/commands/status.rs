@@ -1,8 +1,8 @@
 //! `/pruner status` and `/pruner stats`: settings, summarizer usage and
 //! context metrics as text.
 
+use crate::Engine;
 use condense_core::{compute_context_metrics, format_count};
-use condense_engine::Engine;
 
 use super::settings::{label_of, on_off, seconds, BATCHING_CHOICES, PRUNE_ON_CHOICES};
 

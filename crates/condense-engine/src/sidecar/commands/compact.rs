@@ -1,7 +1,7 @@
 //! `/pruner compact`: compress every eligible closed chain now.
 
+use crate::{Effect, Effects};
 use condense_core::{js_len, NoticeLevel, OccurrenceKey};
-use condense_engine::{Effect, Effects};
 
 use super::{notice_effects, plural, run_command_flush, CommandHost};
 

@@ -6,7 +6,7 @@
 //! it, where a blocking read stalls nothing else (tasks run on the runtime's
 //! workers). Its output is a plain `std::io::Write` for the same reason.
 //!
-//! [`serve`]: crate::server::serve
+//! [`serve`]: super::server::serve
 
 use std::io::BufRead;
 use std::pin::Pin;
@@ -18,6 +18,7 @@ use tokio::io::{AsyncBufRead, AsyncRead, ReadBuf};
 pub struct BlockingStdin(std::io::BufReader<std::io::Stdin>);
 
 impl BlockingStdin {
+    /// Standard input behind a 64 KiB buffer.
     pub fn new() -> Self {
         BlockingStdin(std::io::BufReader::with_capacity(1 << 16, std::io::stdin()))
     }

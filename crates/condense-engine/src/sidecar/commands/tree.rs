@@ -1,7 +1,7 @@
 //! `/pruner tree` as text: each summary, then the tool calls it replaced.
 
+use crate::Engine;
 use condense_core::{format_count, js_len, js_prefix};
-use condense_engine::Engine;
 use serde_json::Value;
 
 use super::{plural, CommandEnv};

@@ -4,7 +4,7 @@
 //! tests install Node and pi: [`TYPESCRIPT_VERSION`] and Node's type
 //! declarations ([`TYPES_NODE_VERSION`]) into
 //! `<cache>/typescript-<version>-types-node-<version>/` (the cache of
-//! [`pi_env::cache_dir`]), through a staging directory renamed into place
+//! [`cache_dir`]), through a staging directory renamed into place
 //! once `tsc` is there. Run with the e2e install's Node.
 
 use std::fs;
@@ -15,7 +15,8 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::json;
 
-use super::pi_env::{self, run_bounded, tail, which};
+use crate::cache::cache_dir;
+use crate::process::{run_bounded, tail, which};
 
 /// The compiler (`npm view typescript@5 version`).
 pub const TYPESCRIPT_VERSION: &str = "5.9.3";
@@ -36,7 +37,7 @@ pub struct TypeScript {
 pub fn typescript() -> Result<&'static TypeScript, String> {
     static INSTALL: OnceLock<Result<TypeScript, String>> = OnceLock::new();
     INSTALL
-        .get_or_init(|| find_or_install(&pi_env::cache_dir()))
+        .get_or_init(|| find_or_install(&cache_dir()))
         .as_ref()
         .map_err(Clone::clone)
 }

@@ -1,7 +1,7 @@
 //! `/pruner now`: a manual flush with a progress widget above the editor.
 
+use crate::{Effect, Effects, Placement};
 use condense_core::{format_count, Frontier, FrontierOutcome, Slot, TriggerKind};
-use condense_engine::{Effect, Effects, Placement};
 use condense_summarizer::ProgressEvent;
 
 use super::{notice_effects, now_ms, plural, run_command_flush, CommandHost};

@@ -1,0 +1,21 @@
+//! Test support shared by the host crates' end-to-end and unit tests
+//! (dev-only, never published).
+//!
+//! * [`fake_llm`]: a scripted OpenAI-compatible chat-completions server on
+//!   127.0.0.1 that records every request.
+//! * [`cache`]: the e2e cache directory and the skip switch.
+//! * [`process`]: child processes with a deadline.
+//! * [`pi_env`]: finds or installs Node and pi (from the npm registry) and
+//!   runs pi headless against the fake server in an isolated agent directory.
+//! * [`opencode_env`]: installs OpenCode from the npm registry into the same
+//!   cache and runs it headless against the fake server, with condense's
+//!   plugin.
+//! * [`typescript`]: finds or installs the TypeScript compiler next to the
+//!   e2e installs, to type-check the shims.
+
+pub mod cache;
+pub mod fake_llm;
+pub mod opencode_env;
+pub mod pi_env;
+pub mod process;
+pub mod typescript;
