@@ -1,6 +1,6 @@
 //! OpenCode for end-to-end tests: installed once into the shared e2e cache,
 //! run headless (`opencode run --format json`) in an isolated home against a
-//! [`FakeLlm`](crate::fake_llm::FakeLlm), with condense's plugin loaded.
+//! [`FakeLlm`], with condense's plugin loaded.
 //!
 //! The install is `opencode-ai` (the whole binary ships inside the npm
 //! package) plus `@opencode-ai/plugin`, which OpenCode would otherwise
