@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 
 import { buildBranch, EventLog } from "./log.ts";
-import { applyRender, convert, OPENCODE_CLEARED } from "./messages.ts";
+import { applyRender, convert, isCleared, OPENCODE_CLEARED } from "./messages.ts";
 import type { OcMessage, OcPart, PiMessage } from "./messages.ts";
 
 const S = "ses_test";
@@ -62,12 +62,52 @@ test("an assistant message becomes the message and one toolResult per finished t
 	assert.equal(pi[5]?.stopReason, "stop");
 });
 
-test("a part OpenCode cleared is sent as OpenCode sends it", () => {
+test("a part OpenCode cleared is left out: never captured, summarized or stubbed; the model still gets OpenCode's placeholder", () => {
 	const m = session();
 	const part = m[1]?.parts[0];
 	if (part?.state?.time) part.state.time.compacted = 3;
-	const { pi } = convert(m);
-	assert.deepEqual(pi[2]?.content, [{ type: "text", text: OPENCODE_CLEARED }]);
+	assert.ok(part && isCleared(part));
+	const converted = convert(m);
+	const { pi } = converted;
+	assert.deepEqual(
+		pi.map((x) => x.role),
+		["user", "assistant", "assistant", "toolResult", "assistant", "user"],
+	);
+	assert.deepEqual(pi[1]?.content, [], "no call for the cleared part");
+	assert.ok(!pi.some((x) => x.toolCallId === "call_a"));
+	assert.ok(!JSON.stringify(pi).includes(OPENCODE_CLEARED));
+	// The message keeps its part: OpenCode sends its placeholder as before.
+	const out = applyRender(m, converted, pi.map((x) => (x.toolCallId === "call_b" ? { ...x, content: [{ type: "text", text: "stub b" }] } : x)));
+	assert.ok(out);
+	assert.equal(out[1], m[1], "the cleared part's message is passed as it is");
+});
+
+test("arguments the sidecar purged become the part's input in a copy; the original stays", () => {
+	const messages = session();
+	const a2 = messages[2];
+	const part = a2?.parts[1];
+	if (part?.state) {
+		part.state.status = "error";
+		part.state.error = "boom";
+		part.state.input = { filePath: "/x/call_b", content: "y".repeat(5000) };
+	}
+	const converted = convert(messages);
+	const purged = { _purged: '<purged-errored-args size="5030"/>' };
+	const rendered = converted.pi.map((x) =>
+		x.role === "assistant" && JSON.stringify(x.content).includes("call_b")
+			? { ...x, content: (x.content as Record<string, unknown>[]).map((b) => (b.type === "toolCall" ? { ...b, arguments: purged } : b)) }
+			: x,
+	);
+	const out = applyRender(messages, converted, rendered);
+	assert.ok(out);
+	assert.deepEqual(
+		out.map((m) => m.info.id),
+		["u1", "a1", "a2", "a3", "u2"],
+	);
+	assert.deepEqual(out[2]?.parts[1]?.state?.input, purged);
+	assert.equal(out[2]?.parts[1]?.state?.error, "boom", "the error result stays visible");
+	assert.equal((a2?.parts[1]?.state?.input as { content?: string }).content?.length, 5000, "OpenCode's own part is untouched");
+	assert.equal(out[2]?.parts[0], a2?.parts[0], "other parts are shared");
 });
 
 test("keeping everything changes nothing", () => {

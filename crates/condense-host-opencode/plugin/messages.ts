@@ -3,12 +3,16 @@
 //
 // One OpenCode assistant message is one LLM call: it becomes one pi
 // assistant message (text, thinking and tool calls) followed by one
-// `toolResult` message per finished tool part. The render answer comes back
-// as pi messages; `applyRender` turns it into OpenCode's list: a tool result
-// the sidecar rewrote (a stub) becomes that tool part's `state.output` in a
-// copy of the part, messages whose pi images were all dropped (a compressed
-// chain) are removed, and any other message the sidecar wrote becomes a
-// synthetic user message at its place.
+// `toolResult` message per finished tool part. A tool part OpenCode's own
+// pruning already cleared is left out of both: the model sees OpenCode's
+// placeholder for it, so condense never captures, summarizes or stubs it.
+// The render answer comes back as pi messages; `applyRender` turns it into
+// OpenCode's list: a tool result the sidecar rewrote (a stub) becomes that
+// tool part's `state.output` in a copy of the part, arguments the sidecar
+// purged (a failed call's) become that part's `state.input` in a copy,
+// messages whose pi images were all dropped (a compressed chain) are
+// removed, and any other message the sidecar wrote becomes a synthetic user
+// message at its place.
 
 /** The OpenCode shapes this file reads (a subset of @opencode-ai/sdk's types). */
 export interface OcToolState {
@@ -74,10 +78,14 @@ function isToolPart(p: OcPart): p is OcPart & { callID: string; tool: string; st
 	return p.type === "tool" && typeof p.callID === "string" && typeof p.tool === "string" && !!p.state;
 }
 
+/** True for a tool part OpenCode's pruning cleared (the model is sent {@link OPENCODE_CLEARED}). */
+export function isCleared(p: OcPart): boolean {
+	return isToolPart(p) && !!p.state.time?.compacted;
+}
+
 /** The text a finished tool part shows the model. */
 function resultText(part: OcPart & { state: OcToolState }): string {
 	if (part.state.status === "error") return String(part.state.error ?? "");
-	if (part.state.time?.compacted) return OPENCODE_CLEARED;
 	return String(part.state.output ?? "");
 }
 
@@ -95,7 +103,7 @@ export function toPi(m: OcMessage): { message: PiMessage; results: { message: Pi
 	for (const p of m.parts) {
 		if (p.type === "text" && typeof p.text === "string") content.push({ type: "text", text: p.text });
 		else if (p.type === "reasoning" && typeof p.text === "string") content.push({ type: "thinking", thinking: p.text });
-		else if (isToolPart(p)) {
+		else if (isToolPart(p) && !isCleared(p)) {
 			content.push({ type: "toolCall", id: p.callID, name: p.tool, arguments: p.state.input ?? {} });
 			if (p.state.status === "completed" || p.state.status === "error") {
 				results.push({
@@ -168,6 +176,7 @@ export function applyRender(messages: readonly OcMessage[], converted: Converted
 	const slots: Slot[] = [];
 	const placed = new Set<number>();
 	const outputs = new Map<string, string>();
+	const inputs = new Map<string, Record<string, unknown>>();
 	const place = (i: number) => {
 		if (placed.has(i)) return;
 		placed.add(i);
@@ -186,13 +195,18 @@ export function applyRender(messages: readonly OcMessage[], converted: Converted
 			continue;
 		}
 		if (r.role === "assistant" && Array.isArray(r.content)) {
-			// A rewritten assistant message (its calls' arguments purged): the
-			// original stays, so nothing the model wrote is ever replaced here.
-			const call = r.content.find((b) => b && typeof b === "object" && (b as { type?: unknown }).type === "toolCall") as
-				| { id?: unknown }
-				| undefined;
-			const at = typeof call?.id === "string" ? assistantByCall.get(call.id) : undefined;
+			// A rewritten assistant message: the original stays, but a call
+			// whose arguments the sidecar purged (a failed call's, after its
+			// cooldown) is sent with the purged arguments.
+			const calls = r.content.filter((b) => b && typeof b === "object" && (b as { type?: unknown }).type === "toolCall") as {
+				id?: unknown;
+				arguments?: unknown;
+			}[];
+			const at = calls.map((c) => (typeof c.id === "string" ? assistantByCall.get(c.id) : undefined)).find((i) => i !== undefined);
 			if (at !== undefined) {
+				for (const c of calls) {
+					if (typeof c.id === "string" && isPurged(c.arguments)) inputs.set(c.id, c.arguments);
+				}
 				place(at);
 				continue;
 			}
@@ -200,28 +214,41 @@ export function applyRender(messages: readonly OcMessage[], converted: Converted
 		slots.push({ synthetic: r });
 	}
 	const unchanged =
-		outputs.size === 0 && slots.length === messages.length && slots.every((s, i) => "message" in s && s.message === i);
+		outputs.size === 0 && inputs.size === 0 && slots.length === messages.length && slots.every((s, i) => "message" in s && s.message === i);
 	if (unchanged) return undefined;
 	const out: OcMessage[] = [];
 	let synthetic = 0;
 	slots.forEach((slot, at) => {
 		if ("message" in slot) {
 			const m = messages[slot.message] as OcMessage;
-			if (!m.parts.some((p) => isToolPart(p) && outputs.has(p.callID))) {
+			if (!m.parts.some((p) => isToolPart(p) && (outputs.has(p.callID) || inputs.has(p.callID)))) {
 				out.push(m);
 				return;
 			}
-			const parts = m.parts.map((p) =>
-				isToolPart(p) && outputs.has(p.callID) && p.state.status === "completed"
-					? { ...p, state: { ...p.state, output: outputs.get(p.callID) as string } }
-					: p,
-			);
+			const parts = m.parts.map((p) => {
+				if (!isToolPart(p)) return p;
+				const output = outputs.get(p.callID);
+				const input = inputs.get(p.callID);
+				if (output === undefined && input === undefined) return p;
+				const state = { ...p.state };
+				if (output !== undefined && p.state.status === "completed") state.output = output;
+				if (input !== undefined) state.input = input;
+				return { ...p, state };
+			});
 			out.push({ info: m.info, parts });
 			return;
 		}
 		out.push(syntheticMessage(slot.synthetic, neighbourInfo(messages, slots, at), synthetic++));
 	});
 	return out;
+}
+
+/** True for the arguments condense's error purge leaves (`{"_purged": "<purged-errored-args size=…/>"}`). */
+function isPurged(args: unknown): args is Record<string, unknown> {
+	if (!args || typeof args !== "object" || Array.isArray(args)) return false;
+	const keys = Object.keys(args);
+	const v = (args as Record<string, unknown>)._purged;
+	return keys.length === 1 && typeof v === "string" && v.startsWith("<purged-errored-args");
 }
 
 /** The info of the nearest OpenCode user message (for a synthetic message's agent and model). */

@@ -8,7 +8,15 @@
 //   call, pi's turn), then the whole list as `context`; the render comes back
 //   onto OpenCode's messages (messages.ts). OpenCode hands the hook copies:
 //   what is changed here reaches this one LLM call only.
+//   `context` is incremental as in pi (`keep`: the prefix the sidecar still
+//   holds, by sync.ts's keys; `base`: the render steps held, so an answer
+//   reuses them).
+// - `chat.params` (each LLM call): the model's context limit, for the budget
+//   triggers `turn.end` reports, and the provider's endpoint and key, for
+//   the summarizer's calls (llm.ts).
 // - `event`: `session.idle` is pi's `agent_end`.
+// - `tool.execute.before`: a file write whose arguments carry a placeholder
+//   (guard.ts) is refused.
 // - `context_tree_query`: the sidecar's `query`.
 // - State: one sidecar per OpenCode session (sub-agents are sessions too);
 //   entries go to the session's event log (log.ts).
@@ -26,8 +34,11 @@ import type { tool as toolFn } from "@opencode-ai/plugin";
 import { parseEffect } from "../../condense-host-pi/extension/protocol.ts";
 import type { Effect, Json, SidecarRequest, SidecarResult } from "../../condense-host-pi/extension/protocol.ts";
 import { errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
-import { applySteps } from "../../condense-host-pi/extension/sync.ts";
+import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable } from "../../condense-host-pi/extension/sync.ts";
+import type { HeldAnswer } from "../../condense-host-pi/extension/sync.ts";
+import { placeholdersIn, refusal, WRITING_TOOLS } from "./guard.ts";
 import { complete } from "./llm.ts";
+import type { ProviderEndpoint } from "./llm.ts";
 import { buildBranch, EventLog, storageDir } from "./log.ts";
 import { applyRender, convert, toPi } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
@@ -134,6 +145,12 @@ class SessionLink {
 	anchor: string | null = null;
 	/** The session model, for `llm.complete`'s `"default"`. */
 	model: { providerID: string; modelID: string } | undefined;
+	/** One key per message the sidecar holds (`undefined`: unknown, send everything). */
+	keys: KeyTable | undefined;
+	/** The last render steps applied, for incremental answers. */
+	held: HeldAnswer | undefined;
+	/** The OpenCode messages the last `context` carried. */
+	sent = new Set<string>();
 
 	constructor(
 		readonly sessionID: string,
@@ -199,7 +216,7 @@ class SessionLink {
 	}
 
 	private async onRequest(request: SidecarRequest): Promise<SidecarResult> {
-		return complete(this.plugin.client, request.params, this.model);
+		return complete(this.plugin.client, request.params, this.model, (id) => this.plugin.endpoints.get(id));
 	}
 
 	fail(reason: string): void {
@@ -224,7 +241,7 @@ class SessionLink {
 				return;
 			}
 			if (!e) continue;
-			if (e.kind === "notify") this.plugin.toast(e.text, e.level === "warning" ? "warning" : e.level);
+			if (e.kind === "notify") this.plugin.notify(e.text, e.level === "warning" ? "warning" : e.level);
 			if (uiOnly) continue;
 			if (e.kind === "append") entries.push({ type: "custom", customType: e.customType, data: e.data, after: this.anchor });
 			else if (e.kind === "appendMessage") {
@@ -259,17 +276,27 @@ class SessionLink {
 			this.carryOut(me.effects, false);
 			const t = info.tokens;
 			const tokens = t ? t.input + t.output + t.reasoning + t.cache.read + t.cache.write : null;
-			const te = await ask(sidecar, 
+			const contextWindow = info.providerID && info.modelID ? await this.plugin.contextWindow(info.providerID, info.modelID) : 0;
+			const toolResults = results.map((r) => r.message);
+			const te = await ask(
+				sidecar,
 				"turn.end",
 				{
 					turnIndex: this.reported.size,
 					message,
-					toolResults: results.map((r) => r.message),
-					usage: { tokens, contextWindow: 0 },
+					toolResults,
+					usage: { tokens, contextWindow },
 					now,
 				},
 				REQUEST_TIMEOUT_MS,
 			);
+			// The sidecar appended the turn to its copy: so do its keys. A
+			// message the last `context` already carried may not have been
+			// appended again: then the next `context` sends everything.
+			if (te.synced === true) {
+				if (this.sent.has(info.id)) this.keys = undefined;
+				else this.keys?.append([message, ...toolResults], 0);
+			}
 			this.carryOut(te.effects, false);
 			this.log.append([{ type: "reported", after: info.id }]);
 		}
@@ -280,6 +307,13 @@ class SessionLink {
 class CondenseState {
 	readonly sessions = new Map<string, SessionLink>();
 	config: { [key: string]: Json };
+	/** Context limits by `provider/model`, from `chat.params` or the provider list. */
+	private readonly windows = new Map<string, number>();
+	private providersRead: Promise<void> | undefined;
+	/** Each provider's endpoint and key, from `chat.params`, for the summarizer's calls. */
+	readonly endpoints = new Map<string, ProviderEndpoint>();
+	/** Warnings already shown (a config warning comes with every session's start: shown once). */
+	private readonly warned = new Set<string>();
 
 	constructor(
 		readonly client: Client,
@@ -295,6 +329,57 @@ class CondenseState {
 			this.sessions.set(sessionID, s);
 		}
 		return s;
+	}
+
+	/** What `chat.params` says about an LLM call's model and provider. */
+	noteCall(model: unknown, provider: unknown): void {
+		const m = model as { id?: unknown; providerID?: unknown; limit?: { context?: unknown }; api?: { npm?: unknown } } | undefined;
+		if (typeof m?.id !== "string" || typeof m.providerID !== "string") return;
+		const limit = m.limit?.context;
+		if (typeof limit === "number" && limit > 0) this.windows.set(`${m.providerID}/${m.id}`, limit);
+		const p = provider as { options?: Record<string, unknown>; info?: { key?: unknown } } | undefined;
+		const options = p?.options ?? {};
+		const key = typeof options.apiKey === "string" ? options.apiKey : typeof p?.info?.key === "string" ? p.info.key : undefined;
+		this.endpoints.set(m.providerID, {
+			npm: typeof m.api?.npm === "string" ? m.api.npm : undefined,
+			baseURL: typeof options.baseURL === "string" ? options.baseURL : undefined,
+			apiKey: key,
+		});
+	}
+
+	/** The model's context limit in tokens (0: unknown, no budget trigger). */
+	async contextWindow(providerID: string, modelID: string): Promise<number> {
+		const key = `${providerID}/${modelID}`;
+		const known = this.windows.get(key);
+		if (known !== undefined) return known;
+		// A call this process did not make (a resumed session's last reply):
+		// OpenCode's provider list has the limit too. Read once.
+		this.providersRead ??= (async () => {
+			try {
+				const res = (await this.client.config.providers()) as { data?: { providers?: { id?: unknown; models?: Record<string, { limit?: { context?: unknown } }> }[] } };
+				for (const p of res.data?.providers ?? []) {
+					for (const [id, model] of Object.entries(p.models ?? {})) {
+						const limit = model.limit?.context;
+						const k = `${String(p.id)}/${id}`;
+						if (typeof limit === "number" && limit > 0 && !this.windows.has(k)) this.windows.set(k, limit);
+					}
+				}
+			} catch {
+				// No limit known: the budget triggers stay off for this model.
+			}
+		})();
+		await this.providersRead;
+		return this.windows.get(key) ?? 0;
+	}
+
+	/** A notice: a toast (in the TUI), warnings and errors also on stderr; each warning once per process. */
+	notify(message: string, variant: "info" | "success" | "warning" | "error"): void {
+		if (variant === "warning" || variant === "error") {
+			if (this.warned.has(message)) return;
+			this.warned.add(message);
+			logError(message);
+		}
+		this.toast(message, variant);
 	}
 
 	toast(message: string, variant: "info" | "success" | "warning" | "error"): void {
@@ -315,16 +400,31 @@ class CondenseState {
 			await link.reportTurns(sidecar, messages);
 			link.anchor = messages.at(-1)?.info.id ?? link.anchor;
 			const converted = convert(messages);
-			const res = await ask(sidecar, "context", { keep: 0, append: converted.pi }, CONTEXT_TIMEOUT_MS);
+			// Only what changed since the sidecar's copy (sync.ts's keys).
+			const keep = link.keys ? link.keys.commonPrefix(converted.pi) : 0;
+			if (link.held && !heldIntact(link.held)) link.held = undefined;
+			const base = link.held?.seq;
+			const params: { [key: string]: unknown } = { keep, append: converted.pi.slice(keep), now: Date.now() };
+			if (link.model) params.model = `${link.model.providerID}/${link.model.modelID}`;
+			if (base !== undefined) params.base = base;
+			link.keys = undefined; // until the answer says the sidecar holds this list
+			const res = await ask(sidecar, "context", params, CONTEXT_TIMEOUT_MS);
+			link.keys = KeyTable.of(converted.pi);
+			link.sent = new Set(messages.map((m) => m.info.id));
 			link.carryOut(res.effects, false);
-			if (res.unchanged === true || !Array.isArray(res.steps)) return undefined;
-			const rendered = applySteps(converted.pi, res.steps) as PiMessage[] | undefined;
-			if (!rendered) {
+			if (res.unchanged === true) return undefined;
+			const steps = answerSteps(link.held, base, res);
+			const rendered = steps && (applySteps(converted.pi, steps) as PiMessage[] | undefined);
+			if (!steps || !rendered) {
+				link.held = undefined;
 				link.fail("the sidecar sent a malformed render");
 				return undefined;
 			}
+			link.held = holdAnswer(res.seq, steps, link.held, typeof res.reuse === "number" ? res.reuse : 0);
 			return applyRender(messages, converted, rendered);
 		} catch (err) {
+			link.keys = undefined;
+			link.held = undefined;
 			link.fail(errorText(err));
 			return undefined;
 		}
@@ -343,6 +443,19 @@ export function condensePlugin(tool: typeof toolFn): Plugin {
 			} catch (err) {
 				logError(`condense: ${errorText(err)}; messages pass unchanged`);
 			}
+		},
+		"chat.params": async (input) => {
+			try {
+				state.noteCall(input.model, input.provider);
+			} catch (err) {
+				logError(`condense: ${errorText(err)}`);
+			}
+		},
+		"tool.execute.before": async (input, output) => {
+			if (!WRITING_TOOLS.has(input.tool)) return;
+			const found = placeholdersIn(output.args);
+			// Thrown: OpenCode reports it to the model as the call's error, and nothing is written.
+			if (found.length > 0) throw new Error(refusal(input.tool, found));
 		},
 		event: async ({ event }) => {
 			if (event.type !== "session.idle") return;

@@ -258,3 +258,283 @@ fn fails_open_when_the_sidecar_dies() {
         env.protocol_log()
     );
 }
+
+/// The stub condense shows for `short_ref` (core's stub text).
+fn stub_text(short_ref: &str) -> String {
+    format!("[Summarized in pruner summary, ref `{short_ref}`. Use context_tree_query to retrieve full output.]")
+}
+
+/// The `keep` of every `context` request the plugin sent, in order.
+fn context_keeps(protocol_log: &str) -> Vec<u64> {
+    protocol_log
+        .lines()
+        .filter_map(|l| l.split_once("-> context ").map(|(_, params)| params))
+        .filter_map(|p| p.split_once(r#""keep":"#))
+        .filter_map(|(_, rest)| {
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse().ok())
+        })
+        .collect()
+}
+
+/// Every logged entry of `session` in condense's storage.
+fn logged(env: &OpenCodeEnv, session: &str) -> Vec<serde_json::Value> {
+    let file = env.condense_dir().join(format!("{session}.jsonl"));
+    fs::read_to_string(&file)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn custom_of<'a>(
+    entries: &'a [serde_json::Value],
+    custom_type: &str,
+) -> Vec<&'a serde_json::Value> {
+    entries
+        .iter()
+        .filter(|e| e["customType"] == custom_type)
+        .collect()
+}
+
+/// The model's context limit comes from OpenCode (128k in the test config):
+/// with `autoBudgetThreshold: 0.1` every 20k-token turn crosses the budget
+/// and flushes at its end, so each next request carries the stub. The
+/// `context` requests after the first are incremental (`keep` > 0). A write
+/// whose content is a stub is refused before anything is written, and the
+/// model is told which ref to page back.
+#[test]
+fn budget_flush_incremental_context_and_the_write_guard() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({
+        "enabled": true,
+        "autoBudgetThreshold": 0.1,
+        // The refusal itself stays verbatim for the assertion below.
+        "protectedTools": ["write"],
+    }));
+    let alpha = env.project.join("alpha.txt");
+    let bravo = env.project.join("bravo.txt");
+    let copy = env.project.join("copy.txt");
+    fs::write(&alpha, big_file("ALPHA-5d21", 5000)).expect("write alpha.txt");
+    fs::write(&bravo, big_file("BRAVO-88b0", 5000)).expect("write bravo.txt");
+    llm.push(Reply::tool_call("call_a", "read", json!({"filePath": alpha})).with_usage(20_000, 10));
+    llm.push(Reply::tool_call("call_b", "read", json!({"filePath": bravo})).with_usage(20_000, 10));
+    llm.push(
+        Reply::tool_call(
+            "call_w",
+            "write",
+            json!({"filePath": copy, "content": format!("copied:\n{}\n", stub_text("t1"))}),
+        )
+        .with_usage(20_000, 10),
+    );
+    llm.push(Reply::text("Done.").with_usage(20_000, 10));
+    let run = env.run("Read alpha.txt and bravo.txt, then copy alpha.", false);
+    run.assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 4, "{}\n{}", run.report(), dump(&llm));
+    for (i, (call, short_ref)) in [("call_a", "t1"), ("call_b", "t2")].iter().enumerate() {
+        let text = tool_result(&main[i + 1], call).expect("the read is answered");
+        assert_eq!(
+            text,
+            stub_text(short_ref),
+            "request {} carries the stub of {call}\n{}",
+            i + 1,
+            env.protocol_log()
+        );
+    }
+    let session = run.session_id().expect("a session id");
+    let entries = logged(&env, &session);
+    let budget: Vec<_> = custom_of(&entries, "context-prune-flush-metrics")
+        .into_iter()
+        .filter(|m| m["data"]["trigger"] == "budget")
+        .collect();
+    assert!(budget.len() >= 2, "budget flushes: {budget:#?}");
+
+    // The write was refused: nothing written, the model told what to do.
+    assert!(!copy.exists(), "the placeholder must not reach the file");
+    let refused = tool_result(&main[3], "call_w").expect("the write is answered");
+    assert!(
+        refused.contains("condense refused this write call")
+            && refused.contains(r#"context_tree_query({"toolCallIds": ["t1"]})"#),
+        "{refused}"
+    );
+
+    let keeps = context_keeps(&env.protocol_log());
+    assert_eq!(keeps.len(), 4, "{}", env.protocol_log());
+    assert_eq!(keeps[0], 0, "the first context is whole");
+    assert!(
+        keeps[1..].iter().all(|k| *k > 0),
+        "later contexts send only what changed: {keeps:?}"
+    );
+}
+
+/// With a rolling window of one chain, the first prompt's finished chain is
+/// folded into one `<compressed-chain>` message once a later chain closes:
+/// the model gets that message in place of the first prompt's calls.
+#[test]
+fn a_compressed_chain_reaches_the_model() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({
+        "enabled": true,
+        "chainCompression": {"rollingWindow": 1},
+    }));
+    let alpha = env.project.join("alpha.txt");
+    let bravo = env.project.join("bravo.txt");
+    fs::write(&alpha, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
+    fs::write(&bravo, big_file("BRAVO-1c2d", 6000)).expect("write bravo.txt");
+    llm.push(Reply::tool_call(
+        "call_a",
+        "read",
+        json!({"filePath": alpha}),
+    ));
+    llm.push(Reply::text("I read alpha.txt."));
+    env.run("Read alpha.txt.", false).assert_success();
+    llm.push(Reply::tool_call(
+        "call_b",
+        "read",
+        json!({"filePath": bravo}),
+    ));
+    llm.push(Reply::text("I read bravo.txt."));
+    env.run("Read bravo.txt.", true).assert_success();
+    llm.push(Reply::text("Both read."));
+    let run = env.run("Summarize.", true);
+    run.assert_success();
+    let last = llm
+        .main_requests()
+        .into_iter()
+        .last()
+        .expect("prompt 3 reached the model");
+    let users = last.texts_of_role("user");
+    let chain = users
+        .iter()
+        .find(|t| t.contains("<compressed-chain id=\"b1\""))
+        .unwrap_or_else(|| {
+            panic!(
+                "a compressed chain in the last request: {users:#?}\n{}",
+                env.protocol_log()
+            )
+        });
+    assert!(
+        chain.contains("t1"),
+        "the chain names its tool ref: {chain}"
+    );
+    assert_eq!(
+        tool_result(&last, "call_a"),
+        None,
+        "the first chain's call is folded away"
+    );
+    assert!(!last.any_message_contains("ALPHA-7f3e line 0000"));
+    assert!(
+        tool_result(&last, "call_b").is_some(),
+        "the chain inside the window stays"
+    );
+    assert!(
+        last.any_message_contains("Read alpha.txt.") || chain.contains("alpha"),
+        "the first prompt is represented"
+    );
+    let session = run.session_id().expect("a session id");
+    assert!(
+        !custom_of(&logged(&env, &session), "context-prune-chain").is_empty(),
+        "the chain is persisted in condense's log"
+    );
+}
+
+/// A sub-agent (OpenCode's `task` tool) runs in its own session through the
+/// same hook: its own condense state (its own log file and refs), its own
+/// flushes, and its stubs reach its own requests. `condense.json`'s
+/// warnings are shown once for both sessions.
+#[test]
+fn a_sub_agent_session_has_its_own_state() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    // An invalid value: warned about once per process, not once per session.
+    env.write_condense_config(&json!({
+        "enabled": true,
+        "autoBudgetThreshold": 0.1,
+        "chainCompression": {"rollingWindow": 0},
+    }));
+    let alpha = env.project.join("alpha.txt");
+    fs::write(&alpha, big_file("ALPHA-9a9a", 5000)).expect("write alpha.txt");
+    // Main: delegate; sub-agent: read, then answer; main: done.
+    llm.push(
+        Reply::tool_call(
+            "call_task",
+            "task",
+            json!({"description": "read alpha", "prompt": "Read alpha.txt and report.", "subagent_type": "general"}),
+        )
+        .with_usage(20_000, 10),
+    );
+    llm.push(
+        Reply::tool_call("call_sub", "read", json!({"filePath": alpha})).with_usage(20_000, 10),
+    );
+    llm.push(Reply::text("alpha.txt holds ALPHA lines.").with_usage(20_000, 10));
+    llm.push(Reply::text("The sub-agent read it.").with_usage(20_000, 10));
+    let run = env.run("Have a sub-agent read alpha.txt.", false);
+    run.assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 4, "{}\n{}", run.report(), dump(&llm));
+    // Request 3 is the sub-agent's second call: its read is stubbed there.
+    let sub = &main[2];
+    assert!(
+        sub.any_message_contains("Read alpha.txt and report."),
+        "request 3 is the sub-agent's\n{}",
+        dump(&llm)
+    );
+    assert_eq!(
+        tool_result(sub, "call_sub"),
+        Some(stub_text("t1")),
+        "the sub-agent's own ref t1\n{}",
+        env.protocol_log()
+    );
+    // Two sessions, two logs; each numbered its own refs from t1.
+    let parent = run.session_id().expect("a session id");
+    let files: Vec<_> = fs::read_dir(env.condense_dir())
+        .expect("condense's storage")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".jsonl"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    let child = files
+        .iter()
+        .map(|f| f.trim_end_matches(".jsonl").to_owned())
+        .find(|s| *s != parent)
+        .expect("the sub-agent's log");
+    let refs_of = |session: &str| -> Vec<String> {
+        custom_of(&logged(&env, session), "context-prune-index")
+            .iter()
+            .filter_map(|e| e["data"]["toolCalls"].as_array())
+            .flatten()
+            .filter_map(|r| r["toolCallId"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(refs_of(&child), vec!["call_sub".to_owned()]);
+    assert!(
+        !refs_of(&parent).contains(&"call_sub".to_owned()),
+        "the parent's state does not hold the sub-agent's call"
+    );
+    let warned = run
+        .output
+        .stderr
+        .matches("rollingWindow: invalid value 0")
+        .count();
+    assert_eq!(warned, 1, "one warning for two sessions\n{}", run.report());
+    // The parent got the sub-agent's answer (too short to summarize).
+    let answer = tool_result(&main[3], "call_task").expect("the task is answered");
+    assert!(answer.contains("alpha.txt holds ALPHA lines."), "{answer}");
+}

@@ -26,6 +26,7 @@ fn plugin_unit_tests_pass() {
     let mut cmd = Command::new(&install.node);
     cmd.arg("--experimental-strip-types")
         .arg("--no-warnings")
+        .args(["--import", "./test-resolve.mjs"])
         .arg("--test")
         .args(&tests)
         .current_dir(&dir);

@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use condense_core::{Message, ModelRef, TriggerKind};
 use condense_store::append::SessionHold;
 use condense_summarizer::{
-    CancelToken, FallbackController, Provider, RunOptions, Summarizer, SummarizerSettings, Target,
-    TokioClock,
+    CancelToken, Extractive, FallbackController, Provider, RunOptions, Summarizer,
+    SummarizerSettings, Target, TokioClock,
 };
 use serde_json::{json, Value};
 use tokio::io::AsyncBufRead;
@@ -120,17 +120,21 @@ impl Server {
                 config.summarizer_model.clone(),
             )
         };
-        let mut s = Summarizer::new(
+        let s = Summarizer::new(
             Target::new(shim(primary_spec), primary),
             SummarizerSettings::from_config(&config),
         );
-        if let Some(session) = session {
-            s = s.with_session_fallback(
-                Target::new(shim("default".to_owned()), session),
-                self.fallback.clone(),
-            );
-        }
-        s
+        // The outage fallback: the session model, or, when the host named
+        // none (OpenCode's plugin answers for its provider itself), the
+        // extractive summarizer, so an offline session still summarizes.
+        let fallback = match session {
+            Some(session) => Target::new(shim("default".to_owned()), session),
+            None => Target::new(
+                Arc::new(Extractive::new()),
+                ModelRef::new("condense", "extractive"),
+            ),
+        };
+        s.with_session_fallback(fallback, self.fallback.clone())
     }
 
     /// Runs a flush end to end (the engine's lock taken only between the
