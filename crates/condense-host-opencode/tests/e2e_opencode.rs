@@ -538,3 +538,72 @@ fn a_sub_agent_session_has_its_own_state() {
     let answer = tool_result(&main[3], "call_task").expect("the task is answered");
     assert!(answer.contains("alpha.txt holds ALPHA lines."), "{answer}");
 }
+
+/// A tool part OpenCode's own pruning already cleared is not summarized
+/// again: the next process finds one of a turn's two reads cleared, and the
+/// flush summarizes the other alone (no summary request carries the cleared
+/// one, no index record names it), while the model gets OpenCode's own
+/// placeholder for it.
+#[test]
+fn a_part_opencode_cleared_is_not_summarized() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({"enabled": true}));
+    let alpha = env.project.join("alpha.txt");
+    let bravo = env.project.join("bravo.txt");
+    fs::write(&alpha, big_file("ALPHA-c1ea", 6000)).expect("write alpha.txt");
+    fs::write(&bravo, big_file("BRAVO-c1eb", 6000)).expect("write bravo.txt");
+    llm.push(
+        Reply::tool_call("call_a", "read", json!({"filePath": alpha})).and_tool_call(
+            "call_b",
+            "read",
+            json!({"filePath": bravo}),
+        ),
+    );
+    llm.push(Reply::text("I read both."));
+    let run = env.run("Read alpha.txt and bravo.txt.", false);
+    run.assert_success();
+    assert_eq!(env.mark_compacted("call_a"), 1, "the read's part is marked");
+
+    llm.push(Reply::text("Fine."));
+    let run2 = env.run("Go on.", true);
+    run2.assert_success();
+    let last = llm
+        .main_requests()
+        .into_iter()
+        .last()
+        .expect("prompt 2 reached the model");
+    assert_eq!(
+        tool_result(&last, "call_a").as_deref(),
+        Some("[Old tool result content cleared]"),
+        "OpenCode's own placeholder\n{}",
+        env.protocol_log()
+    );
+    assert_eq!(
+        tool_result(&last, "call_b"),
+        Some(stub_text("t1")),
+        "the other read is summarized\n{}",
+        env.protocol_log()
+    );
+    let summaries = llm.summary_requests();
+    assert!(!summaries.is_empty());
+    assert!(
+        summaries
+            .iter()
+            .all(|r| !r.any_message_contains("ALPHA-c1ea")
+                && !r.any_message_contains("[Old tool result content cleared]")),
+        "the cleared output is never summarized"
+    );
+    let session = run.session_id().expect("a session id");
+    let indexed: Vec<String> = custom_of(&logged(&env, &session), "context-prune-index")
+        .iter()
+        .filter_map(|e| e["data"]["toolCalls"].as_array())
+        .flatten()
+        .filter_map(|r| r["toolCallId"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(indexed, vec!["call_b".to_owned()]);
+}

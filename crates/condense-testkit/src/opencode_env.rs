@@ -293,6 +293,30 @@ impl OpenCodeEnv {
         self.data_home.join("opencode/storage/plugin/condense")
     }
 
+    /// Marks the tool part answering `call_id` as OpenCode's own pruning
+    /// does (`state.time.compacted`), in OpenCode's database, with the
+    /// `bun:sqlite` of the Bun that the `opencode` binary embeds
+    /// (`BUN_BE_BUN=1`). Returns how many parts were marked.
+    pub fn mark_compacted(&self, call_id: &str) -> usize {
+        let db = self.data_home.join("opencode/opencode.db");
+        let script = "import { Database } from 'bun:sqlite';\n\
+             const db = new Database(process.argv[2]);\n\
+             const r = db.query(\"update part set data = json_set(data, '$.state.time.compacted', ?) \
+             where json_extract(data, '$.callID') = ? and json_extract(data, '$.type') = 'tool'\").run(Date.now(), process.argv[3]);\n\
+             console.log(String(r.changes));\n";
+        let file = self.root.path().join("mark-compacted.ts");
+        fs::write(&file, script).expect("write the script");
+        let mut cmd = Command::new(&self.install.bin);
+        cmd.arg(&file).arg(&db).arg(call_id).env("BUN_BE_BUN", "1");
+        let out = run_bounded(&mut cmd, Duration::from_secs(60)).expect("run bun");
+        assert!(
+            out.success(),
+            "marking {call_id} compacted failed: {}",
+            out.stderr
+        );
+        out.stdout.trim().parse().unwrap_or(0)
+    }
+
     /// `opencode run --format json [--continue] <prompt>` in the project.
     pub fn run(&self, prompt: &str, continue_session: bool) -> OpenCodeRun {
         let mut cmd = Command::new(&self.install.bin);
