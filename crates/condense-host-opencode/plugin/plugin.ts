@@ -52,11 +52,13 @@ const REQUEST_TIMEOUT_MS = 300_000;
 type Client = PluginInput["client"];
 
 /** `$CONDENSE_OPENCODE_DEBUG`: a file that gets one line per request and answer. */
-function debug(text: string): void {
-	const file = process.env.CONDENSE_OPENCODE_DEBUG;
-	if (!file) return;
+const DEBUG_FILE = process.env.CONDENSE_OPENCODE_DEBUG;
+
+/** Logs `text()` when debugging (built only then: a request can be megabytes). */
+function debug(text: () => string): void {
+	if (!DEBUG_FILE) return;
 	try {
-		fs.appendFileSync(file, `${new Date().toISOString()} ${text}\n`);
+		fs.appendFileSync(DEBUG_FILE, `${new Date().toISOString()} ${text()}\n`);
 	} catch {
 		// debugging only
 	}
@@ -71,13 +73,13 @@ function asAnswer(value: unknown): Answer {
 
 /** A request to the sidecar, logged when debugging. */
 async function ask(sidecar: Sidecar, method: string, params: unknown, timeoutMs: number): Promise<Answer> {
-	debug(`-> ${method} ${JSON.stringify(params).slice(0, 2000)}`);
+	debug(() => `-> ${method} ${JSON.stringify(params).slice(0, 2000)}`);
 	try {
 		const res = asAnswer(await sidecar.request(method, params, timeoutMs));
-		debug(`<- ${method} ${JSON.stringify(res).slice(0, 2000)}`);
+		debug(() => `<- ${method} ${JSON.stringify(res).slice(0, 2000)}`);
 		return res;
 	} catch (err) {
-		debug(`<- ${method} failed: ${errorText(err)}`);
+		debug(() => `<- ${method} failed: ${errorText(err)}`);
 		throw err;
 	}
 }
@@ -224,7 +226,7 @@ class SessionLink {
 		this.failed = true;
 		this.sidecar?.close();
 		logError(`condense: ${reason}; messages pass unchanged for session ${this.sessionID}`);
-		debug(`failed: ${reason}`);
+		debug(() => `failed: ${reason}`);
 		this.plugin.toast(`condense is off for this session: ${reason}`, "warning");
 	}
 
