@@ -120,8 +120,9 @@ const client = {
 	config: { get: async () => ({ data: {} }), providers: async () => ({ data: { providers: [] } }) },
 };
 const hooks = await condensePlugin(tool as never)({ client, directory: home } as never);
-const transform = hooks["experimental.chat.messages.transform"];
-if (!transform) throw new Error("no transform hook");
+const hook = hooks["experimental.chat.messages.transform"];
+if (!hook) throw new Error("no transform hook");
+const transform = hook;
 
 let chars = 0;
 for (const m of messages) for (const p of m.parts) chars += (p.text?.length ?? 0) + String(p.state?.output ?? "").length;

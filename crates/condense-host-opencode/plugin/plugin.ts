@@ -32,7 +32,7 @@ import { fileURLToPath } from "node:url";
 import type { Plugin, PluginInput } from "@opencode-ai/plugin";
 import type { tool as toolFn } from "@opencode-ai/plugin";
 import { parseEffect } from "../../condense-host-pi/extension/protocol.ts";
-import type { Effect, Json, SidecarRequest, SidecarResult } from "../../condense-host-pi/extension/protocol.ts";
+import type { ContextParams, Effect, Json, ShimMethod, ShimRequests, SidecarRequest, SidecarResult } from "../../condense-host-pi/extension/protocol.ts";
 import { errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
 import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable } from "../../condense-host-pi/extension/sync.ts";
 import type { HeldAnswer } from "../../condense-host-pi/extension/sync.ts";
@@ -64,6 +64,11 @@ function debug(text: () => string): void {
 	}
 }
 
+/** Messages and entries as the protocol's JSON: they are plain data read from OpenCode's JSON messages. */
+function asJson<T extends object>(value: T): T extends unknown[] ? Json[] : Json {
+	return value as never;
+}
+
 /** An answer's fields: the answer is read field by field, never trusted whole. */
 type Answer = { readonly [key: string]: unknown };
 
@@ -72,7 +77,7 @@ function asAnswer(value: unknown): Answer {
 }
 
 /** A request to the sidecar, logged when debugging. */
-async function ask(sidecar: Sidecar, method: string, params: unknown, timeoutMs: number): Promise<Answer> {
+async function ask<M extends ShimMethod>(sidecar: Sidecar, method: M, params: ShimRequests[M]["params"], timeoutMs: number): Promise<Answer> {
 	debug(() => `-> ${method} ${JSON.stringify(params).slice(0, 2000)}`);
 	try {
 		const res = asAnswer(await sidecar.request(method, params, timeoutMs));
@@ -202,10 +207,12 @@ class SessionLink {
 					reason: "startup",
 					settings: { contextPrune: this.plugin.config },
 					model: null,
+					// OpenCode's session lives in its database: no file to hold.
+					sessionFile: null,
 					sessionDir: this.log.dir,
 					sessionId: this.sessionID,
-					branch: buildBranch(known, logged),
-					messages: null,
+					branch: asJson(buildBranch(known, logged)),
+					tree: false,
 				},
 				REQUEST_TIMEOUT_MS,
 			);
@@ -272,14 +279,15 @@ class SessionLink {
 			this.reported.add(info.id);
 			this.anchor = info.id;
 			if (info.providerID && info.modelID) this.model = { providerID: info.providerID, modelID: info.modelID };
-			const { message, results } = toPi(m);
+			const converted = toPi(m);
+			const message = asJson(converted.message);
 			const now = info.time.completed;
 			const me = await ask(sidecar, "message.end", { message, now }, REQUEST_TIMEOUT_MS);
 			this.carryOut(me.effects, false);
 			const t = info.tokens;
 			const tokens = t ? t.input + t.output + t.reasoning + t.cache.read + t.cache.write : null;
 			const contextWindow = info.providerID && info.modelID ? await this.plugin.contextWindow(info.providerID, info.modelID) : 0;
-			const toolResults = results.map((r) => r.message);
+			const toolResults = asJson(converted.results.map((r) => r.message));
 			const te = await ask(
 				sidecar,
 				"turn.end",
@@ -406,7 +414,7 @@ class CondenseState {
 			const keep = link.keys ? link.keys.commonPrefix(converted.pi) : 0;
 			if (link.held && !heldIntact(link.held)) link.held = undefined;
 			const base = link.held?.seq;
-			const params: { [key: string]: unknown } = { keep, append: converted.pi.slice(keep), now: Date.now() };
+			const params: ContextParams = { keep, append: asJson(converted.pi.slice(keep)), now: Date.now() };
 			if (link.model) params.model = `${link.model.providerID}/${link.model.modelID}`;
 			if (base !== undefined) params.base = base;
 			link.keys = undefined; // until the answer says the sidecar holds this list

@@ -1,8 +1,8 @@
 //! Support for condense-host-opencode's tests: the shared test kit
-//! (condense-testkit: the scripted LLM server, the Node and OpenCode
-//! installs).
+//! (condense-testkit: the scripted LLM server, the Node, OpenCode and
+//! TypeScript installs).
 
 #![allow(dead_code)]
 
 #[allow(unused_imports)] // each test file uses some of them
-pub use condense_testkit::{fake_llm, opencode_env, pi_env, process};
+pub use condense_testkit::{fake_llm, opencode_env, pi_env, process, typescript};
