@@ -84,6 +84,28 @@ export class EventLog {
 	}
 }
 
+/**
+ * How many of `messages` (from the start) the sidecar gets as its branch at
+ * `session.start`; the finished assistant messages after them are reported
+ * as turns. With a log: up to the last message a previous process reported.
+ * Without one (condense meets a session it never saw, e.g. enabled mid-way):
+ * every message up to the first unfinished assistant message, so its past
+ * turns are rescanned at start (one flush later) rather than replayed turn
+ * by turn (a flush per closed chain, each an LLM call).
+ */
+export function knownCount(messages: readonly OcMessage[], logged: readonly LoggedEntry[]): number {
+	if (logged.length === 0) {
+		const open = messages.findIndex((m) => m.info.role === "assistant" && !m.info.time.completed);
+		return open < 0 ? messages.length : open;
+	}
+	const reported = new Set(logged.filter((e) => e.type === "reported").map((e) => e.after));
+	let upTo = 0;
+	messages.forEach((m, i) => {
+		if (reported.has(m.info.id)) upTo = i + 1;
+	});
+	return upTo;
+}
+
 /** The pi branch for `session.start`: the messages as entries, the log's entries after theirs. */
 export function buildBranch(messages: readonly OcMessage[], logged: readonly LoggedEntry[]): Record<string, unknown>[] {
 	const byAnchor = new Map<string | null, LoggedEntry[]>();

@@ -7,7 +7,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { buildBranch, EventLog } from "./log.ts";
+import { buildBranch, EventLog, knownCount } from "./log.ts";
 import { applyRender, convert, isCleared, OPENCODE_CLEARED } from "./messages.ts";
 import type { OcMessage, OcPart, PiMessage } from "./messages.ts";
 
@@ -188,4 +188,20 @@ test("the log appends whole lines, reads them back, and refuses an unsafe sessio
 	assert.equal(new EventLog(dir, S).read().length, 2, "a torn last line is skipped");
 	assert.equal(new EventLog(dir, "../escape").file, undefined);
 	fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test("at start the sidecar knows up to the last reported message, or a never-seen session's finished messages", () => {
+	const messages = session();
+	const mark = (after: string) => ({ type: "reported" as const, id: `r-${after}`, timestamp: "", after });
+	// A log: up to the last reported assistant message; later ones are reported as turns.
+	assert.equal(knownCount(messages, [mark("a1")]), 2);
+	assert.equal(knownCount(messages, [mark("a1"), mark("a2")]), 3);
+	// A log with entries but no mark yet: nothing known, every turn reported.
+	assert.equal(knownCount(messages, [{ type: "custom", id: "c1", timestamp: "", after: "a1" }]), 0);
+	// No log: every message, up to an assistant message still running.
+	assert.equal(knownCount(messages, []), messages.length);
+	const running = session();
+	const a2 = running[2];
+	if (a2) a2.info.time = { created: 30 };
+	assert.equal(knownCount(running, []), 2);
 });

@@ -39,7 +39,7 @@ import type { HeldAnswer } from "../../condense-host-pi/extension/sync.ts";
 import { placeholdersIn, refusal, WRITING_TOOLS } from "./guard.ts";
 import { complete } from "./llm.ts";
 import type { ProviderEndpoint } from "./llm.ts";
-import { buildBranch, EventLog, storageDir } from "./log.ts";
+import { buildBranch, EventLog, knownCount, storageDir } from "./log.ts";
 import { applyRender, convert, toPi } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
 
@@ -195,12 +195,14 @@ class SessionLink {
 			// after the last LLM call of that process still flushes.
 			const logged = this.log.read();
 			for (const e of logged) if (e.type === "reported" && typeof e.after === "string") this.reported.add(e.after);
-			let upTo = 0;
-			messages.forEach((m, i) => {
-				if (this.reported.has(m.info.id)) upTo = i + 1;
-			});
-			const known = messages.slice(0, upTo);
+			const known = messages.slice(0, knownCount(messages, logged));
 			this.anchor = known.at(-1)?.info.id ?? null;
+			// A session met for the first time: its finished turns are the
+			// branch, marked so a later process starts from them too.
+			const adopted = logged.length === 0 ? known.filter((m) => m.info.role === "assistant").map((m) => m.info.id) : [];
+			for (const id of adopted) this.reported.add(id);
+			const lastAdopted = adopted.at(-1);
+			if (lastAdopted !== undefined) this.log.append([{ type: "reported", after: lastAdopted }]);
 			const res = await ask(sidecar, 
 				"session.start",
 				{
