@@ -607,3 +607,57 @@ fn a_part_opencode_cleared_is_not_summarized() {
         .collect();
     assert_eq!(indexed, vec!["call_b".to_owned()]);
 }
+
+/// The arguments of `call_id` as the request sends them (OpenAI's
+/// `tool_calls[].function.arguments` text).
+fn call_arguments(request: &RecordedRequest, call_id: &str) -> Option<String> {
+    request.messages().iter().find_map(|m| {
+        m["tool_calls"].as_array()?.iter().find_map(|c| {
+            (c["id"] == call_id)
+                .then(|| c["function"]["arguments"].as_str().unwrap_or("").to_owned())
+        })
+    })
+}
+
+/// A failed call's big arguments are purged once the error is a turn old
+/// (`purgeErrors`): the model is sent the placeholder in place of the
+/// arguments of OpenCode's tool part, the error itself stays.
+#[test]
+fn purged_arguments_reach_the_model() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({
+        "enabled": true,
+        "purgeErrors": {"cooldownTurns": 1, "minArgChars": 100},
+    }));
+    let body = "PURGE-ME ".repeat(400);
+    let missing = env.project.join("missing.txt");
+    llm.push(Reply::tool_call(
+        "call_e",
+        "edit",
+        json!({"filePath": missing, "oldString": "absent", "newString": body}),
+    ));
+    llm.push(Reply::tool_call(
+        "call_l",
+        "glob",
+        json!({"pattern": "*.none"}),
+    ));
+    llm.push(Reply::text("Gave up."));
+    let run = env.run("Edit missing.txt.", false);
+    run.assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 3, "{}\n{}", run.report(), dump(&llm));
+    let before = call_arguments(&main[1], "call_e").expect("the edit is sent");
+    assert!(before.contains("PURGE-ME"), "not purged yet: {before}");
+    let after = call_arguments(&main[2], "call_e").expect("the edit is still sent");
+    assert!(
+        after.contains("<purged-errored-args size=") && !after.contains("PURGE-ME"),
+        "purged a turn later: {after}\n{}",
+        env.protocol_log()
+    );
+    let error = tool_result(&main[2], "call_e").expect("the error is still answered");
+    assert!(!error.is_empty(), "the error stays visible");
+}
