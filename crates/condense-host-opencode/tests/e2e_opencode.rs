@@ -661,3 +661,110 @@ fn purged_arguments_reach_the_model() {
     let error = tool_result(&main[2], "call_e").expect("the error is still answered");
     assert!(!error.is_empty(), "the error stays visible");
 }
+
+/// Prompt 1 reads alpha.txt; prompt 2 (a new process) flushes it. Returns
+/// the stub prompt 2's request carries for the read, the session id and
+/// prompt 2's stderr.
+fn flush_one_read(env: &OpenCodeEnv, llm: &FakeLlm) -> (Option<String>, String, String) {
+    let alpha = env.project.join("alpha.txt");
+    fs::write(&alpha, big_file("ALPHA-5ab5", 6000)).expect("write alpha.txt");
+    llm.push(Reply::tool_call(
+        "call_a",
+        "read",
+        json!({"filePath": alpha}),
+    ));
+    llm.push(Reply::text("I read alpha.txt."));
+    let run = env.run("Read alpha.txt.", false);
+    run.assert_success();
+    llm.push(Reply::text("Fine."));
+    let run2 = env.run("Go on.", true);
+    run2.assert_success();
+    let last = llm
+        .main_requests()
+        .into_iter()
+        .last()
+        .expect("prompt 2 reached the model");
+    (
+        tool_result(&last, "call_a"),
+        run.session_id().expect("a session id"),
+        run2.output.stderr,
+    )
+}
+
+/// A summarizer model whose OpenCode provider uses Anthropic's SDK is
+/// called through Anthropic's Messages API, with the provider's key.
+#[test]
+fn summaries_through_an_anthropic_provider() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let anthropic = FakeLlm::start([]);
+    anthropic.set_default_summary(Reply::text("- alpha.txt, summarized by Anthropic."));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.add_provider(
+        "anth",
+        json!({
+            "npm": "@ai-sdk/anthropic",
+            "name": "Anth",
+            "options": {"baseURL": anthropic.base_url(), "apiKey": "sk-ant-test"},
+            "models": {"claude-x": {"name": "Claude X", "limit": {"context": 200000, "output": 8192}}},
+        }),
+    );
+    env.write_condense_config(&json!({"enabled": true, "summarizerModel": "anth/claude-x"}));
+    let (stub, session, _) = flush_one_read(&env, &llm);
+    assert_eq!(stub, Some(stub_text("t1")), "{}", env.protocol_log());
+    let calls = anthropic.summary_requests();
+    assert_eq!(calls.len(), 1, "{}", env.protocol_log());
+    assert!(calls[0].path.ends_with("/v1/messages"), "{}", calls[0].path);
+    assert_eq!(calls[0].body["model"], "claude-x");
+    assert!(
+        calls[0].body["system"].is_string(),
+        "the system prompt apart"
+    );
+    assert!(
+        llm.summary_requests().is_empty(),
+        "nothing went to the session's endpoint"
+    );
+    let entries = logged(&env, &session);
+    let summaries = custom_of(&entries, "context-prune-summary");
+    assert!(
+        summaries
+            .iter()
+            .any(|e| e.to_string().contains("summarized by Anthropic")),
+        "{summaries:#?}"
+    );
+}
+
+/// A summarizer model the plugin cannot call (its provider has no endpoint)
+/// falls back to the extractive summarizer: the read is still summarized,
+/// with no LLM call.
+#[test]
+fn an_unreachable_summarizer_falls_back_to_extractive() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.add_provider(
+        "nowhere",
+        json!({
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Nowhere",
+            "models": {"m": {"name": "M", "limit": {"context": 100000, "output": 4096}}},
+        }),
+    );
+    env.write_condense_config(&json!({"enabled": true, "summarizerModel": "nowhere/m"}));
+    let (stub, session, stderr) = flush_one_read(&env, &llm);
+    assert_eq!(stub, Some(stub_text("t1")), "{}", env.protocol_log());
+    assert!(llm.summary_requests().is_empty(), "no LLM summarized");
+    assert!(
+        stderr.contains("summarizer model nowhere/m failing")
+            && stderr.contains("condense/extractive"),
+        "the user is told: {stderr}"
+    );
+    assert!(
+        !custom_of(&logged(&env, &session), "context-prune-summary").is_empty(),
+        "the extractive summary is persisted"
+    );
+}

@@ -22,6 +22,10 @@
 //! with `finish_reason`, a final `choices: []` chunk with `usage`, then
 //! `data: [DONE]`. Non-streaming requests get one `chat.completion` object.
 //!
+//! `POST …/messages` is Anthropic's Messages API, answered the same way from
+//! the same scripts, non-streaming only (what the OpenCode plugin's
+//! summarizer calls send).
+//!
 //! Every request (any method and path) is recorded with its JSON body for
 //! assertions ([`FakeLlm::requests`]).
 //!
@@ -549,13 +553,11 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
     let body = read_body(&mut reader, &head)?;
     let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
 
+    let path = head.path.split('?').next().unwrap_or("");
+    // Anthropic's Messages API (`POST …/messages`), non-streaming only.
+    let anthropic = head.method == "POST" && path.ends_with("/messages");
     let is_chat = head.method == "POST"
-        && head
-            .path
-            .split('?')
-            .next()
-            .unwrap_or("")
-            .ends_with("/chat/completions")
+        && (path.ends_with("/chat/completions") || anthropic)
         && body_json.is_object();
     let (kind, reply, exhausted) = if !is_chat {
         (RequestKind::Other, None, false)
@@ -611,6 +613,20 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
         return write_json(&mut out, *status, &error_body(message));
     }
     let id = format!("chatcmpl-fake-{seq}");
+    if anthropic {
+        if streaming {
+            return write_json(
+                &mut out,
+                400,
+                &error_body("fake LLM: streaming Messages API is not served"),
+            );
+        }
+        return write_json(
+            &mut out,
+            200,
+            &anthropic_message(&reply, &id, &model, body.len()),
+        );
+    }
     if streaming {
         write_sse(&mut out, &reply, &id, &model, body.len())
     } else {
@@ -819,6 +835,23 @@ fn write_sse(
     out.flush()?;
     let _ = out.shutdown(std::net::Shutdown::Write);
     Ok(())
+}
+
+/// A non-streaming Anthropic Messages API answer for `reply` (its text).
+fn anthropic_message(reply: &Reply, id: &str, model: &str, request_bytes: usize) -> Value {
+    let usage = reply.usage_json(request_bytes);
+    json!({
+        "id": id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": reply.text.as_deref().unwrap_or("")}],
+        "stop_reason": if reply.finish_reason() == "length" { "max_tokens" } else { "end_turn" },
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+        },
+    })
 }
 
 /// A non-streaming `chat.completion` object for `reply`.

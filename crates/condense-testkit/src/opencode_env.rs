@@ -277,6 +277,16 @@ impl OpenCodeEnv {
         }
     }
 
+    /// Adds (or replaces) provider `id` in `opencode.json`.
+    pub fn add_provider(&self, id: &str, provider: Value) {
+        let file = self.config_dir.join("opencode.json");
+        let mut config: Value =
+            serde_json::from_str(&fs::read_to_string(&file).expect("read opencode.json"))
+                .expect("opencode.json is JSON");
+        config["provider"][id] = provider;
+        fs::write(&file, config.to_string()).expect("write opencode.json");
+    }
+
     /// Writes `condense.json` (the `contextPrune` keys) into the global config directory.
     pub fn write_condense_config(&self, config: &Value) {
         fs::write(self.config_dir.join("condense.json"), config.to_string())
