@@ -3,6 +3,7 @@
 use condense_core::capture_pending;
 use condense_core::compute_context_metrics;
 use condense_core::State;
+use condense_core::EconomyReport;
 use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use serde_json::{json, Value};
 
@@ -33,6 +34,34 @@ fn pending(loaded: &Loaded) -> (usize, usize, usize) {
     (batches.len(), calls, raw)
 }
 
+/// The session's cache economics and the policy's decisions (the
+/// `economy` object of `status --json`).
+fn economy_value(report: &EconomyReport) -> Value {
+    let r = &report.recorded;
+    json!({
+        "profile": report.profile,
+        "calls": r.calls,
+        "promptTokens": r.prompt_tokens,
+        "cacheReadTokens": r.cache_read,
+        "cacheWriteTokens": r.cache_write,
+        "uncachedTokens": r.uncached,
+        "cacheHitShare": r.cache_hit_share(),
+        "outputTokens": r.output,
+        "billedInputUnits": r.input_units,
+        "billedInputUsd": report.billed_input_usd(),
+        "noCachingUnits": report.uncached_units,
+        "savedShare": report.saved_share(),
+        "recordedCost": report.recorded_cost,
+        "policy": report.policy.name(),
+        "switches": report.switches,
+        "switchReasons": report.reasons.iter().map(|(r, n)| (r.clone(), json!(n))).collect::<serde_json::Map<_, _>>(),
+        "removedTokens": report.removed_tokens,
+        "rewriteCostUnits": report.rewrite_cost,
+        "projectedSavingUnits": report.projected_saving,
+        "pending": report.pending,
+    })
+}
+
 fn spilled_bytes(state: &State) -> u64 {
     state.records().iter().filter_map(|r| r.spill_bytes).sum()
 }
@@ -60,6 +89,9 @@ pub fn status_value(loaded: &Loaded) -> Value {
     let (batches, calls, raw) = pending(loaded);
     let stats = loaded.state.stats();
     let c = &loaded.config;
+    let economy = loaded
+        .economy
+        .report_for(&c.economy, loaded.state.pending_count());
     json!({
         "session": loaded.path.display().to_string(),
         "config": {
@@ -102,6 +134,7 @@ pub fn status_value(loaded: &Loaded) -> Value {
                 "afterTokens": chars_to_tokens(after),
             },
         },
+        "economy": economy_value(&economy),
     })
 }
 
@@ -175,6 +208,14 @@ pub fn status(loaded: &Loaded, as_json: bool) -> Result<(), CliError> {
         "tool calls indexed: {}\nbytes spilled: {}\nchains compressed: {}\nlive reclaim: {before} -> {after} tokens (-{pct:.1}%)\n",
         t["toolCallsIndexed"], t["bytesSpilled"], t["chainsCompressed"]
     ));
+    // The same section `/pruner status` ends with.
+    let economy = loaded
+        .economy
+        .report_for(&loaded.config.economy, loaded.state.pending_count());
+    for line in economy.lines() {
+        out.push_str(&line);
+        out.push('\n');
+    }
     write_all(&out)
 }
 

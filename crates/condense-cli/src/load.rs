@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use condense_core::Config;
 use condense_core::Message;
 use condense_core::Protection;
+use condense_core::SessionEconomy;
 use condense_core::State;
 
 use crate::{CliError, SessionArg};
@@ -23,6 +24,8 @@ pub struct Loaded {
     pub config: Config,
     /// Its protection predicate.
     pub protection: Protection,
+    /// The branch's recorded usage and switches.
+    pub economy: SessionEconomy,
 }
 
 /// `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
@@ -177,6 +180,7 @@ pub fn rebuild(
         );
     }
     let protection = protection(&config);
+    let economy = condense_store::economy::session_economy(&branch);
     let session_id = session
         .header
         .as_ref()
@@ -189,5 +193,6 @@ pub fn rebuild(
         state,
         config,
         protection,
+        economy,
     }
 }

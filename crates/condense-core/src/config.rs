@@ -130,6 +130,10 @@ pub struct EconomyConfig {
     /// `economy.pressureShare`: share of the context window, in `(0, 1]`, at
     /// which the cache-aware policy switches whatever it costs (default `0.8`).
     pub pressure_share: f64,
+    /// `economy.profile`: how the provider bills prompt caching, one of
+    /// [`PROFILE_NAMES`](crate::PROFILE_NAMES) (default `anthropic-5m`); the
+    /// cache-aware policy plans with it and the status prices with it.
+    pub profile: &'static str,
 }
 
 /// The whole `contextPrune` block, normalized.
@@ -225,6 +229,7 @@ impl Default for Config {
             economy: EconomyConfig {
                 policy: Policy::Reference,
                 pressure_share: 0.8,
+                profile: crate::PROFILE_NAMES[0],
             },
         }
     }
@@ -410,6 +415,7 @@ impl Config {
                 Nested(vec![
                     ("policy", ec.policy.name().into()),
                     ("pressureShare", number_value(ec.pressure_share)),
+                    ("profile", ec.profile.into()),
                 ]),
             ),
         ]
@@ -626,6 +632,13 @@ impl Normalizer {
                     }
                 },
             },
+            profile: self.choice(
+                sub,
+                "economy.profile",
+                de.profile,
+                |name| crate::PROFILE_NAMES.into_iter().find(|p| *p == name),
+                |name| name,
+            ),
         }
     }
 

@@ -156,6 +156,7 @@ pub use js::{js_len, js_prefix};
 
 // Prompt-cache economics: price profiles and what each call bills.
 pub use economy::{
-    bill_call, BillTotals, CacheTerms, CallBill, CallTokens, PreviousCall, PriceProfile,
-    ProfileError, ProfileOverrides, PROFILE_NAMES,
+    bill_call, recorded_bill, BillTotals, CacheTerms, CallBill, CallTokens, EconomyReport,
+    PreviousCall, PriceProfile, ProfileError, ProfileOverrides, RecordedUsage, SessionEconomy,
+    SwitchRecord, PROFILE_NAMES,
 };

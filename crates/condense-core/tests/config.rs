@@ -241,6 +241,12 @@ fn rows() -> Vec<Row> {
         fixed("economy.pressureShare", json!(0), json!(0.8)),
         fixed("economy.pressureShare", json!(1.5), json!(0.8)),
         fixed("economy.pressureShare", json!("x"), json!(0.8)),
+        ok("economy.profile", json!("anthropic-5m")),
+        ok("economy.profile", json!("anthropic-1h")),
+        ok("economy.profile", json!("openai")),
+        ok("economy.profile", json!("no-cache")),
+        fixed("economy.profile", json!("anthropic"), json!("anthropic-5m")),
+        fixed("economy.profile", json!(5), json!("anthropic-5m")),
         fixed("thinkingStrip.keepLastTurns", json!(1e12), u32_max),
     ]
 }
@@ -313,7 +319,7 @@ fn normalized_values_reach_the_struct() {
             "stripFinalAssistantThinking": false, "fuseRangeSummary": false},
         "purgeErrors": {"enabled": false, "cooldownTurns": 4, "minArgChars": 0},
         "thinkingStrip": {"enabled": true, "keepLastTurns": 8},
-        "economy": {"policy": "cache-aware", "pressureShare": 0.9}
+        "economy": {"policy": "cache-aware", "pressureShare": 0.9, "profile": "openai"}
     }));
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(c.enabled);
@@ -345,6 +351,7 @@ fn normalized_values_reach_the_struct() {
     assert_eq!(c.thinking_strip.keep_last_turns, 8);
     assert_eq!(c.economy.policy, condense_core::Policy::CacheAware);
     assert_eq!(c.economy.pressure_share, 0.9);
+    assert_eq!(c.economy.profile, "openai");
 }
 
 #[test]
@@ -381,7 +388,7 @@ fn defaults_and_their_camel_case_form() {
                 "stripFinalAssistantThinking": true, "fuseRangeSummary": true},
             "purgeErrors": {"enabled": true, "cooldownTurns": 2, "minArgChars": 500},
             "thinkingStrip": {"enabled": false, "keepLastTurns": 16},
-            "economy": {"policy": "reference", "pressureShare": 0.8}
+            "economy": {"policy": "reference", "pressureShare": 0.8, "profile": "anthropic-5m"}
         })
     );
 }
@@ -621,7 +628,7 @@ fn saved_text_is_camel_case_in_order() {
     assert!(text
         .starts_with(r#"{"enabled":false,"showPruneStatusLine":true,"summarizerModel":"default""#));
     assert!(text.ends_with(
-        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"reference","pressureShare":0.8}}"#
+        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"reference","pressureShare":0.8,"profile":"anthropic-5m"}}"#
     ));
 }
 

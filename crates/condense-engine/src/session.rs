@@ -25,6 +25,7 @@ use condense_core::{format_count, Diagnostic, DiagnosticSink};
 use condense_core::{render, PlanStep, RenderSettings};
 use condense_core::{Config, PruneOn};
 use condense_core::{FlushEffect, JobResult, Notice};
+use condense_core::{EconomyReport, RecordedUsage, SessionEconomy};
 use condense_store::effects::{diagnostic_entry, entry_for, flush_metrics_entry, switch_entry};
 use condense_store::session::Session;
 use serde_json::{json, Value};
@@ -127,6 +128,7 @@ pub struct Engine {
     metrics: ContextMetrics,
     last_status: Option<String>,
     calls: CallLog,
+    economy: SessionEconomy,
 }
 
 impl Default for Engine {
@@ -150,6 +152,7 @@ impl Default for Engine {
             metrics: ContextMetrics::default(),
             last_status: None,
             calls: CallLog::default(),
+            economy: SessionEconomy::new(),
         }
     }
 }
@@ -225,6 +228,7 @@ impl Engine {
         self.messages = ctx.messages;
         let (state, _problems) = condense_store::replay::replay_branch(&branch);
         self.state = state;
+        self.economy = condense_store::economy::session_economy(&branch);
         self.cost_baseline = self.state.stats().clone();
         // The id is the session's to claim: named as the CLI names it, so a
         // crafted or over-long one cannot move spills out of the session
@@ -426,6 +430,8 @@ impl Engine {
                 call,
             ) {
                 self.state.record_switch(self.messages.len());
+                self.economy
+                    .add_switch(condense_store::economy::switch_record(&switch));
                 out.push(Effect::entry(switch_entry(&switch), Delivery::Runtime));
             }
         }
@@ -443,6 +449,13 @@ impl Engine {
         (steps, out)
     }
 
+    /// The session's cache economics so far (recorded usage, priced at the
+    /// configured profile) and what the display policy decided.
+    pub fn economy_report(&self) -> EconomyReport {
+        self.economy
+            .report_for(&self.config.economy, self.state.pending_count())
+    }
+
     /// `turn_end`: capture the turn's batch (protection, eager spill, frontier
     /// trim), queue it, and decide whether a budget trigger flushes now.
     pub fn turn_end(
@@ -456,6 +469,9 @@ impl Engine {
     ) -> (Effects, Option<TriggerKind>) {
         let mut out = Effects::new();
         self.sync_turn(assistant, results);
+        if let Some(usage) = RecordedUsage::of_message(assistant) {
+            self.economy.add_call(usage);
+        }
         if !self.config.enabled {
             return (out, None);
         }

@@ -64,16 +64,17 @@ impl CallLog {
     }
 }
 
-/// The cache the policy plans for: Anthropic's 5-minute terms (write 1.25,
-/// read 0.1), the dearest common case for a rewrite.
-fn cache_terms() -> CacheTerms {
-    PriceProfile::named("anthropic-5m")
-        .ok()
-        .and_then(|p| p.cache)
+/// The cache the policy plans for: the configured profile's
+/// (`economy.profile`, Anthropic's 5-minute terms by default). A profile
+/// without caching is a cache that is always cold and rewrites at the plain
+/// input price, so every switch pays.
+fn cache_terms(profile: &str) -> CacheTerms {
+    PriceProfile::named_or_default(profile)
+        .cache
         .unwrap_or(CacheTerms {
-            ttl_ms: 300_000,
-            write: 1.25,
-            read: 0.1,
+            ttl_ms: 0,
+            write: 1.0,
+            read: 1.0,
             min_cacheable_tokens: 0,
         })
 }
@@ -93,7 +94,7 @@ pub(crate) fn decide(
         let current = render(messages, state, settings).messages(messages);
         let shown = render_after_switch(messages, state, settings).messages(messages);
         let sizes = switch_sizes(&current, &shown);
-        let prices = cache_terms();
+        let prices = cache_terms(settings.config.economy.profile);
         let (calls, cold) = call_history(messages, prices.ttl_ms);
         let cold_event = if log.resumed {
             Some(ColdEvent::Resume)

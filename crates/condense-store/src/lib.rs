@@ -10,10 +10,12 @@
 //! - [`json`]: JSON text as JavaScript's `JSON.stringify` writes it;
 //! - [`time`]: ISO-8601 timestamps ↔ epoch milliseconds;
 //! - [`replay`]: folding a branch's condense entries into core state;
-//! - [`spill`]: spill sidecar blobs.
+//! - [`spill`]: spill sidecar blobs;
+//! - [`economy`]: a branch's recorded usage and switches, for the status.
 
 pub mod append;
 pub mod context;
+pub mod economy;
 pub mod entries;
 pub mod json;
 pub mod replay;

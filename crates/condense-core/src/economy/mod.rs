@@ -4,10 +4,16 @@
 //! [`price`] holds the named price profiles, [`bill`] prices one call given
 //! the prefix it shares with the previous call's prompt, and the time since
 //! that call. Counting tokens and deciding what each prompt holds are the
-//! caller's (the simulator's) business.
+//! caller's (the simulator's) business. [`recorded`] prices what a session
+//! recorded instead (pi's `usage` per call), and [`ledger`] adds a branch's
+//! recorded calls and switches up for the status commands.
 
 mod bill;
+mod ledger;
 mod price;
+mod recorded;
 
 pub use bill::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall};
+pub use ledger::{EconomyReport, SessionEconomy, SwitchRecord};
+pub use recorded::{recorded_bill, RecordedUsage};
 pub use price::{CacheTerms, PriceProfile, ProfileError, ProfileOverrides, PROFILE_NAMES};

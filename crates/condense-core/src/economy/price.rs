@@ -68,18 +68,7 @@ impl PriceProfile {
     ///   about 5 minutes idle; output 8, $1.25/MTok.
     /// - `no-cache`: every prompt token at 1, output 5, $3/MTok.
     pub fn named(name: &str) -> Result<PriceProfile, ProfileError> {
-        let anthropic = |ttl_min: i64, write: f64| PriceProfile {
-            name: name.to_owned(),
-            cache: Some(CacheTerms {
-                ttl_ms: ttl_min * MINUTE_MS,
-                write,
-                read: 0.1,
-                min_cacheable_tokens: ANTHROPIC_MIN_CACHEABLE,
-            }),
-            output: 5.0,
-            summarizer: 1.0,
-            usd_per_mtok_input: 3.0,
-        };
+        let anthropic = |ttl_min: i64, write: f64| PriceProfile::anthropic(name, ttl_min, write);
         match name {
             "anthropic-5m" => Ok(anthropic(5, 1.25)),
             "anthropic-1h" => Ok(anthropic(60, 2.0)),
@@ -104,6 +93,28 @@ impl PriceProfile {
             }),
             other => Err(ProfileError::UnknownProfile(other.to_owned())),
         }
+    }
+
+    fn anthropic(name: &str, ttl_min: i64, write: f64) -> PriceProfile {
+        PriceProfile {
+            name: name.to_owned(),
+            cache: Some(CacheTerms {
+                ttl_ms: ttl_min * MINUTE_MS,
+                write,
+                read: 0.1,
+                min_cacheable_tokens: ANTHROPIC_MIN_CACHEABLE,
+            }),
+            output: 5.0,
+            summarizer: 1.0,
+            usd_per_mtok_input: 3.0,
+        }
+    }
+
+    /// The profile a setting names, or the default for a name
+    /// [`named`](Self::named) does not know (settings are validated when
+    /// read, so that is only a caller's fallback).
+    pub fn named_or_default(name: &str) -> PriceProfile {
+        Self::named(name).unwrap_or_default()
     }
 
     /// Applies overrides; each `None` keeps the profile's value.
@@ -138,6 +149,13 @@ impl PriceProfile {
             None => {}
         }
         Ok(self)
+    }
+}
+
+impl Default for PriceProfile {
+    /// `anthropic-5m`, the first of [`PROFILE_NAMES`].
+    fn default() -> Self {
+        PriceProfile::anthropic(PROFILE_NAMES[0], 5, 1.25)
     }
 }
 

@@ -1,5 +1,6 @@
 //! `/pruner status` and `/pruner stats`: settings, summarizer usage and
-//! context metrics as text.
+//! context metrics as text, then (condense only) the session's cache
+//! economics and the display policy's decisions.
 
 use crate::Engine;
 use condense_core::{compute_context_metrics, format_count};
@@ -59,6 +60,11 @@ pub fn status_text(e: &Engine) -> String {
     ));
     if e.is_rearmed() {
         t.push_str("\n  rearmed:      yes");
+    }
+    // condense's own section, after pi-condense's lines (kept byte for byte).
+    for line in e.economy_report().lines() {
+        t.push_str("\n  ");
+        t.push_str(&line);
     }
     t
 }

@@ -1,0 +1,242 @@
+//! A session's cache economics so far, from what it recorded: the usage pi
+//! stored on each assistant message and the switches the cache-aware policy
+//! persisted. `/pruner status` and `condense status` show the same report.
+//!
+//! The ledger keeps the raw figures; prices are applied when a report is
+//! asked for, so a profile changed in the settings reprices the whole
+//! session.
+
+use super::bill::BillTotals;
+use super::price::PriceProfile;
+use super::recorded::{recorded_bill, RecordedUsage};
+use crate::config::EconomyConfig;
+use crate::format::format_count;
+use crate::policy::Policy;
+
+/// One `context-prune-switch` entry's figures (those it carries; older or
+/// foreign entries may lack some).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SwitchRecord {
+    /// Why the switch happened (`idle-expiry`, `pays`, …).
+    pub reason: String,
+    /// Tokens of the prompt before the switch.
+    pub prompt_tokens: Option<u64>,
+    /// Tokens the switch removed.
+    pub removed_tokens: Option<u64>,
+    /// The rewrite's extra cost (units).
+    pub rewrite_cost: Option<f64>,
+    /// The projected saving over the expected calls (units).
+    pub projected_saving: Option<f64>,
+}
+
+/// What a branch recorded of its LLM calls and the policy's switches, in
+/// branch order.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionEconomy {
+    calls: Vec<RecordedUsage>,
+    switches: Vec<SwitchRecord>,
+}
+
+impl SessionEconomy {
+    /// An empty ledger.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a call's recorded usage.
+    pub fn add_call(&mut self, usage: RecordedUsage) {
+        self.calls.push(usage);
+    }
+
+    /// Adds a switch.
+    pub fn add_switch(&mut self, switch: SwitchRecord) {
+        self.switches.push(switch);
+    }
+
+    /// The recorded calls.
+    pub fn calls(&self) -> &[RecordedUsage] {
+        &self.calls
+    }
+
+    /// The recorded switches.
+    pub fn switches(&self) -> &[SwitchRecord] {
+        &self.switches
+    }
+
+    /// The report under the `economy.*` settings: priced at the configured
+    /// profile, for the configured policy.
+    pub fn report_for(&self, settings: &EconomyConfig, pending: usize) -> EconomyReport {
+        self.report(
+            &PriceProfile::named_or_default(settings.profile),
+            settings.policy,
+            pending,
+        )
+    }
+
+    /// The report at `profile`, for the active `policy` with `pending`
+    /// summarized items not shown yet (0 under the reference policy, which
+    /// shows at once). Calls that recorded no prompt (aborted before the
+    /// provider answered) are not counted.
+    pub fn report(&self, profile: &PriceProfile, policy: Policy, pending: usize) -> EconomyReport {
+        let mut recorded = BillTotals::default();
+        let mut recorded_cost = 0.0;
+        for usage in self.calls.iter().filter(|u| u.prompt() > 0) {
+            recorded.add_call(usage.prompt(), &recorded_bill(profile, usage));
+            recorded_cost += usage.cost;
+        }
+        let mut reasons: Vec<(String, u64)> = Vec::new();
+        let (mut removed, mut rewrite, mut saving) = (0u64, 0.0, 0.0);
+        for s in &self.switches {
+            match reasons.iter_mut().find(|(r, _)| *r == s.reason) {
+                Some((_, n)) => *n += 1,
+                None => reasons.push((s.reason.clone(), 1)),
+            }
+            removed = removed.saturating_add(s.removed_tokens.unwrap_or(0));
+            rewrite += finite(s.rewrite_cost);
+            saving += finite(s.projected_saving);
+        }
+        EconomyReport {
+            profile: profile.name.clone(),
+            usd_per_mtok_input: profile.usd_per_mtok_input,
+            uncached_units: recorded.prompt_tokens as f64,
+            recorded,
+            recorded_cost,
+            policy,
+            switches: self.switches.len() as u64,
+            reasons,
+            removed_tokens: removed,
+            rewrite_cost: rewrite,
+            projected_saving: saving,
+            pending: if policy.gates_on_switch() { pending } else { 0 },
+        }
+    }
+}
+
+fn finite(x: Option<f64>) -> f64 {
+    x.filter(|v| v.is_finite()).unwrap_or(0.0)
+}
+
+/// A session's cache economics and the policy's decisions, priced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EconomyReport {
+    /// The profile's name.
+    pub profile: String,
+    /// Its dollars per million uncached input tokens.
+    pub usd_per_mtok_input: f64,
+    /// The calls with a recorded prompt, billed as recorded: the provider's
+    /// split of reads, writes and plain input at the profile's prices.
+    pub recorded: BillTotals,
+    /// The same prompts with no caching: every token at 1.
+    pub uncached_units: f64,
+    /// What pi priced the calls at (US dollars, from the model's prices).
+    pub recorded_cost: f64,
+    /// The active display policy.
+    pub policy: Policy,
+    /// Switches recorded on the branch.
+    pub switches: u64,
+    /// Their reasons with counts, in order of first appearance.
+    pub reasons: Vec<(String, u64)>,
+    /// Tokens the switches removed, summed over those that say.
+    pub removed_tokens: u64,
+    /// The rewrites' extra cost the decisions estimated (units), summed.
+    pub rewrite_cost: f64,
+    /// The savings the decisions projected (units), summed.
+    pub projected_saving: f64,
+    /// Items summarized but not shown yet.
+    pub pending: usize,
+}
+
+/// `part / whole` as a percentage with one decimal (`0.0%` for an empty
+/// whole).
+fn pct(part: f64, whole: f64) -> String {
+    let p = if whole > 0.0 { 100.0 * part / whole } else { 0.0 };
+    format!("{p:.1}%")
+}
+
+fn units(x: f64) -> String {
+    format_count(x.max(0.0).round() as u64)
+}
+
+impl EconomyReport {
+    /// The share of the no-caching price that caching saved (negative when
+    /// cache writes cost more than they saved).
+    pub fn saved_share(&self) -> f64 {
+        if self.uncached_units > 0.0 {
+            1.0 - self.recorded.input_units / self.uncached_units
+        } else {
+            0.0
+        }
+    }
+
+    /// Billed input in US dollars.
+    pub fn billed_input_usd(&self) -> f64 {
+        self.recorded.input_units * self.usd_per_mtok_input / 1e6
+    }
+
+    /// The report as status lines (no indent; each host indents as its
+    /// status does): a `--- cache (PROFILE) ---` block, then `--- policy ---`.
+    pub fn lines(&self) -> Vec<String> {
+        let r = &self.recorded;
+        let mut out = vec![format!("--- cache ({}) ---", self.profile)];
+        if r.calls == 0 {
+            out.push("(no recorded usage yet)".to_owned());
+        } else {
+            let prompt = r.prompt_tokens as f64;
+            out.push(format!("calls:        {}", r.calls));
+            out.push(format!(
+                "prompt:       {} tokens",
+                format_count(r.prompt_tokens)
+            ));
+            out.push(format!(
+                "cache:        read {} · written {} · uncached {}",
+                pct(r.cache_read as f64, prompt),
+                pct(r.cache_write as f64, prompt),
+                pct(r.uncached as f64, prompt)
+            ));
+            out.push(format!(
+                "hit share:    {}",
+                pct(r.cache_read as f64, prompt)
+            ));
+            out.push(format!(
+                "billed input: {} units (${:.3})",
+                units(r.input_units),
+                self.billed_input_usd()
+            ));
+            out.push(format!(
+                "no caching:   {} units (caching saved {:.1}%)",
+                units(self.uncached_units),
+                100.0 * self.saved_share()
+            ));
+            out.push(format!("pi's cost:    ${:.3}", self.recorded_cost));
+        }
+        out.push("--- policy ---".to_owned());
+        out.push(format!("policy:       {}", self.policy.name()));
+        if self.switches > 0 || self.policy.gates_on_switch() {
+            let reasons: Vec<String> = self
+                .reasons
+                .iter()
+                .map(|(reason, n)| format!("{reason} {n}"))
+                .collect();
+            out.push(if reasons.is_empty() {
+                format!("switches:     {}", self.switches)
+            } else {
+                format!("switches:     {} ({})", self.switches, reasons.join(", "))
+            });
+        }
+        if self.switches > 0 {
+            out.push(format!(
+                "decided:      removed {} tokens · rewrite {} units · projected saving {} units",
+                format_count(self.removed_tokens),
+                units(self.rewrite_cost),
+                units(self.projected_saving)
+            ));
+        }
+        if self.policy.gates_on_switch() {
+            out.push(format!(
+                "pending:      {} summarized, not shown yet",
+                self.pending
+            ));
+        }
+        out
+    }
+}

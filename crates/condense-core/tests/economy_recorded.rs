@@ -1,0 +1,186 @@
+//! A session's economics from its recorded usage, against hand-computed
+//! cases: what `/pruner status` and `condense status` show.
+
+use condense_core::{Policy, PriceProfile, RecordedUsage, SessionEconomy, SwitchRecord};
+
+/// `(input, cacheRead, cacheWrite, output)` of each recorded call; each
+/// costs $0.002 as pi recorded it.
+const CALLS: [(u64, u64, u64, u64); 4] = [
+    (0, 0, 2000, 100),
+    (0, 2000, 1000, 50),
+    (200, 0, 0, 10),
+    // Aborted before the provider answered: no prompt, not a billed call.
+    (0, 0, 0, 0),
+];
+
+fn ledger() -> SessionEconomy {
+    let mut e = SessionEconomy::new();
+    for (input, cache_read, cache_write, output) in CALLS {
+        e.add_call(RecordedUsage {
+            input,
+            cache_read,
+            cache_write,
+            output,
+            cost: 0.002,
+        });
+    }
+    e
+}
+
+struct Case {
+    profile: &'static str,
+    /// (read, write, uncached) tokens as billed.
+    split: (u64, u64, u64),
+    /// Billed input units, worked out by hand.
+    input_units: f64,
+    /// Output units.
+    output_units: f64,
+    /// `1 − billed / no caching`.
+    saved: f64,
+}
+
+/// Calls 3 (the zero-prompt one is left out), prompt 2000 + 3000 + 200 =
+/// 5200 tokens, no caching 5200 units, output 160 tokens.
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            profile: "anthropic-5m",
+            split: (2000, 3000, 200),
+            // 200 + 3000 · 1.25 + 2000 · 0.1
+            input_units: 4150.0,
+            output_units: 800.0,
+            saved: 1.0 - 4150.0 / 5200.0,
+        },
+        Case {
+            profile: "anthropic-1h",
+            split: (2000, 3000, 200),
+            // 200 + 3000 · 2 + 2000 · 0.1: the writes cost more than caching saved
+            input_units: 6400.0,
+            output_units: 800.0,
+            saved: 1.0 - 6400.0 / 5200.0,
+        },
+        Case {
+            profile: "openai",
+            split: (2000, 3000, 200),
+            // 200 + 3000 · 1 + 2000 · 0.1
+            input_units: 3400.0,
+            output_units: 160.0 * 8.0,
+            saved: 1.0 - 3400.0 / 5200.0,
+        },
+        Case {
+            profile: "no-cache",
+            // Every prompt token is plain input.
+            split: (0, 0, 5200),
+            input_units: 5200.0,
+            output_units: 800.0,
+            saved: 0.0,
+        },
+    ]
+}
+
+#[test]
+fn recorded_usage_is_billed_at_each_profile_as_worked_out_by_hand() {
+    for case in cases() {
+        let profile = PriceProfile::named(case.profile).unwrap();
+        let r = ledger().report(&profile, Policy::Reference, 0);
+        let t = &r.recorded;
+        assert_eq!((t.calls, t.prompt_tokens, t.peak_prompt), (3, 5200, 3000));
+        assert_eq!(
+            (t.cache_read, t.cache_write, t.uncached),
+            case.split,
+            "{}",
+            case.profile
+        );
+        assert_eq!(t.output, 160);
+        assert!(
+            (t.input_units - case.input_units).abs() < 1e-9,
+            "{}: {}",
+            case.profile,
+            t.input_units
+        );
+        assert!((t.output_units - case.output_units).abs() < 1e-9);
+        assert_eq!(r.uncached_units, 5200.0);
+        assert!(
+            (r.saved_share() - case.saved).abs() < 1e-12,
+            "{}",
+            case.profile
+        );
+        assert!((r.recorded_cost - 0.006).abs() < 1e-12);
+        assert!(
+            (r.billed_input_usd() - case.input_units * profile.usd_per_mtok_input / 1e6).abs()
+                < 1e-12
+        );
+    }
+}
+
+fn switch(reason: &str, removed: u64, rewrite: f64, saving: f64) -> SwitchRecord {
+    SwitchRecord {
+        reason: reason.into(),
+        prompt_tokens: Some(5000),
+        removed_tokens: Some(removed),
+        rewrite_cost: Some(rewrite),
+        projected_saving: Some(saving),
+    }
+}
+
+#[test]
+fn switches_are_counted_by_reason_and_their_figures_summed() {
+    let mut e = ledger();
+    e.add_switch(switch("idle-expiry", 1200, 0.0, 500.5));
+    e.add_switch(switch("pays", 800, 300.0, 900.0));
+    e.add_switch(SwitchRecord {
+        reason: "idle-expiry".into(),
+        // An entry without figures (another writer's) counts, adds nothing.
+        ..SwitchRecord::default()
+    });
+    let profile = PriceProfile::default();
+    let r = e.report(&profile, Policy::CacheAware, 3);
+    assert_eq!(r.switches, 3);
+    assert_eq!(
+        r.reasons,
+        [("idle-expiry".to_owned(), 2), ("pays".to_owned(), 1)]
+    );
+    assert_eq!(r.removed_tokens, 2000);
+    assert_eq!((r.rewrite_cost, r.projected_saving), (300.0, 1400.5));
+    assert_eq!(r.pending, 3);
+    // The reference policy shows everything at once: nothing is pending.
+    assert_eq!(e.report(&profile, Policy::Reference, 3).pending, 0);
+}
+
+#[test]
+fn status_lines_golden() {
+    let mut e = ledger();
+    e.add_switch(switch("idle-expiry", 1200, 0.0, 500.5));
+    e.add_switch(switch("pays", 800, 300.0, 900.0));
+    let r = e.report(&PriceProfile::default(), Policy::CacheAware, 3);
+    // Shares of 5200: 2000 → 38.5%, 3000 → 57.7%, 200 → 3.8%; 4150 units at
+    // $3/MTok is $0.01245; 1400.5 units round to 1401.
+    let expected = [
+        "--- cache (anthropic-5m) ---",
+        "calls:        3",
+        "prompt:       5.2k tokens",
+        "cache:        read 38.5% · written 57.7% · uncached 3.8%",
+        "hit share:    38.5%",
+        "billed input: 4.2k units ($0.012)",
+        "no caching:   5.2k units (caching saved 20.2%)",
+        "pi's cost:    $0.006",
+        "--- policy ---",
+        "policy:       cache-aware",
+        "switches:     2 (idle-expiry 1, pays 1)",
+        "decided:      removed 2.0k tokens · rewrite 300 units · projected saving 1.4k units",
+        "pending:      3 summarized, not shown yet",
+    ];
+    assert_eq!(r.lines(), expected);
+
+    // Nothing recorded, reference policy: no switch or pending lines.
+    let empty = SessionEconomy::new().report(&PriceProfile::default(), Policy::Reference, 5);
+    assert_eq!(
+        empty.lines(),
+        [
+            "--- cache (anthropic-5m) ---",
+            "(no recorded usage yet)",
+            "--- policy ---",
+            "policy:       reference",
+        ]
+    );
+}

@@ -1,0 +1,36 @@
+//! A branch's recorded economics: the usage pi stored on each assistant
+//! message and the `context-prune-switch` entries, as core's
+//! [`SessionEconomy`] (priced and shown by the status commands).
+
+use condense_core::{RecordedUsage, SessionEconomy, SwitchRecord};
+
+use crate::entries::{SwitchEntryData, CUSTOM_TYPE_SWITCH};
+use crate::session::Entry;
+
+/// The figures a switch entry carries.
+pub fn switch_record(data: &SwitchEntryData) -> SwitchRecord {
+    SwitchRecord {
+        reason: data.reason.clone(),
+        prompt_tokens: data.prompt_tokens,
+        removed_tokens: data.removed_tokens,
+        rewrite_cost: data.rewrite_cost,
+        projected_saving: data.projected_saving,
+    }
+}
+
+/// The recorded calls and switches of `branch` (root first), in order. Every
+/// assistant message is a call, before or after a compaction; a switch entry
+/// whose payload does not parse is left out (replay reports it).
+pub fn session_economy(branch: &[&Entry]) -> SessionEconomy {
+    let mut economy = SessionEconomy::new();
+    for entry in branch {
+        if let Some(usage) = entry.message.as_ref().and_then(RecordedUsage::of_message) {
+            economy.add_call(usage);
+        } else if entry.is_custom(CUSTOM_TYPE_SWITCH) {
+            if let Some(Ok(data)) = entry.payload::<SwitchEntryData>() {
+                economy.add_switch(switch_record(&data));
+            }
+        }
+    }
+    economy
+}
