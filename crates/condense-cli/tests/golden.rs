@@ -153,7 +153,12 @@ fn query_goldens() {
 ///   per-batch summary messages), 6 indexed tool calls (`call_0`, `_1`,
 ///   `_3`, `_6`, `_8`, `_12`), nothing spilled, the 3 chain entries, and the
 ///   live reclaim 48,016 -> 18,153 chars (`render --diff`'s total; tokens
-///   are `round(chars / 4)`).
+///   are `round(chars / 4)`);
+/// - `economy`: the 14 assistant messages' recorded usage: 42,018 prompt
+///   tokens, all plain input (the fake provider reported no caching), so
+///   billed input and the no-caching price are both 42,018 units ($0.126 at
+///   $3/MTok), 280 output tokens, cost 0 as pi recorded it; the reference
+///   policy, no switch, nothing pending.
 #[test]
 fn status_json_golden() {
     let session = fixtures().join("pi-condense-2.9.1.jsonl");
@@ -166,4 +171,55 @@ fn status_json_golden() {
     )
     .unwrap();
     assert_eq!(ours, expected);
+}
+
+/// `status` on `tests/golden/economy-status.jsonl` under the cache-aware
+/// policy: three calls with recorded usage (2,000 written; 2,000 read and
+/// 1,000 written; 200 plain; an aborted call with no prompt is not counted)
+/// and two switch entries. The economy section is worked out in
+/// `crates/condense-core/tests/economy_recorded.rs` (`status_lines_golden`)
+/// from the same figures; the JSON is checked here value by value.
+#[test]
+fn status_with_recorded_usage_and_switches_golden() {
+    let session = golden("economy-status.jsonl");
+    let settings = golden("economy-status.settings.json");
+    let args = [
+        "status",
+        "--settings",
+        settings.to_str().unwrap(),
+        session.to_str().unwrap(),
+    ];
+    let out = condense(&args);
+    let text = String::from_utf8_lossy(ok(&out)).into_owned();
+    let (first, rest) = text.split_once('\n').unwrap();
+    assert_eq!(first, format!("condense status: {}", session.display()));
+    let expected = std::fs::read_to_string(golden("economy-status.status.txt")).unwrap();
+    assert_eq!(rest, expected);
+
+    let mut json_args = args.to_vec();
+    json_args.insert(1, "--json");
+    let v: Value = serde_json::from_slice(ok(&condense(&json_args))).unwrap();
+    let e = &v["economy"];
+    assert_eq!(e["profile"], "anthropic-5m");
+    assert_eq!(
+        [
+            &e["calls"],
+            &e["promptTokens"],
+            &e["cacheReadTokens"],
+            &e["cacheWriteTokens"],
+            &e["uncachedTokens"],
+            &e["outputTokens"]
+        ],
+        [3, 5200, 2000, 3000, 200, 160]
+    );
+    // 200 + 3000 · 1.25 + 2000 · 0.1
+    assert_eq!(e["billedInputUnits"], 4150.0);
+    assert_eq!(e["noCachingUnits"], 5200.0);
+    assert_eq!(e["policy"], "cache-aware");
+    assert_eq!(e["switches"], 2);
+    assert_eq!(e["switchReasons"], serde_json::json!({"idle-expiry": 1, "pays": 1}));
+    assert_eq!(e["removedTokens"], 2000);
+    assert_eq!(e["rewriteCostUnits"], 300.0);
+    assert_eq!(e["projectedSavingUnits"], 1400.5);
+    assert_eq!(e["pending"], 0);
 }

@@ -168,7 +168,7 @@ fn status_lines_golden() {
         "policy:       cache-aware",
         "switches:     2 (idle-expiry 1, pays 1)",
         "decided:      removed 2.0k tokens · rewrite 300 units · projected saving 1.4k units",
-        "pending:      3 summarized, not shown yet",
+        "not shown:    3 summarized, pending the next switch",
     ];
     assert_eq!(r.lines(), expected);
 

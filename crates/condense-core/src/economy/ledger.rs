@@ -233,7 +233,7 @@ impl EconomyReport {
         }
         if self.policy.gates_on_switch() {
             out.push(format!(
-                "pending:      {} summarized, not shown yet",
+                "not shown:    {} summarized, pending the next switch",
                 self.pending
             ));
         }

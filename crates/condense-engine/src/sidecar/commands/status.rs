@@ -90,3 +90,87 @@ pub fn stats_text(e: &Engine) -> String {
     }
     t
 }
+
+#[cfg(test)]
+mod tests {
+    use condense_core::Message;
+    use condense_engine::{Engine, StartParams};
+
+    use super::status_text;
+
+    /// The session of the CLI's `status` golden: three calls with recorded
+    /// usage and two switch entries (figures worked out in
+    /// condense-core's `tests/economy_recorded.rs`).
+    const SESSION: &str = include_str!("../../../condense-cli/tests/golden/economy-status.jsonl");
+    const SETTINGS: &str =
+        include_str!("../../../condense-cli/tests/golden/economy-status.settings.json");
+
+    fn engine() -> Engine {
+        let mut e = Engine::default();
+        let branch = SESSION.split_once('\n').map_or("", |(_, rest)| rest);
+        e.start(StartParams {
+            settings: serde_json::from_str(SETTINGS).unwrap(),
+            session_id: "economy-status".into(),
+            session_dir: None,
+            branch: branch.trim_end().to_owned(),
+            tree: false,
+        });
+        e
+    }
+
+    #[test]
+    fn status_golden_with_recorded_usage_and_switches() {
+        // pi-condense's lines unchanged, then condense's section.
+        let expected = "\
+pruner status:
+  enabled:  true
+  model:    default
+  thinking: Default (default)
+  idle to:  20s
+  max to:   180s
+  trigger:  On agent message
+  batching: Per turn (turn)
+  dedup:    on
+  status:   on
+  (no summarizer calls yet)
+  --- context ---
+  thinking:     0 tokens (open segment)
+  chain share:  55%
+  frontier gap: 37 tokens
+  rearmed:      yes
+  --- cache (anthropic-5m) ---
+  calls:        3
+  prompt:       5.2k tokens
+  cache:        read 38.5% · written 57.7% · uncached 3.8%
+  hit share:    38.5%
+  billed input: 4.2k units ($0.012)
+  no caching:   5.2k units (caching saved 20.2%)
+  pi's cost:    $0.006
+  --- policy ---
+  policy:       cache-aware
+  switches:     2 (idle-expiry 1, pays 1)
+  decided:      removed 2.0k tokens · rewrite 300 units · projected saving 1.4k units
+  not shown:    0 summarized, pending the next switch";
+        assert_eq!(status_text(&engine()), expected);
+    }
+
+    #[test]
+    fn a_turn_end_adds_its_call_to_the_status() {
+        let mut e = engine();
+        let assistant = Message::from_json(
+            r#"{"role":"assistant","content":[{"type":"text","text":"more"}],"usage":{"input":0,"cacheRead":3000,"cacheWrite":800,"output":20,"cost":{"total":0.001}},"stopReason":"stop","timestamp":1796000700000}"#,
+        )
+        .unwrap();
+        e.turn_end(3, &assistant, &[], Some(3800), 200_000, 1_796_000_700_000);
+        let t = status_text(&e);
+        // 5200 + 3800 prompt tokens; reads 2000 + 3000 of 9000.
+        for line in [
+            "  calls:        4",
+            "  prompt:       9.0k tokens",
+            "  hit share:    55.6%",
+            "  pi's cost:    $0.007",
+        ] {
+            assert!(t.contains(line), "{line:?} missing from\n{t}");
+        }
+    }
+}
