@@ -92,10 +92,17 @@ fn pruner_commands_in_pi() {
     let Some(install) = require_pi() else {
         return;
     };
+    // Usage as a caching provider reports it (pi records the split).
     let llm = FakeLlm::start([
-        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
-        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"})),
-        Reply::text("Read both."),
+        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"}))
+            .with_usage(2000, 10)
+            .with_cache(0, 2000),
+        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"}))
+            .with_usage(3000, 10)
+            .with_cache(2000, 1000),
+        Reply::text("Read both.")
+            .with_usage(3200, 10)
+            .with_cache(3000, 200),
     ]);
     llm.set_default_summary(Reply::text(
         "- [[1:read]] Read a text file: one marker line repeated.",
@@ -145,6 +152,26 @@ fn pruner_commands_in_pi() {
         !status.contains("  frontier gap: 0 tokens"),
         "the reads are pending: {status}"
     );
+    // condense's section, after pi-condense's lines, from the usage pi
+    // recorded: 8,200 prompt tokens, 5,000 read, 3,200 written; billed
+    // 3200 · 1.25 + 5000 · 0.1 = 4,500 units against 8,200 without caching.
+    let economy = status
+        .split_once("  rearmed:      yes\n")
+        .map(|(_, rest)| rest)
+        .unwrap_or_else(|| panic!("the section follows pi-condense's lines:\n{status}"));
+    for line in [
+        "  --- cache (anthropic-5m) ---",
+        "  calls:        3",
+        "  prompt:       8.2k tokens",
+        "  cache:        read 61.0% · written 39.0% · uncached 0.0%",
+        "  hit share:    61.0%",
+        "  billed input: 4.5k units ($",
+        "  no caching:   8.2k units (caching saved 45.1%)",
+        "  --- policy ---",
+        "  policy:       reference",
+    ] {
+        assert!(economy.contains(line), "{line:?} missing from\n{status}");
+    }
 
     // /pruner protected-tools todo, read: saved, only contextPrune changes.
     let run = pi.prompt_in_session(&session, "/pruner protected-tools todo, read");

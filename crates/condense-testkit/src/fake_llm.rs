@@ -81,6 +81,7 @@ pub struct Reply {
     tool_calls: Vec<ToolCall>,
     finish_reason: Option<String>,
     usage: Option<(u64, u64)>,
+    cache: Option<(u64, u64)>,
     delay: Duration,
     http_error: Option<(u16, String)>,
     fragment_chars: usize,
@@ -94,6 +95,7 @@ impl Reply {
             tool_calls: Vec::new(),
             finish_reason: None,
             usage: None,
+            cache: None,
             delay: Duration::ZERO,
             http_error: None,
             fragment_chars: 24,
@@ -172,6 +174,15 @@ impl Reply {
         self
     }
 
+    /// Reports `read` of the prompt tokens as read from the provider's cache
+    /// and `written` as written to it (`prompt_tokens_details.cached_tokens`
+    /// and `.cache_write_tokens`, which pi records as `usage.cacheRead` and
+    /// `usage.cacheWrite`; the rest of the prompt is its `usage.input`).
+    pub fn with_cache(mut self, read: u64, written: u64) -> Self {
+        self.cache = Some((read, written));
+        self
+    }
+
     /// Waits this long before answering (for timeout tests; keep it below
     /// the client's patience and the test's timeout).
     pub fn with_delay(mut self, delay: Duration) -> Self {
@@ -209,11 +220,16 @@ impl Reply {
                     .sum::<usize>();
             ((request_bytes / 4).max(1) as u64, (out / 4).max(1) as u64)
         });
-        json!({
+        let mut usage = json!({
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
-        })
+        });
+        if let Some((read, written)) = self.cache {
+            usage["prompt_tokens_details"] =
+                json!({"cached_tokens": read, "cache_write_tokens": written});
+        }
+        usage
     }
 }
 
