@@ -2,8 +2,8 @@
 
 use condense_core::capture_pending;
 use condense_core::compute_context_metrics;
-use condense_core::State;
 use condense_core::EconomyReport;
+use condense_core::State;
 use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use serde_json::{json, Value};
 

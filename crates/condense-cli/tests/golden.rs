@@ -217,7 +217,10 @@ fn status_with_recorded_usage_and_switches_golden() {
     assert_eq!(e["noCachingUnits"], 5200.0);
     assert_eq!(e["policy"], "cache-aware");
     assert_eq!(e["switches"], 2);
-    assert_eq!(e["switchReasons"], serde_json::json!({"idle-expiry": 1, "pays": 1}));
+    assert_eq!(
+        e["switchReasons"],
+        serde_json::json!({"idle-expiry": 1, "pays": 1})
+    );
     assert_eq!(e["removedTokens"], 2000);
     assert_eq!(e["rewriteCostUnits"], 300.0);
     assert_eq!(e["projectedSavingUnits"], 1400.5);

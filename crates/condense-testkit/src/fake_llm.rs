@@ -259,6 +259,8 @@ pub struct RecordedRequest {
     pub body: Value,
     /// True if the main script was exhausted and [`EXHAUSTED_TEXT`] was sent.
     pub exhausted: bool,
+    /// When the server had read the request's head (ms since the epoch).
+    pub received_ms: i64,
 }
 
 impl RecordedRequest {
@@ -560,6 +562,9 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
     let Some(head) = read_head(&mut reader)? else {
         return Ok(()); // the client closed without sending a request
     };
+    let received_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
     if head
         .header("expect")
         .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"))
@@ -606,6 +611,7 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
             kind,
             body: body_json,
             exhausted,
+            received_ms,
         });
         seq
     };

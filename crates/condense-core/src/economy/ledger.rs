@@ -149,7 +149,11 @@ pub struct EconomyReport {
 /// `part / whole` as a percentage with one decimal (`0.0%` for an empty
 /// whole).
 fn pct(part: f64, whole: f64) -> String {
-    let p = if whole > 0.0 { 100.0 * part / whole } else { 0.0 };
+    let p = if whole > 0.0 {
+        100.0 * part / whole
+    } else {
+        0.0
+    };
     format!("{p:.1}%")
 }
 

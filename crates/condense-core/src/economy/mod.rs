@@ -15,5 +15,5 @@ mod recorded;
 
 pub use bill::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall};
 pub use ledger::{EconomyReport, SessionEconomy, SwitchRecord};
-pub use recorded::{recorded_bill, RecordedUsage};
 pub use price::{CacheTerms, PriceProfile, ProfileError, ProfileOverrides, PROFILE_NAMES};
+pub use recorded::{recorded_bill, RecordedUsage};

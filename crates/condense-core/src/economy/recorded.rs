@@ -133,6 +133,9 @@ mod tests {
         let bad = assistant(r#"{"input":-3}"#);
         assert_eq!(RecordedUsage::of_message(&bad), None);
         let odd_cost = assistant(r#"{"input":1,"cost":"free"}"#);
-        assert_eq!(RecordedUsage::of_message(&odd_cost).map(|u| u.cost), Some(0.0));
+        assert_eq!(
+            RecordedUsage::of_message(&odd_cost).map(|u| u.cost),
+            Some(0.0)
+        );
     }
 }

@@ -1,0 +1,344 @@
+//! The simulator agrees with reality (issue 12): a session played through
+//! real pi against the scripted LLM server, then `condense simulate` on the
+//! session file pi persisted, under the policy the run used. The server
+//! records every prompt it received and when; the test prices those prompts
+//! with the simulator's token model and core's `bill_call` (the prefix
+//! shared with the previous prompt is a cache read if within the TTL, the
+//! rest a write), and the simulator's billed figures must be the same.
+//!
+//! Time: pi stamps each call when it starts the request (what `simulate`
+//! reads), the server when it reads it. Both are real time, so the session
+//! is played with an idle pause between two runs, and priced with a TTL
+//! ([`TTL_S`]) far from every real gap: the calls inside a run are a
+//! fraction of a second apart (warm), the pause ([`IDLE`]) is longer than
+//! the TTL (cold). The test checks that separation before comparing, so the
+//! milliseconds between pi's stamp and the server's read cannot decide a
+//! call.
+//!
+//! The prompts are counted as the simulator counts a session's messages:
+//! the content that reaches the model (texts, tool-call names and
+//! arguments, tool output) at [`PER_CHAR`] tokens per UTF-16 unit plus
+//! [`PER_MESSAGE`] per message, rounded per message; the fixed overhead is
+//! the system prompt and the tool definitions the server received, passed
+//! to `simulate` as `--overhead` (the session file does not hold them).
+//!
+//! `condense` is the CLI binary next to this crate's sidecar in the target
+//! directory: `cargo build -p condense-cli` before running this file alone
+//! (`cargo test --workspace` builds it).
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use condense_core::{bill_call, BillTotals, CallTokens, PreviousCall, PriceProfile};
+use serde_json::{json, Value};
+use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use support::pi_env::{require_pi, PiEnv};
+use support::scenario::{big_file, extension_dir, sidecar_bin};
+
+/// The cache's time to live the session is priced with (seconds).
+const TTL_S: i64 = 6;
+/// The pause between the two runs: longer than the TTL.
+const IDLE: Duration = Duration::from_secs(8);
+/// Calls closer than this are warm, farther than [`COLD_AFTER_MS`] cold;
+/// nothing may fall in between (see the module docs).
+const WARM_WITHIN_MS: i64 = 3_000;
+const COLD_AFTER_MS: i64 = 7_000;
+/// The token model (`simulate`'s calibrated defaults, passed explicitly).
+const PER_CHAR: f64 = 0.3085;
+const PER_MESSAGE: f64 = 34.51;
+
+/// The `condense` binary cargo built next to the sidecar.
+fn condense_bin() -> PathBuf {
+    let sidecar = sidecar_bin();
+    let bin = sidecar
+        .parent()
+        .map(|d| d.join(format!("condense{}", std::env::consts::EXE_SUFFIX)))
+        .unwrap_or_default();
+    assert!(
+        bin.is_file(),
+        "the condense CLI is not built next to the sidecar ({}): run `cargo build -p condense-cli` first",
+        bin.display()
+    );
+    bin
+}
+
+fn js_len(text: &str) -> u64 {
+    text.encode_utf16().count() as u64
+}
+
+/// A chat message's `content`: a string, or parts whose `text` counts.
+fn content_units(content: &Value) -> u64 {
+    match content {
+        Value::String(s) => js_len(s),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .map(js_len)
+            .sum(),
+        _ => 0,
+    }
+}
+
+/// What of a received message reaches the model as the simulator measures a
+/// session message: its content, and each tool call's name and arguments.
+fn message_units(message: &Value) -> u64 {
+    let calls: u64 = message
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let f = &c["function"];
+            js_len(f["name"].as_str().unwrap_or("")) + js_len(f["arguments"].as_str().unwrap_or(""))
+        })
+        .sum();
+    content_units(&message["content"]) + calls
+}
+
+fn message_tokens(message: &Value) -> u64 {
+    (PER_CHAR * message_units(message) as f64 + PER_MESSAGE)
+        .max(0.0)
+        .round() as u64
+}
+
+fn is_system(message: &Value) -> bool {
+    matches!(message["role"].as_str(), Some("system" | "developer"))
+}
+
+/// The conversation of a request (the system prompt is the overhead).
+fn conversation(request: &RecordedRequest) -> Vec<&Value> {
+    request
+        .messages()
+        .iter()
+        .filter(|m| !is_system(m))
+        .collect()
+}
+
+/// The system prompt and the tool definitions of a request, as sent.
+fn fixed_part(request: &RecordedRequest) -> (Vec<&Value>, Value) {
+    let system = request.messages().iter().filter(|m| is_system(m)).collect();
+    (
+        system,
+        request.body.get("tools").cloned().unwrap_or(Value::Null),
+    )
+}
+
+/// Their tokens: the overhead `simulate` is told.
+fn overhead_tokens(request: &RecordedRequest) -> u64 {
+    let (system, tools) = fixed_part(request);
+    let units: u64 = system
+        .iter()
+        .map(|m| content_units(&m["content"]))
+        .sum::<u64>()
+        + if tools.is_null() {
+            0
+        } else {
+            js_len(&tools.to_string())
+        };
+    (PER_CHAR * units as f64).round() as u64
+}
+
+/// The received prompts priced call by call: the shared prefix is the
+/// overhead plus the leading messages equal to the previous prompt's.
+fn price_received(
+    requests: &[RecordedRequest],
+    profile: &PriceProfile,
+    overhead: u64,
+) -> BillTotals {
+    let mut totals = BillTotals::default();
+    let mut previous: Option<(i64, Vec<&Value>)> = None;
+    for request in requests {
+        let messages = conversation(request);
+        let tokens: Vec<u64> = messages.iter().map(|m| message_tokens(m)).collect();
+        let prompt = overhead + tokens.iter().sum::<u64>();
+        let shared_prefix = previous.as_ref().map_or(0, |(_, before)| {
+            let shared = before
+                .iter()
+                .zip(&messages)
+                .take_while(|(a, b)| a == b)
+                .count();
+            overhead + tokens[..shared].iter().sum::<u64>()
+        });
+        let bill = bill_call(
+            profile,
+            previous
+                .as_ref()
+                .map(|(at, _)| PreviousCall { at_ms: Some(*at) }),
+            CallTokens {
+                at_ms: Some(request.received_ms),
+                prompt,
+                shared_prefix,
+                output: 0,
+            },
+        );
+        totals.add_call(prompt, &bill);
+        previous = Some((request.received_ms, messages));
+    }
+    totals
+}
+
+/// `condense simulate --json` on `session` under `policy`: its billing
+/// fields for that policy.
+fn simulate(session: &Path, policy: &str, overhead: u64) -> Value {
+    let out = Command::new(condense_bin())
+        .args(["simulate", "--json", "--policy", policy, "--ttl"])
+        .arg(TTL_S.to_string())
+        .arg("--tokens-per-char")
+        .arg(PER_CHAR.to_string())
+        .arg("--tokens-per-message")
+        .arg(PER_MESSAGE.to_string())
+        .arg("--overhead")
+        .arg(overhead.to_string())
+        .arg(session)
+        .output()
+        .expect("condense simulate runs");
+    assert!(
+        out.status.success(),
+        "condense simulate failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("simulate --json");
+    report["sessions"][0]["policies"][policy].clone()
+}
+
+/// A pi environment on `llm` with `settings`, the extension loaded when
+/// `condense` is true.
+fn pi_env(llm: &FakeLlm, settings: Value, condense: bool) -> Option<PiEnv> {
+    let install = require_pi()?;
+    let pi = PiEnv::new(install, &llm.base_url()).with_settings(settings);
+    Some(if condense {
+        pi.with_extension(extension_dir())
+            .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+    } else {
+        pi
+    })
+}
+
+/// Two runs in one session, [`IDLE`] apart: three calls reading two files,
+/// then two reading a third. Returns the session file.
+fn play(pi: &PiEnv, llm: &FakeLlm) -> PathBuf {
+    for (name, marker) in [("a.txt", "ALPHA"), ("b.txt", "BRAVO"), ("c.txt", "CHARLIE")] {
+        std::fs::write(pi.work_dir.join(name), big_file(marker, 6000)).expect("write");
+    }
+    let run = pi.prompt("Read a.txt and b.txt.");
+    run.assert_success();
+    let session = pi.session_file(&run);
+    std::thread::sleep(IDLE);
+    let run = pi.prompt_in_session(&session, "Now read c.txt.");
+    run.assert_success();
+    llm.assert_script_consumed();
+    session
+}
+
+fn script() -> Vec<Reply> {
+    vec![
+        Reply::tool_call("call_a", "read", json!({"path": "a.txt"})),
+        Reply::tool_call("call_b", "read", json!({"path": "b.txt"})),
+        Reply::text("Read both."),
+        Reply::tool_call("call_c", "read", json!({"path": "c.txt"})),
+        Reply::text("Read it."),
+    ]
+}
+
+/// The preconditions the comparison rests on: one fixed part for every
+/// call, and no gap near the TTL. Returns the number of cold calls after
+/// the first.
+fn check_the_run(requests: &[RecordedRequest]) -> usize {
+    let first = fixed_part(&requests[0]);
+    for r in requests {
+        assert_eq!(
+            fixed_part(r),
+            first,
+            "the system prompt or tools changed between calls"
+        );
+    }
+    let mut cold = 0;
+    for pair in requests.windows(2) {
+        let gap = pair[1].received_ms - pair[0].received_ms;
+        assert!(
+            gap <= WARM_WITHIN_MS || gap >= COLD_AFTER_MS,
+            "a gap of {gap} ms is too close to the {TTL_S} s TTL to compare"
+        );
+        cold += usize::from(gap >= COLD_AFTER_MS);
+    }
+    cold
+}
+
+/// Asserts the simulator's billing of `policy` equals the received prompts
+/// priced the same way. Token counts are integers computed the same way on
+/// both sides and must be equal; units are sums of the same products in the
+/// same order, compared to 1e-6.
+fn assert_agrees(policy: &str, simulated: &Value, received: &BillTotals) {
+    let field = |k: &str| {
+        simulated[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k} in {simulated}"))
+    };
+    assert_eq!(
+        [
+            field("calls"),
+            field("prompt_tokens"),
+            field("peak_prompt_tokens"),
+            field("cache_read_tokens"),
+            field("cache_write_tokens"),
+            field("uncached_tokens"),
+        ],
+        [
+            received.calls,
+            received.prompt_tokens,
+            received.peak_prompt,
+            received.cache_read,
+            received.cache_write,
+            received.uncached,
+        ],
+        "{policy}: simulated (left) vs received (right): calls, prompt, peak, read, write, uncached"
+    );
+    let units = simulated["input_units"].as_f64().expect("input_units");
+    assert!(
+        (units - received.input_units).abs() < 1e-6,
+        "{policy}: input units simulated {units} vs received {}",
+        received.input_units
+    );
+    eprintln!(
+        "{policy}: {} calls, {} prompt tokens (read {}, written {}, uncached {}), billed input {:.1} units: simulated = received",
+        received.calls,
+        received.prompt_tokens,
+        received.cache_read,
+        received.cache_write,
+        received.uncached,
+        received.input_units
+    );
+}
+
+/// No pruning: pi without the extension.
+#[test]
+fn simulate_none_agrees_with_what_the_server_received() {
+    let llm = FakeLlm::start(script());
+    let Some(pi) = pi_env(&llm, json!({"compaction": {"enabled": false}}), false) else {
+        return;
+    };
+    let session = play(&pi, &llm);
+    let requests = llm.main_requests();
+    assert_eq!(requests.len(), 5);
+    assert_eq!(
+        check_the_run(&requests),
+        1,
+        "the pause makes exactly one cold call"
+    );
+
+    let overhead = overhead_tokens(&requests[0]);
+    let profile = PriceProfile::named("anthropic-5m")
+        .unwrap()
+        .with_overrides(&condense_core::ProfileOverrides {
+            ttl_seconds: Some(TTL_S as f64),
+            ..Default::default()
+        })
+        .unwrap();
+    let received = price_received(&requests, &profile, overhead);
+    // Both warm and cold calls are exercised.
+    assert!(received.cache_read > 0 && received.cache_write > received.prompt_tokens / 5);
+    assert_agrees("none", &simulate(&session, "none", overhead), &received);
+}
