@@ -32,9 +32,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use condense_core::{bill_call, BillTotals, CallTokens, PreviousCall, PriceProfile};
+use condense_core::{
+    bill_call, BillTotals, CallTokens, PreviousCall, PriceProfile, ProfileOverrides,
+};
+use condense_summarizer::Extractive;
 use serde_json::{json, Value};
-use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use support::fake_llm::{message_text, FakeLlm, RecordedRequest, Reply, RequestKind};
 use support::pi_env::{require_pi, PiEnv};
 use support::scenario::{big_file, extension_dir, sidecar_bin};
 
@@ -141,14 +144,44 @@ fn overhead_tokens(request: &RecordedRequest) -> u64 {
     (PER_CHAR * units as f64).round() as u64
 }
 
+/// A text's tokens as the simulator counts a summarizer prompt or answer.
+fn text_tokens(text: &str) -> u64 {
+    (PER_CHAR * js_len(text) as f64).max(0.0).round() as u64
+}
+
+/// What the summarizer was sent (its system and user texts) and answered:
+/// the answer is the extractive summarizer's for the user text, as the
+/// server's responder gave it.
+fn summarizer_work(request: &RecordedRequest) -> (u64, u64) {
+    let mut input = 0;
+    let mut user = String::new();
+    for m in request.messages() {
+        let text = message_text(m);
+        input += text_tokens(&text);
+        if m["role"] == "user" {
+            user.push_str(&text);
+        }
+    }
+    (input, text_tokens(&Extractive::answer(&user)))
+}
+
 /// The received prompts priced call by call: the shared prefix is the
-/// overhead plus the leading messages equal to the previous prompt's.
+/// overhead plus the leading messages equal to the previous prompt's; the
+/// summarizer's prompts at the profile's summarizer ratio, never cached.
 fn price_received(
     requests: &[RecordedRequest],
     profile: &PriceProfile,
     overhead: u64,
 ) -> BillTotals {
     let mut totals = BillTotals::default();
+    for request in requests.iter().filter(|r| r.kind == RequestKind::Summary) {
+        let (input, output) = summarizer_work(request);
+        totals.add_summarizer(profile, input, output);
+    }
+    let requests: Vec<&RecordedRequest> = requests
+        .iter()
+        .filter(|r| r.kind == RequestKind::Main)
+        .collect();
     let mut previous: Option<(i64, Vec<&Value>)> = None;
     for request in requests {
         let messages = conversation(request);
@@ -271,7 +304,7 @@ fn check_the_run(requests: &[RecordedRequest]) -> usize {
 /// priced the same way. Token counts are integers computed the same way on
 /// both sides and must be equal; units are sums of the same products in the
 /// same order, compared to 1e-6.
-fn assert_agrees(policy: &str, simulated: &Value, received: &BillTotals) {
+fn assert_agrees(policy: &str, simulated: &Value, received: &BillTotals, profile: &PriceProfile) {
     let field = |k: &str| {
         simulated[k]
             .as_u64()
@@ -296,49 +329,95 @@ fn assert_agrees(policy: &str, simulated: &Value, received: &BillTotals) {
         ],
         "{policy}: simulated (left) vs received (right): calls, prompt, peak, read, write, uncached"
     );
+    assert_eq!(
+        [
+            field("summarizer_input_tokens"),
+            field("summarizer_output_tokens")
+        ],
+        [received.summarizer_input, received.summarizer_output],
+        "{policy}: summarizer input and output, simulated (left) vs received (right)"
+    );
     let units = simulated["input_units"].as_f64().expect("input_units");
     assert!(
         (units - received.input_units).abs() < 1e-6,
         "{policy}: input units simulated {units} vs received {}",
         received.input_units
     );
+    let billed = simulated["billed_input_units"]
+        .as_f64()
+        .expect("billed_input_units");
+    assert!(
+        (billed - received.billed_input_units(profile)).abs() < 1e-6,
+        "{policy}: billed input simulated {billed} vs received {}",
+        received.billed_input_units(profile)
+    );
     eprintln!(
-        "{policy}: {} calls, {} prompt tokens (read {}, written {}, uncached {}), billed input {:.1} units: simulated = received",
+        "{policy}: {} calls, {} prompt tokens (read {}, written {}, uncached {}), summarizer {} in / {} out, billed input {:.1} units: simulated = received",
         received.calls,
         received.prompt_tokens,
         received.cache_read,
         received.cache_write,
         received.uncached,
-        received.input_units
+        received.summarizer_input,
+        received.summarizer_output,
+        received.billed_input_units(profile)
     );
+}
+
+/// The pricing profile: `anthropic-5m` with the test's TTL.
+fn profile() -> PriceProfile {
+    PriceProfile::named("anthropic-5m")
+        .and_then(|p| {
+            p.with_overrides(&ProfileOverrides {
+                ttl_seconds: Some(TTL_S as f64),
+                ..ProfileOverrides::default()
+            })
+        })
+        .expect("the profile")
+}
+
+/// Plays the session under `settings` (the extension loaded when `condense`
+/// is true; summaries answered by the extractive summarizer, which is what
+/// `simulate` summarizes with), then compares `simulate --policy policy`
+/// with the received prompts. Returns the received totals.
+fn agree(policy: &str, settings: Value, condense: bool) -> Option<BillTotals> {
+    let llm = FakeLlm::start(script());
+    llm.set_summary_responder(|body| {
+        let user: String = body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "user")
+            .map(message_text)
+            .collect();
+        Reply::text(Extractive::answer(&user))
+    });
+    let pi = pi_env(&llm, settings, condense)?;
+    let session = play(&pi, &llm);
+    let requests = llm.requests();
+    let main: Vec<RecordedRequest> = llm.main_requests();
+    assert_eq!(main.len(), 5);
+    assert_eq!(
+        check_the_run(&main),
+        1,
+        "the pause makes exactly one cold call"
+    );
+    let overhead = overhead_tokens(&main[0]);
+    let profile = profile();
+    let received = price_received(&requests, &profile, overhead);
+    // Both warm and cold calls are exercised.
+    assert!(received.cache_read > 0 && received.cache_write > received.prompt_tokens / 5);
+    assert_agrees(
+        policy,
+        &simulate(&session, policy, overhead),
+        &received,
+        &profile,
+    );
+    Some(received)
 }
 
 /// No pruning: pi without the extension.
 #[test]
 fn simulate_none_agrees_with_what_the_server_received() {
-    let llm = FakeLlm::start(script());
-    let Some(pi) = pi_env(&llm, json!({"compaction": {"enabled": false}}), false) else {
-        return;
-    };
-    let session = play(&pi, &llm);
-    let requests = llm.main_requests();
-    assert_eq!(requests.len(), 5);
-    assert_eq!(
-        check_the_run(&requests),
-        1,
-        "the pause makes exactly one cold call"
-    );
-
-    let overhead = overhead_tokens(&requests[0]);
-    let profile = PriceProfile::named("anthropic-5m")
-        .unwrap()
-        .with_overrides(&condense_core::ProfileOverrides {
-            ttl_seconds: Some(TTL_S as f64),
-            ..Default::default()
-        })
-        .unwrap();
-    let received = price_received(&requests, &profile, overhead);
-    // Both warm and cold calls are exercised.
-    assert!(received.cache_read > 0 && received.cache_write > received.prompt_tokens / 5);
-    assert_agrees("none", &simulate(&session, "none", overhead), &received);
+    agree("none", json!({"compaction": {"enabled": false}}), false);
 }

@@ -8,9 +8,10 @@
 //! * **Summary requests** — any `user` message whose text contains one of the
 //!   [`SUMMARY_MARKERS`] (`<tool-call-batch>`, `<sub-task-summaries>`: the
 //!   markers of pi-condense's summarizer prompts) — take the next reply queued
-//!   with [`FakeLlm::push_summary`], or the default summary when that queue is
-//!   empty ([`FakeLlm::set_default_summary`]). They never consume the main
-//!   script.
+//!   with [`FakeLlm::push_summary`], or, when that queue is empty, the
+//!   answer of the summary responder if one is set
+//!   ([`FakeLlm::set_summary_responder`]), else the default summary
+//!   ([`FakeLlm::set_default_summary`]). They never consume the main script.
 //! * **Every other chat request** takes the next reply of the main script.
 //!   When the script is exhausted the server answers a short text
 //!   ([`EXHAUSTED_TEXT`]) and marks the request, so that
@@ -364,11 +365,15 @@ pub fn is_summary_request(body: &Value) -> bool {
         .any(|text| SUMMARY_MARKERS.iter().any(|marker| text.contains(marker)))
 }
 
-#[derive(Debug)]
+/// Answers a summary request from its body (see
+/// [`FakeLlm::set_summary_responder`]).
+pub type SummaryResponder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
 struct State {
     main: VecDeque<Reply>,
     summaries: VecDeque<Reply>,
     default_summary: Reply,
+    summary_responder: Option<SummaryResponder>,
     requests: Vec<RecordedRequest>,
 }
 
@@ -394,6 +399,7 @@ impl FakeLlm {
             main: replies.into_iter().collect(),
             summaries: VecDeque::new(),
             default_summary: Reply::text(DEFAULT_SUMMARY_TEXT),
+            summary_responder: None,
             requests: Vec::new(),
         }));
         let shutdown = Arc::new(AtomicBool::new(false));
@@ -437,6 +443,16 @@ impl FakeLlm {
     /// (initially the text [`DEFAULT_SUMMARY_TEXT`]).
     pub fn set_default_summary(&self, reply: Reply) {
         self.lock().default_summary = reply;
+    }
+
+    /// Answers summary requests, once the summary queue is empty, with
+    /// `responder`'s reply to the request body (instead of the default
+    /// summary): e.g. what a given summarizer would answer that prompt.
+    pub fn set_summary_responder(
+        &self,
+        responder: impl Fn(&Value) -> Reply + Send + Sync + 'static,
+    ) {
+        self.lock().summary_responder = Some(Arc::new(responder));
     }
 
     /// Main-script replies not yet used.
@@ -583,11 +599,19 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
     let (kind, reply, exhausted) = if !is_chat {
         (RequestKind::Other, None, false)
     } else if is_summary_request(&body_json) {
-        let mut st = lock(state);
-        let reply = st
-            .summaries
-            .pop_front()
-            .unwrap_or_else(|| st.default_summary.clone());
+        let (queued, responder, default) = {
+            let mut st = lock(state);
+            let queued = st.summaries.pop_front();
+            (
+                queued,
+                st.summary_responder.clone(),
+                st.default_summary.clone(),
+            )
+        };
+        // The responder runs outside the lock: it may take a while.
+        let reply = queued
+            .or_else(|| responder.map(|answer| answer(&body_json)))
+            .unwrap_or(default);
         (RequestKind::Summary, Some(reply), false)
     } else {
         match lock(state).main.pop_front() {
