@@ -93,17 +93,18 @@ pub fn stats_text(e: &Engine) -> String {
 
 #[cfg(test)]
 mod tests {
+    use crate::{Engine, StartParams};
     use condense_core::Message;
-    use condense_engine::{Engine, StartParams};
 
     use super::status_text;
 
     /// The session of the CLI's `status` golden: three calls with recorded
     /// usage and two switch entries (figures worked out in
     /// condense-core's `tests/economy_recorded.rs`).
-    const SESSION: &str = include_str!("../../../condense-cli/tests/golden/economy-status.jsonl");
+    const SESSION: &str =
+        include_str!("../../../../condense-cli/tests/golden/economy-status.jsonl");
     const SETTINGS: &str =
-        include_str!("../../../condense-cli/tests/golden/economy-status.settings.json");
+        include_str!("../../../../condense-cli/tests/golden/economy-status.settings.json");
 
     fn engine() -> Engine {
         let mut e = Engine::default();
