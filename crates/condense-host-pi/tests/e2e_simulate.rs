@@ -168,12 +168,9 @@ fn summarizer_work(request: &RecordedRequest) -> (u64, u64) {
 /// The received prompts priced call by call: the shared prefix is the
 /// overhead plus the leading messages equal to the previous prompt's; the
 /// summarizer's prompts at the profile's summarizer ratio, never cached.
-fn price_received(
-    requests: &[RecordedRequest],
-    profile: &PriceProfile,
-    overhead: u64,
-) -> BillTotals {
+fn price_received(requests: &[RecordedRequest], profile: &PriceProfile, overhead: u64) -> Received {
     let mut totals = BillTotals::default();
+    let mut calls = Vec::new();
     for request in requests.iter().filter(|r| r.kind == RequestKind::Summary) {
         let (input, output) = summarizer_work(request);
         totals.add_summarizer(profile, input, output);
@@ -208,16 +205,46 @@ fn price_received(
             },
         );
         totals.add_call(prompt, &bill);
+        calls.push(ReceivedCall {
+            prompt,
+            shared_prefix,
+            messages: messages
+                .iter()
+                .zip(&tokens)
+                .map(|(m, t)| format!("{} {t}", m["role"].as_str().unwrap_or("?")))
+                .collect(),
+        });
         previous = Some((request.received_ms, messages));
     }
-    totals
+    Received { totals, calls }
+}
+
+/// One received prompt: its tokens, the prefix shared with the previous
+/// one, and each message's role and tokens (for a mismatch's report).
+struct ReceivedCall {
+    prompt: u64,
+    shared_prefix: u64,
+    messages: Vec<String>,
+}
+
+/// The received prompts, priced.
+struct Received {
+    totals: BillTotals,
+    calls: Vec<ReceivedCall>,
 }
 
 /// `condense simulate --json` on `session` under `policy`: its billing
 /// fields for that policy.
 fn simulate(session: &Path, policy: &str, overhead: u64) -> Value {
     let out = Command::new(condense_bin())
-        .args(["simulate", "--json", "--policy", policy, "--ttl"])
+        .args([
+            "simulate",
+            "--json",
+            "--per-call",
+            "--policy",
+            policy,
+            "--ttl",
+        ])
         .arg(TTL_S.to_string())
         .arg("--tokens-per-char")
         .arg(PER_CHAR.to_string())
@@ -304,7 +331,29 @@ fn check_the_run(requests: &[RecordedRequest]) -> usize {
 /// priced the same way. Token counts are integers computed the same way on
 /// both sides and must be equal; units are sums of the same products in the
 /// same order, compared to 1e-6.
-fn assert_agrees(policy: &str, simulated: &Value, received: &BillTotals, profile: &PriceProfile) {
+fn assert_agrees(policy: &str, simulated: &Value, received: &Received, profile: &PriceProfile) {
+    // Call by call first, so a mismatch names the call and what it held.
+    let detail = simulated["calls_detail"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for (i, (sim, got)) in detail.iter().zip(&received.calls).enumerate() {
+        let pair = |v: &Value| {
+            (
+                v["prompt_tokens"].as_u64(),
+                v["shared_prefix_tokens"].as_u64(),
+            )
+        };
+        assert_eq!(
+            pair(sim),
+            (Some(got.prompt), Some(got.shared_prefix)),
+            "{policy}: call {i}: simulated (left) vs received (right) prompt and shared prefix; \
+             simulated {} messages, received (role tokens): {:?}",
+            sim["messages"],
+            got.messages
+        );
+    }
+    let received = &received.totals;
     let field = |k: &str| {
         simulated[k]
             .as_u64()
@@ -380,7 +429,12 @@ fn profile() -> PriceProfile {
 /// is true; summaries answered by the extractive summarizer, which is what
 /// `simulate` summarizes with), then compares `simulate --policy policy`
 /// with the received prompts. Returns the received totals.
-fn agree(policy: &str, settings: Value, condense: bool) -> Option<BillTotals> {
+fn agree(
+    policy: &str,
+    settings: Value,
+    condense: bool,
+    check_session: impl FnOnce(&PiEnv, &Path),
+) -> Option<Received> {
     let llm = FakeLlm::start(script());
     llm.set_summary_responder(|body| {
         let user: String = body["messages"]
@@ -394,6 +448,7 @@ fn agree(policy: &str, settings: Value, condense: bool) -> Option<BillTotals> {
     });
     let pi = pi_env(&llm, settings, condense)?;
     let session = play(&pi, &llm);
+    check_session(&pi, &session);
     let requests = llm.requests();
     let main: Vec<RecordedRequest> = llm.main_requests();
     assert_eq!(main.len(), 5);
@@ -406,7 +461,8 @@ fn agree(policy: &str, settings: Value, condense: bool) -> Option<BillTotals> {
     let profile = profile();
     let received = price_received(&requests, &profile, overhead);
     // Both warm and cold calls are exercised.
-    assert!(received.cache_read > 0 && received.cache_write > received.prompt_tokens / 5);
+    let t = &received.totals;
+    assert!(t.cache_read > 0 && t.cache_write > t.prompt_tokens / 5);
     assert_agrees(
         policy,
         &simulate(&session, policy, overhead),
@@ -419,5 +475,10 @@ fn agree(policy: &str, settings: Value, condense: bool) -> Option<BillTotals> {
 /// No pruning: pi without the extension.
 #[test]
 fn simulate_none_agrees_with_what_the_server_received() {
-    agree("none", json!({"compaction": {"enabled": false}}), false);
+    agree(
+        "none",
+        json!({"compaction": {"enabled": false}}),
+        false,
+        |_, _| {},
+    );
 }
