@@ -9,7 +9,11 @@
 //! * `bench` – `cargo bench --workspace` (the `bench` profile keeps line
 //!   tables for profiling), forwarding any extra arguments.
 //! * `soak`  – the long simulation run; see [`steps::SOAK_STEPS`].
+//! * `dist`  – release binaries and npm packages in `target/dist/`; see
+//!   [`dist::dist`].
 
+mod dist;
+mod packages;
 mod runner;
 mod steps;
 
@@ -33,6 +37,10 @@ Commands:
                      and opencode-ai 1.18.33 from the npm registry with the
                      system npm)
              doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
+  dist     Build stripped release binaries (condense-pi, condense-opencode,
+             condense) and pack the npm packages into target/dist/:
+             condense-pi (pi), condense-opencode (OpenCode) and the platform
+             package condense-<os>-<cpu> with the sidecars (needs node, npm)
   bench    Run `cargo bench --workspace` (the `bench` profile: release code
              with line tables); extra ARGS are passed to cargo bench
   soak     The long simulation (docs/reliability.md):
@@ -65,6 +73,8 @@ enum Command {
     Bench(Vec<String>),
     /// The long simulation run.
     Soak,
+    /// Release binaries and npm packages.
+    Dist,
 }
 
 /// Parses the arguments that follow the program name.
@@ -88,6 +98,7 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         "-h" | "--help" | "help" => Ok(Command::Help),
         "ci" => no_extra(Command::Ci),
         "soak" => no_extra(Command::Soak),
+        "dist" => no_extra(Command::Dist),
         "bench" => Ok(Command::Bench(rest.to_vec())),
         other => Err(format!("unknown command `{other}`")),
     }
@@ -115,6 +126,7 @@ fn main() -> ExitCode {
             steps::BENCH_STEPS,
         ),
         Command::Soak => runner::run_steps("soak", &Ctx::from_env(), steps::SOAK_STEPS),
+        Command::Dist => runner::run_steps("dist", &Ctx::from_env(), steps::DIST_STEPS),
     }
 }
 
@@ -130,6 +142,7 @@ mod tests {
     fn parses_commands() {
         assert_eq!(parse_args(&args(&["ci"])), Ok(Command::Ci));
         assert_eq!(parse_args(&args(&["soak"])), Ok(Command::Soak));
+        assert_eq!(parse_args(&args(&["dist"])), Ok(Command::Dist));
         assert_eq!(parse_args(&args(&["--help"])), Ok(Command::Help));
         assert_eq!(parse_args(&args(&["-h"])), Ok(Command::Help));
         assert_eq!(parse_args(&args(&["help"])), Ok(Command::Help));

@@ -29,6 +29,12 @@ pub const CI_STEPS: &[Step] = &[
     },
 ];
 
+/// The `cargo xtask dist` pipeline.
+pub const DIST_STEPS: &[Step] = &[Step {
+    name: "dist",
+    run: crate::dist::dist,
+}];
+
 /// The `cargo xtask bench` pipeline.
 pub const BENCH_STEPS: &[Step] = &[Step {
     name: "bench",

@@ -20,6 +20,15 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand};
 use condense_core::PageRequest;
 
+/// `condense --version`: the crate version and the commit it was built from
+/// (`unknown` without git history; build_commit.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("CONDENSE_BUILD_COMMIT"),
+    ")"
+);
+
 /// What failed, and which exit code it maps to.
 #[derive(Debug)]
 pub enum CliError {
@@ -40,7 +49,7 @@ impl std::fmt::Display for CliError {
 #[derive(Parser)]
 #[command(
     name = "condense",
-    version,
+    version = VERSION,
     about = "See and query what a pi session's context holds"
 )]
 struct Cli {

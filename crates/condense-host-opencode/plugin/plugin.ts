@@ -31,6 +31,8 @@ import { fileURLToPath } from "node:url";
 // file, which resolves the package where OpenCode installed it.
 import type { Plugin, PluginInput } from "@opencode-ai/plugin";
 import type { tool as toolFn } from "@opencode-ai/plugin";
+import { findBinary, missingNotice } from "../../condense-host-pi/extension/locate.ts";
+import type { Lookup } from "../../condense-host-pi/extension/locate.ts";
 import { parseEffect } from "../../condense-host-pi/extension/protocol.ts";
 import type { ContextParams, Effect, Json, ShimMethod, ShimRequests, SidecarRequest, SidecarResult } from "../../condense-host-pi/extension/protocol.ts";
 import { errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
@@ -89,32 +91,15 @@ async function ask<M extends ShimMethod>(sidecar: Sidecar, method: M, params: Sh
 	}
 }
 
-/** Where the sidecar binary is: `$CONDENSE_OPENCODE_BIN`, `condense-opencode` on PATH, then the workspace's target dirs. */
-function findSidecar(): string | undefined {
-	const isExe = (f: string) => {
-		try {
-			fs.accessSync(f, fs.constants.X_OK);
-			return fs.statSync(f).isFile();
-		} catch {
-			return false;
-		}
-	};
-	const explicit = process.env.CONDENSE_OPENCODE_BIN?.trim();
-	if (explicit) return isExe(explicit) ? explicit : undefined;
-	for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-		if (dir && isExe(path.join(dir, "condense-opencode"))) return path.join(dir, "condense-opencode");
-	}
-	let here: string;
+/** The sidecar lookup (locate.ts): from this plugin's directory, so its npm install finds the platform package. */
+function sidecarLookup(): Lookup {
+	let here: string | undefined;
 	try {
 		here = path.dirname(fileURLToPath(import.meta.url));
 	} catch {
-		return undefined;
+		here = undefined;
 	}
-	for (const profile of ["release", "debug"]) {
-		const candidate = path.resolve(here, "..", "..", "..", "target", profile, "condense-opencode");
-		if (isExe(candidate)) return candidate;
-	}
-	return undefined;
+	return { binary: "condense-opencode", envVar: "CONDENSE_OPENCODE_BIN", fromDir: here };
 }
 
 /** condense.json from OpenCode's config directories, global then project (the project's keys win). */
@@ -174,9 +159,11 @@ class SessionLink {
 	}
 
 	private async start(messages: readonly OcMessage[]): Promise<boolean> {
-		const bin = findSidecar();
+		const lookup = sidecarLookup();
+		const found = findBinary(lookup);
+		const bin = found.path;
 		if (!bin) {
-			this.fail("the condense-opencode sidecar was not found (set CONDENSE_OPENCODE_BIN or put it on PATH)");
+			this.fail(missingNotice(lookup, found));
 			return false;
 		}
 		const sidecar = new Sidecar(bin, {

@@ -14,7 +14,9 @@ import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimer
 import { complete, LlmCalls } from "./llm";
 import type { ContextParams, Json, QueryParams, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "./protocol";
 import { readSettings } from "./settings";
-import { CodedError, errorText, findSidecarBinary, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
+import { findBinary, missingNotice } from "./locate";
+import type { Lookup } from "./locate";
+import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
 import {
 	answerSteps,
 	applySteps,
@@ -297,13 +299,12 @@ export default function condense(pi: ExtensionAPI) {
 	}
 
 	async function startSidecar(): Promise<Sidecar | undefined> {
-		const found = findSidecarBinary(extDir);
+		const lookup: Lookup = { binary: "condense-pi", envVar: "CONDENSE_PI_BIN", fromDir: extDir };
+		const found = findBinary(lookup);
 		if (!found.path) {
 			if (!reportedMissing) {
 				reportedMissing = true;
-				tellUser(
-					`condense: the condense-pi sidecar was not found (tried ${found.tried.join(", ")}); set CONDENSE_PI_BIN. pi continues without context pruning.`,
-				);
+				tellUser(`condense: ${missingNotice(lookup, found)}. pi continues without context pruning.`);
 			}
 			return undefined;
 		}

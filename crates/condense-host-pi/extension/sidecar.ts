@@ -50,50 +50,6 @@ interface Pending {
 	timer: ReturnType<typeof setTimeout>;
 }
 
-function isExecutable(file: string): boolean {
-	try {
-		const st = fs.statSync(file);
-		if (!st.isFile()) return false;
-		fs.accessSync(file, fs.constants.X_OK);
-		return true;
-	} catch {
-		return false;
-	}
-}
-
-/**
- * Where the sidecar binary is: `$CONDENSE_PI_BIN`, then `condense-pi` on
- * `PATH`, then the workspace's `target/{release,debug}/condense-pi` relative to
- * the extension directory. Returns the candidates tried when none exists.
- */
-export function findSidecarBinary(extensionDir: string | undefined): { path?: string; tried: string[] } {
-	const tried: string[] = [];
-	const explicit = process.env.CONDENSE_PI_BIN;
-	if (explicit && explicit.trim() !== "") {
-		// An explicit choice is final: a wrong path must not silently pick another binary.
-		tried.push(explicit);
-		return isExecutable(explicit) ? { path: explicit, tried } : { tried };
-	}
-	const exe = process.platform === "win32" ? "condense-pi.exe" : "condense-pi";
-	for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-		if (!dir) continue;
-		const candidate = path.join(dir, exe);
-		if (isExecutable(candidate)) return { path: candidate, tried };
-	}
-	tried.push(`${exe} on PATH`);
-	const roots: string[] = [];
-	if (extensionDir) roots.push(path.resolve(extensionDir, "..", "..", "..", "target"));
-	if (process.env.CARGO_TARGET_DIR) roots.push(path.resolve(process.env.CARGO_TARGET_DIR));
-	for (const root of roots) {
-		for (const profile of ["release", "debug"]) {
-			const candidate = path.join(root, profile, exe);
-			tried.push(candidate);
-			if (isExecutable(candidate)) return { path: candidate, tried };
-		}
-	}
-	return { tried };
-}
-
 export class Sidecar {
 	readonly bin: string;
 	private child: ChildProcess | undefined;

@@ -1,0 +1,363 @@
+//! `cargo xtask dist`: stripped release binaries and the npm packages, packed
+//! into `target/dist/` (docs/ARCHITECTURE.md, "Packaging").
+//!
+//! Layout, for version V on the host platform P (`linux-x64` here):
+//!
+//! * `packages/condense-P/`: `bin/condense-pi`, `bin/condense-opencode`, a
+//!   `package.json` whose `os`/`cpu` (and `libc`) let npm install it only
+//!   on P;
+//! * `packages/condense-pi/`: the shim (`extension/`), its `pi` manifest;
+//! * `packages/condense-opencode/`: the plugin (`plugin/`) and, in
+//!   `shared/`, the shim modules it imports, its imports rewritten to them;
+//! * both main packages name `condense-P@V` as an optional dependency;
+//! * `condense-P-V.tgz`, `condense-pi-V.tgz`, `condense-opencode-V.tgz`:
+//!   `npm pack` of each;
+//! * `bin/condense`: the command-line tool.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::packages::{
+    imports, main_manifest_patch, readme, rewrite_plugin_imports, shared_module, ships,
+    sibling_module, Platform, CLI, OPENCODE_PACKAGE, OPENCODE_SOURCE, PI_PACKAGE, PI_SOURCE,
+    SHARED_DIR, SIDECARS,
+};
+use crate::runner::{Ctx, StepError};
+
+/// The workspace version, which every package carries.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Merges a JSON patch into a `package.json` (argv: source, destination,
+/// patch) and drops `private`: the source manifests stay the one place their
+/// fields are written.
+const PATCH_MANIFEST_JS: &str = "const fs = require('node:fs');\
+const [src, dst, patch] = process.argv.slice(1);\
+const m = JSON.parse(fs.readFileSync(src, 'utf8'));\
+delete m.private;\
+Object.assign(m, JSON.parse(patch));\
+fs.writeFileSync(dst, JSON.stringify(m, null, 2) + '\\n');";
+
+/// Where cargo puts its output: `$CARGO_TARGET_DIR` or `<root>/target`.
+pub fn target_dir(ctx: &Ctx) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR").filter(|v| !v.is_empty()) {
+        Some(dir) => ctx.root.join(dir),
+        None => ctx.root.join("target"),
+    }
+}
+
+/// `target/dist`.
+pub fn dist_dir(ctx: &Ctx) -> PathBuf {
+    target_dir(ctx).join("dist")
+}
+
+/// The tarball `npm pack` writes for an unscoped package.
+pub fn tarball_name(package: &str) -> String {
+    format!("{package}-{VERSION}.tgz")
+}
+
+fn io_error(what: &str, path: &Path, err: std::io::Error) -> StepError {
+    StepError::new(format!("{what} {}: {err}", path.display()))
+}
+
+fn write(path: &Path, text: &str) -> Result<(), StepError> {
+    fs::write(path, text).map_err(|e| io_error("cannot write", path, e))
+}
+
+fn read(path: &Path) -> Result<String, StepError> {
+    fs::read_to_string(path).map_err(|e| io_error("cannot read", path, e))
+}
+
+fn create_dir(path: &Path) -> Result<(), StepError> {
+    fs::create_dir_all(path).map_err(|e| io_error("cannot create", path, e))
+}
+
+/// Copies an executable and makes sure it stays one.
+fn copy_executable(from: &Path, to: &Path) -> Result<(), StepError> {
+    fs::copy(from, to).map_err(|e| io_error("cannot copy", from, e))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(to, fs::Permissions::from_mode(0o755))
+            .map_err(|e| io_error("cannot chmod", to, e))?;
+    }
+    Ok(())
+}
+
+/// The shipped files of a source directory (see [`ships`]), sorted.
+fn shipped_files(dir: &Path) -> Result<Vec<String>, StepError> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .map_err(|e| io_error("cannot list", dir, e))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| ships(n))
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The whole command: build, lay out, pack.
+pub fn dist(ctx: &Ctx) -> Result<(), StepError> {
+    let platform = Platform::host().ok_or_else(|| {
+        StepError::new(format!(
+            "no platform package is defined for {}-{} (xtask/src/packages.rs, PLATFORMS)",
+            std::env::consts::OS,
+            std::env::consts::ARCH
+        ))
+    })?;
+    ctx.run(&mut ctx.cargo([
+        "build",
+        "--release",
+        "-p",
+        "condense-host-pi",
+        "-p",
+        "condense-host-opencode",
+        "-p",
+        "condense-cli",
+        "--bins",
+    ]))?;
+    let release = target_dir(ctx).join("release");
+    let out = dist_dir(ctx);
+    if out.exists() {
+        fs::remove_dir_all(&out).map_err(|e| io_error("cannot clear", &out, e))?;
+    }
+    let packages = out.join("packages");
+    create_dir(&packages)?;
+
+    let platform_dir = packages.join(platform.package());
+    lay_out_platform(&platform, &release, &platform_dir)?;
+    let pi_dir = packages.join(PI_PACKAGE);
+    lay_out_pi(ctx, &pi_dir, &[platform])?;
+    let opencode_dir = packages.join(OPENCODE_PACKAGE);
+    lay_out_opencode(ctx, &opencode_dir, &[platform])?;
+
+    for (package, dir) in [
+        (platform.package(), &platform_dir),
+        (PI_PACKAGE.to_owned(), &pi_dir),
+        (OPENCODE_PACKAGE.to_owned(), &opencode_dir),
+    ] {
+        let mut pack = ctx.command("npm");
+        pack.current_dir(dir)
+            .args(["pack", "--silent", "--pack-destination"])
+            .arg(&out)
+            .env("npm_config_update_notifier", "false");
+        ctx.run(&mut pack)?;
+        let tarball = out.join(tarball_name(&package));
+        if !tarball.is_file() {
+            return Err(StepError::new(format!(
+                "npm pack did not write {}",
+                tarball.display()
+            )));
+        }
+        eprintln!(
+            "    {} ({} KiB)",
+            tarball.display(),
+            fs::metadata(&tarball).map(|m| m.len() / 1024).unwrap_or(0)
+        );
+    }
+
+    let bin = out.join("bin");
+    create_dir(&bin)?;
+    copy_executable(
+        &release.join(platform.exe(CLI)),
+        &bin.join(platform.exe(CLI)),
+    )?;
+    Ok(())
+}
+
+/// `condense-<os>-<cpu>`: the sidecars and a manifest npm installs only on
+/// that platform.
+fn lay_out_platform(platform: &Platform, release: &Path, dir: &Path) -> Result<(), StepError> {
+    let bin = dir.join("bin");
+    create_dir(&bin)?;
+    for sidecar in SIDECARS {
+        let exe = platform.exe(sidecar);
+        copy_executable(&release.join(&exe), &bin.join(&exe))?;
+    }
+    write(&dir.join("package.json"), &platform.manifest(VERSION))?;
+    write(
+        &dir.join("README.md"),
+        &readme(
+            &platform.package(),
+            &format!(
+                "The sidecar binaries of condense for {}-{}. Not installed by hand: \
+                 `condense-pi` and `condense-opencode` depend on it.",
+                platform.os, platform.cpu
+            ),
+        ),
+    )
+}
+
+/// Writes `<dir>/package.json`: the source manifest with the version and the
+/// optional platform dependencies set (by Node, which reads JSON properly).
+fn patch_manifest(
+    ctx: &Ctx,
+    source: &Path,
+    dir: &Path,
+    platforms: &[Platform],
+) -> Result<(), StepError> {
+    let mut node = ctx.command("node");
+    node.arg("-e")
+        .arg(PATCH_MANIFEST_JS)
+        .arg(source)
+        .arg(dir.join("package.json"))
+        .arg(main_manifest_patch(VERSION, platforms));
+    ctx.run(&mut node)
+}
+
+/// `condense-pi`: the shim as pi loads it.
+fn lay_out_pi(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(), StepError> {
+    let source = ctx.root.join(PI_SOURCE);
+    create_dir(dir)?;
+    for name in shipped_files(&source)? {
+        let from = source.join(&name);
+        fs::copy(&from, dir.join(&name)).map_err(|e| io_error("cannot copy", &from, e))?;
+    }
+    patch_manifest(ctx, &source.join("package.json"), dir, platforms)?;
+    write(
+        &dir.join("README.md"),
+        &readme(PI_PACKAGE, "Install into pi: `pi install npm:condense-pi`."),
+    )
+}
+
+/// `condense-opencode`: the plugin, and the shim modules it shares in
+/// `shared/` with its imports pointed there.
+fn lay_out_opencode(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(), StepError> {
+    let source = ctx.root.join(OPENCODE_SOURCE);
+    let shim = ctx.root.join(PI_SOURCE);
+    let shared = dir.join(SHARED_DIR);
+    create_dir(&shared)?;
+    let mut wanted: Vec<String> = Vec::new();
+    for name in shipped_files(&source)? {
+        let text = read(&source.join(&name))?;
+        wanted.extend(imports(&text).into_iter().filter_map(shared_module).map(str::to_owned));
+        write(&dir.join(&name), &rewrite_plugin_imports(&text))?;
+    }
+    // The shared modules and, transitively, the shim modules they import.
+    let mut copied: Vec<String> = Vec::new();
+    while let Some(name) = wanted.pop() {
+        if copied.contains(&name) {
+            continue;
+        }
+        if !ships(&name) {
+            return Err(StepError::new(format!(
+                "the plugin imports {name} from the shim, which is not a shipped module"
+            )));
+        }
+        let text = read(&shim.join(&name))?;
+        wanted.extend(imports(&text).into_iter().filter_map(sibling_module));
+        write(&shared.join(&name), &text)?;
+        copied.push(name);
+    }
+    check_self_contained(dir)?;
+    patch_manifest(ctx, &source.join("package.json"), dir, platforms)?;
+    write(
+        &dir.join("README.md"),
+        &readme(
+            OPENCODE_PACKAGE,
+            "Install into OpenCode: add `\"plugin\": [\"condense-opencode\"]` to `opencode.json`.",
+        ),
+    )
+}
+
+/// Fails if a packaged module imports anything by a path that leaves its
+/// package (`../`): it would work in the repository and break when installed.
+fn check_self_contained(dir: &Path) -> Result<(), StepError> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for entry in fs::read_dir(&current)
+            .map_err(|e| io_error("cannot list", &current, e))?
+            .flatten()
+        {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_some_and(|e| e == "ts") {
+                let text = read(&path)?;
+                let depth = path
+                    .strip_prefix(dir)
+                    .map(|p| p.components().count() - 1)
+                    .unwrap_or(0);
+                for spec in imports(&text) {
+                    let ups = spec.matches("../").count();
+                    if ups > depth {
+                        return Err(StepError::new(format!(
+                            "{} imports {spec}, outside its package",
+                            path.display()
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packages::manifest_field;
+
+    fn root() -> PathBuf {
+        Ctx::from_env().root
+    }
+
+    fn source(path: &str) -> String {
+        let file = root().join(path);
+        fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+    }
+
+    /// Every place that states the version or a package name agrees with the
+    /// workspace (`[workspace.package] version`, which xtask carries).
+    #[test]
+    fn names_and_versions_agree_with_the_workspace() {
+        let cargo = source("Cargo.toml");
+        assert!(
+            cargo.contains(&format!("\nversion = \"{VERSION}\"\n")),
+            "the workspace version is {VERSION}"
+        );
+        for (dir, name) in [(PI_SOURCE, PI_PACKAGE), (OPENCODE_SOURCE, OPENCODE_PACKAGE)] {
+            let manifest = source(&format!("{dir}/package.json"));
+            assert_eq!(manifest_field(&manifest, "version"), Some(VERSION), "{dir}");
+            assert_eq!(manifest_field(&manifest, "name"), Some(name), "{dir}");
+        }
+        assert!(
+            source(&format!("{PI_SOURCE}/sidecar.ts"))
+                .contains(&format!("export const SHIM_VERSION = \"{VERSION}\";")),
+            "the shim's SHIM_VERSION"
+        );
+        assert!(
+            source("CHANGELOG.md").contains(&format!("\n## {VERSION}")),
+            "CHANGELOG.md has a section for {VERSION}"
+        );
+        let locate = source(&format!("{PI_SOURCE}/locate.ts"));
+        assert!(
+            locate.contains("return `condense-${platform}-${arch}`;"),
+            "the shim looks for the package Platform::package names"
+        );
+    }
+
+    #[test]
+    fn the_plugin_packs_without_leaving_its_package() {
+        let dir = std::env::temp_dir().join(format!("xtask-dist-test-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("shared")).expect("temp dir");
+        fs::write(dir.join("a.ts"), "import { x } from \"./shared/b.ts\";\n").expect("write");
+        fs::write(dir.join("shared/b.ts"), "import { y } from \"../c.ts\";\n").expect("write");
+        assert!(check_self_contained(&dir).is_ok());
+        fs::write(dir.join("d.ts"), "import { z } from \"../../outside.ts\";\n").expect("write");
+        let err = check_self_contained(&dir).expect_err("an import leaves the package");
+        assert!(err.message.contains("outside its package"), "{err}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn tarballs_carry_name_and_version() {
+        assert_eq!(
+            tarball_name("condense-pi"),
+            format!("condense-pi-{VERSION}.tgz")
+        );
+    }
+}
