@@ -29,9 +29,7 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 /// The short commit hash of the checkout holding `dir`, if it is one.
 pub fn commit_of(dir: &Path) -> Option<String> {
     let hash = git(dir, &["rev-parse", "--short=12", "HEAD"])?;
-    hash.chars()
-        .all(|c| c.is_ascii_hexdigit())
-        .then_some(hash)
+    hash.chars().all(|c| c.is_ascii_hexdigit()).then_some(hash)
 }
 
 /// The commit to print: an explicit `CONDENSE_COMMIT`, else git's, else

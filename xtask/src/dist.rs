@@ -230,7 +230,12 @@ fn lay_out_opencode(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(),
     let mut wanted: Vec<String> = Vec::new();
     for name in shipped_files(&source)? {
         let text = read(&source.join(&name))?;
-        wanted.extend(imports(&text).into_iter().filter_map(shared_module).map(str::to_owned));
+        wanted.extend(
+            imports(&text)
+                .into_iter()
+                .filter_map(shared_module)
+                .map(str::to_owned),
+        );
         write(&dir.join(&name), &rewrite_plugin_imports(&text))?;
     }
     // The shared modules and, transitively, the shim modules they import.
@@ -347,7 +352,11 @@ mod tests {
         fs::write(dir.join("a.ts"), "import { x } from \"./shared/b.ts\";\n").expect("write");
         fs::write(dir.join("shared/b.ts"), "import { y } from \"../c.ts\";\n").expect("write");
         assert!(check_self_contained(&dir).is_ok());
-        fs::write(dir.join("d.ts"), "import { z } from \"../../outside.ts\";\n").expect("write");
+        fs::write(
+            dir.join("d.ts"),
+            "import { z } from \"../../outside.ts\";\n",
+        )
+        .expect("write");
         let err = check_self_contained(&dir).expect_err("an import leaves the package");
         assert!(err.message.contains("outside its package"), "{err}");
         let _ = fs::remove_dir_all(&dir);

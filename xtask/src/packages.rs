@@ -172,7 +172,8 @@ pub fn imports(source: &str) -> Vec<&str> {
 /// The shim module a plugin import names (`protocol.ts` for
 /// `../../condense-host-pi/extension/protocol.ts`).
 pub fn shared_module(spec: &str) -> Option<&str> {
-    spec.strip_prefix(SHARED_IMPORT).filter(|m| !m.contains('/'))
+    spec.strip_prefix(SHARED_IMPORT)
+        .filter(|m| !m.contains('/'))
 }
 
 /// A module a shim module imports from its own directory (`./protocol` →
@@ -192,10 +193,7 @@ pub fn sibling_module(spec: &str) -> Option<String> {
 /// A plugin file with its imports of the shim pointed at the package's
 /// copy (`./shared/…`).
 pub fn rewrite_plugin_imports(source: &str) -> String {
-    source.replace(
-        &format!("\"{SHARED_IMPORT}"),
-        &format!("\"./{SHARED_DIR}/"),
-    )
+    source.replace(&format!("\"{SHARED_IMPORT}"), &format!("\"./{SHARED_DIR}/"))
 }
 
 /// A package's README: the one-line install and where the project lives.
@@ -290,9 +288,15 @@ mod tests {
             Some("protocol.ts")
         );
         assert_eq!(shared_module("./messages.ts"), None);
-        assert_eq!(shared_module("../../condense-host-pi/extension/a/b.ts"), None);
+        assert_eq!(
+            shared_module("../../condense-host-pi/extension/a/b.ts"),
+            None
+        );
         let rewritten = rewrite_plugin_imports(source);
-        assert!(rewritten.contains("from \"./shared/protocol.ts\""), "{rewritten}");
+        assert!(
+            rewritten.contains("from \"./shared/protocol.ts\""),
+            "{rewritten}"
+        );
         assert!(!rewritten.contains("../"), "{rewritten}");
         assert_eq!(sibling_module("./protocol"), Some("protocol.ts".to_owned()));
         assert_eq!(sibling_module("./sync.ts"), Some("sync.ts".to_owned()));
@@ -313,7 +317,10 @@ mod tests {
     fn json_strings_are_escaped() {
         assert_eq!(json_string("a\"b\\c\nd\u{1}"), "\"a\\\"b\\\\c\\nd\\u0001\"");
         assert_eq!(
-            manifest_field("{\n  \"name\" : \"x\",\n  \"version\": \"0.1.0\"\n}", "version"),
+            manifest_field(
+                "{\n  \"name\" : \"x\",\n  \"version\": \"0.1.0\"\n}",
+                "version"
+            ),
             Some("0.1.0")
         );
         assert_eq!(manifest_field("{}", "version"), None);

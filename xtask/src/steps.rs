@@ -20,6 +20,10 @@ pub const CI_STEPS: &[Step] = &[
         run: test,
     },
     Step {
+        name: "dist",
+        run: crate::dist::dist,
+    },
+    Step {
         name: "e2e",
         run: e2e,
     },
@@ -124,10 +128,11 @@ fn test(ctx: &Ctx) -> Result<(), StepError> {
 /// every test of the host crates, including the end-to-end tests against
 /// real pi and real OpenCode.
 ///
-/// The tests install Node (22 and 20), pi (0.83, 1.6, 0.73) and OpenCode
-/// (1.18.33) from the npm registry with the system `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
+/// The tests install Node (22 and 20), pi (0.83, 1.6, 0.73), OpenCode
+/// (1.18.33) and verdaccio (6.8.0) from the npm registry with the system `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
 /// already set) and fail if they cannot; `CONDENSE_SKIP_E2E` is removed so CI
-/// never skips them.
+/// never skips them. The install tests (`e2e_install.rs`) install the
+/// packages the `dist` step packed.
 fn e2e(ctx: &Ctx) -> Result<(), StepError> {
     let mut args = vec!["test"];
     for package in E2E_PACKAGES {
@@ -180,7 +185,7 @@ mod tests {
     #[test]
     fn ci_order_is_fixed() {
         let names: Vec<_> = CI_STEPS.iter().map(|s| s.name).collect();
-        assert_eq!(names, ["fmt", "clippy", "test", "e2e", "doc"]);
+        assert_eq!(names, ["fmt", "clippy", "test", "dist", "e2e", "doc"]);
     }
 
     #[test]

@@ -17,7 +17,10 @@ fn version_line() -> String {
         .output()
         .expect("run condense --version");
     assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).expect("UTF-8").trim().to_owned()
+    String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .trim()
+        .to_owned()
 }
 
 #[test]
@@ -30,10 +33,7 @@ fn version_names_the_crate_version_and_the_built_commit() {
     );
     assert_eq!(
         line,
-        format!(
-            "condense {} (commit {expected})",
-            env!("CARGO_PKG_VERSION")
-        )
+        format!("condense {} (commit {expected})", env!("CARGO_PKG_VERSION"))
     );
 }
 

@@ -12,10 +12,13 @@
 //!   plugin.
 //! * [`typescript`]: finds or installs the TypeScript compiler next to the
 //!   e2e installs, to type-check the shims.
+//! * [`registry`]: a real npm registry (verdaccio) on 127.0.0.1 serving the
+//!   packages `cargo xtask dist` packed, for the install tests.
 
 pub mod cache;
 pub mod fake_llm;
 pub mod opencode_env;
 pub mod pi_env;
 pub mod process;
+pub mod registry;
 pub mod typescript;

@@ -287,6 +287,24 @@ impl OpenCodeEnv {
         fs::write(&file, config.to_string()).expect("write opencode.json");
     }
 
+    /// Loads the plugin as a user does, by package name in `opencode.json`
+    /// (OpenCode installs it), instead of the workspace's module through
+    /// `plugins/`, and with no `CONDENSE_OPENCODE_BIN`. `env` joins every
+    /// run's environment (a registry's npm settings, a `PATH`).
+    pub fn use_plugin_package(&mut self, package: &str, env: Vec<(String, String)>) {
+        fs::remove_file(self.config_dir.join("plugins/condense.ts"))
+            .expect("remove the workspace plugin file");
+        let file = self.config_dir.join("opencode.json");
+        let mut config: Value = fs::read_to_string(&file)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok())
+            .expect("read opencode.json");
+        config["plugin"] = json!([package]);
+        fs::write(&file, config.to_string()).expect("write opencode.json");
+        self.env.retain(|(k, _)| k != "CONDENSE_OPENCODE_BIN");
+        self.env.extend(env);
+    }
+
     /// Writes `condense.json` (the `contextPrune` keys) into the global config directory.
     pub fn write_condense_config(&self, config: &Value) {
         fs::write(self.config_dir.join("condense.json"), config.to_string())

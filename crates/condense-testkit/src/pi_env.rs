@@ -536,8 +536,12 @@ pub struct PiEnv {
     /// `HOME` for pi, so nothing outside the temp dir is read or written.
     pub home_dir: PathBuf,
     extensions: Vec<PathBuf>,
+    /// Load the packages `pi install` put in the agent directory (no
+    /// `--no-extensions`).
+    installed_packages: bool,
     extra_args: Vec<String>,
     env: Vec<(String, String)>,
+    env_removed: Vec<String>,
     timeout: Duration,
 }
 
@@ -580,8 +584,10 @@ impl PiEnv {
             work_dir,
             home_dir,
             extensions: Vec::new(),
+            installed_packages: false,
             extra_args: Vec::new(),
             env: Vec::new(),
+            env_removed: Vec::new(),
             timeout: DEFAULT_RUN_TIMEOUT,
         };
         env.write_models(&models_json(base_url));
@@ -616,6 +622,19 @@ impl PiEnv {
     /// Sets an environment variable for every run.
     pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Removes an inherited environment variable from every run.
+    pub fn without_env(mut self, key: impl Into<String>) -> Self {
+        self.env_removed.push(key.into());
+        self
+    }
+
+    /// Loads the packages `pi install` registered in this agent directory
+    /// (prompts run without `--no-extensions`).
+    pub fn with_installed_packages(mut self) -> Self {
+        self.installed_packages = true;
         self
     }
 
@@ -667,6 +686,7 @@ impl PiEnv {
             "--no-context-files",
         ]
         .iter()
+        .filter(|a| !(self.installed_packages && **a == "--no-extensions"))
         .map(OsString::from)
         .collect();
         for ext in &self.extensions {
@@ -696,7 +716,11 @@ impl PiEnv {
         let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
         let mut cmd = self.install.command();
         cmd.args(&args).current_dir(&self.work_dir);
-        for key in SCRUBBED_ENV {
+        for key in SCRUBBED_ENV
+            .iter()
+            .copied()
+            .chain(self.env_removed.iter().map(String::as_str))
+        {
             cmd.env_remove(key);
         }
         cmd.env("PI_CODING_AGENT_DIR", &self.agent_dir)

@@ -5,4 +5,4 @@
 #![allow(dead_code)]
 
 #[allow(unused_imports)] // each test file uses some of them
-pub use condense_testkit::{fake_llm, opencode_env, pi_env, process, typescript};
+pub use condense_testkit::{fake_llm, opencode_env, pi_env, process, registry, typescript};

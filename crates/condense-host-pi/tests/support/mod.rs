@@ -9,6 +9,6 @@
 #![allow(dead_code)]
 
 #[allow(unused_imports)] // each test file uses some of them
-pub use condense_testkit::{fake_llm, pi_env, process, typescript};
+pub use condense_testkit::{fake_llm, pi_env, process, registry, typescript};
 
 pub mod scenario;

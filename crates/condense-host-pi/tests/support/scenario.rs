@@ -212,6 +212,18 @@ pub struct ScenarioRuns {
 /// stubs instead of the files, and `context_tree_query` brings back the
 /// original text. The shim runs with `CONDENSE_PI_DEBUG=1`.
 pub fn flush_stub_and_recover(install: &'static PiInstall) -> ScenarioRuns {
+    flush_stub_and_recover_with(install, |pi| {
+        pi.with_extension(extension_dir())
+            .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+    })
+}
+
+/// [`flush_stub_and_recover`] with condense loaded by `load` (the workspace's
+/// shim and sidecar, or a package installed from a registry).
+pub fn flush_stub_and_recover_with(
+    install: &'static PiInstall,
+    load: impl FnOnce(PiEnv) -> PiEnv,
+) -> ScenarioRuns {
     let label = |what: &str| format!("pi {} {what}", install.pi_version);
     let llm = FakeLlm::start([
         Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"}))
@@ -221,10 +233,7 @@ pub fn flush_stub_and_recover(install: &'static PiInstall) -> ScenarioRuns {
         Reply::text("Done reading all three."),
     ]);
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
-    let pi = PiEnv::new(install, &llm.base_url())
-        .with_settings(condense_settings())
-        .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+    let pi = load(PiEnv::new(install, &llm.base_url()).with_settings(condense_settings()))
         .with_env("CONDENSE_PI_TIMING", "1")
         .with_env("CONDENSE_PI_DEBUG", "1");
     let files = [
