@@ -20,7 +20,7 @@ use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use support::opencode_env::{require_opencode, OpenCodeEnv};
 use support::pi_env::require_pi;
 use support::process::which;
-use support::registry::{dist_tarballs, Registry};
+use support::registry::{dist_tarballs, node_platform, Registry};
 
 const SUMMARY_TEXT: &str = "- alpha.txt holds numbered ALPHA lines.";
 
@@ -74,6 +74,28 @@ fn path_without_rust() -> String {
         .into_owned()
 }
 
+/// Every file under `dir` (symbolic links not followed).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&current) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else if kind.is_file() {
+                found.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
 #[test]
 fn plugin_by_name_from_a_registry_prunes() {
     let (Some(opencode), Some(pi)) = (require_opencode(), require_pi()) else {
@@ -113,6 +135,23 @@ fn plugin_by_name_from_a_registry_prunes() {
         run.report(),
         registry.log()
     );
+    // OpenCode installed both packages inside this temporary home.
+    let installed = files_under(env.root.path());
+    for wanted in [
+        Path::new("condense-opencode")
+            .join("shared")
+            .join("locate.ts"),
+        Path::new(&format!("condense-{}", node_platform()))
+            .join("bin")
+            .join("condense-opencode"),
+    ] {
+        assert!(
+            installed.iter().any(|f| f.ends_with(&wanted)),
+            "no {} under {}",
+            wanted.display(),
+            env.root.path().display()
+        );
+    }
     let original = llm
         .main_requests()
         .iter()
