@@ -59,7 +59,63 @@ pub fn dist_tarballs() -> Vec<PathBuf> {
             tarball.display()
         );
     }
+    assert_fresh(&dist.join("packages"));
     tarballs
+}
+
+/// Panics if the packed TypeScript is not the workspace's: packages left
+/// from an older checkout would test old code. (The sidecars are not
+/// compared: a release build of the same source differs from nothing the
+/// test can see.)
+fn assert_fresh(packages: &Path) {
+    let root = workspace_root();
+    let sources = [
+        (
+            "condense-pi",
+            root.join("crates/condense-host-pi/extension"),
+        ),
+        (
+            "condense-opencode",
+            root.join("crates/condense-host-opencode/plugin"),
+        ),
+    ];
+    for (package, source) in sources {
+        let shipped = |dir: &Path| -> Vec<String> {
+            let mut names: Vec<String> = fs::read_dir(dir)
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .filter_map(|e| e.file_name().into_string().ok())
+                        .filter(|n| {
+                            n.ends_with(".ts") && !n.ends_with(".test.ts") && !n.ends_with(".d.ts")
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            names
+        };
+        let packed_dir = packages.join(package);
+        let names = shipped(&source);
+        let stale = |why: String| -> ! {
+            panic!(
+                "{} is stale ({why}): run `cargo xtask dist` again",
+                packed_dir.display()
+            )
+        };
+        if shipped(&packed_dir) != names {
+            stale(format!("its files differ from {}", source.display()));
+        }
+        for name in names {
+            let read = |p: &Path| fs::read_to_string(p).unwrap_or_default();
+            // The OpenCode package's imports of the shim point into it (dist.rs).
+            let expected = read(&source.join(&name))
+                .replace("\"../../condense-host-pi/extension/", "\"./shared/");
+            if read(&packed_dir.join(&name)) != expected {
+                stale(format!("{name} differs from the workspace's"));
+            }
+        }
+    }
 }
 
 /// Node's `<platform>-<arch>` for this machine: the platform package's
