@@ -44,6 +44,12 @@ pub struct GenArgs {
     /// the entries a live pi-condense would have written.
     #[arg(long)]
     pub pruned: bool,
+    /// Idle gaps, in percent: that share of the user prompts after the
+    /// first comes 6 to 90 minutes after the previous message, and a tenth
+    /// of that share of tool turns waits 5.5 to 20 minutes (default 0).
+    #[arg(long, value_name = "PERCENT", default_value_t = 0,
+          value_parser = clap::value_parser!(u64).range(0..=100))]
+    pub idle_gaps: u64,
     /// Seed: the same seed and options give the same bytes.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -60,6 +66,7 @@ pub fn run(args: &GenArgs) -> Result<(), CliError> {
         tokens: Some(args.tokens),
         shape: Shape::from_name(args.shape.name()).expect("every ShapeArg names a shape"),
         pruned: args.pruned,
+        idle_gaps_percent: args.idle_gaps,
         ..SynthOptions::default()
     };
     match &args.output {

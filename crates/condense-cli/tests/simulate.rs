@@ -309,7 +309,16 @@ fn recorded_prompts(path: &Path) -> (u64, u64) {
 fn the_no_pruning_replay_reproduces_the_recorded_pi_mono_prompts() {
     let dir = pi_mono_dir();
     let tmp = temp_dir("pi-mono");
-    let out = condense(&tmp, &["simulate", dir.to_str().unwrap(), "--json"]);
+    let out = condense(
+        &tmp,
+        &[
+            "simulate",
+            dir.to_str().unwrap(),
+            "--json",
+            "--policy",
+            "none",
+        ],
+    );
     let v = json_of(&out);
     let sessions = v["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 2);

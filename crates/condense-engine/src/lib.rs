@@ -8,6 +8,11 @@
 //!   runner, [`flush::run_flush`], that runs the LLM calls between the steps
 //!   with no state borrowed. The pi sidecar, `/pruner now` and `compact`,
 //!   `condense compact` and the session generator all go through it.
+//! - [`drive`]: an engine driven through a recorded session as the live
+//!   sidecar would (what `condense simulate` replays).
+//! - [`host`]: what a host does at the events that end in a flush (turn
+//!   end, an assistant's reply): the engine's call, then the flush its
+//!   trigger fired, through the driver.
 //! - [`switch`]: the cache-aware policy at each call (whether to show what
 //!   flushes prepared), with time and model as values from the host.
 //! - [`protocol`]: the typed effects a host carries out; [`request`]: the
@@ -23,7 +28,9 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod drive;
 pub mod flush;
+pub mod host;
 pub mod protocol;
 pub mod request;
 pub mod session;

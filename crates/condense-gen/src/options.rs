@@ -81,6 +81,13 @@ pub struct SynthOptions {
     pub flush_every: usize,
     /// The pruning settings the flushes use.
     pub config: Config,
+    /// Idle gaps, in percent: that share of the user prompts after the
+    /// first comes 6 to 90 minutes after the previous message (the user was
+    /// away; a prompt cache's time to live has passed), and a tenth of that
+    /// share of tool turns waits 5.5 to 20 minutes on its tool. Drawn from
+    /// their own seeded stream: at 0 (the default) the session is what it
+    /// was without the option, byte for byte.
+    pub idle_gaps_percent: u64,
 }
 
 impl Default for SynthOptions {
@@ -103,6 +110,7 @@ impl Default for SynthOptions {
                 enabled: true,
                 ..Config::default()
             },
+            idle_gaps_percent: 0,
         }
     }
 }

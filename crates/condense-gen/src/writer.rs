@@ -60,11 +60,14 @@ pub(crate) struct Writer<'a> {
     last_request_tokens: u64,
     /// Assistant turns since the last user prompt (pi's `turnIndex`).
     run_turn: i64,
+    /// Draws the idle gaps ([`SynthOptions::idle_gaps_percent`]).
+    gaps: SplitMix64,
 }
 
 impl<'a> Writer<'a> {
     pub(crate) fn new(opts: &'a SynthOptions, session_file: Option<&Path>) -> Self {
         let mut rng = SplitMix64::new(opts.seed ^ 0x1d8e_4e27_c47d_124f);
+        let gaps = SplitMix64::new(opts.seed ^ 0x5a17_e0c3_9b2d_6f41);
         // Some time in the first half of 2026, to the millisecond.
         let clock = 1_767_225_600_000 + rng.below(180 * 86_400_000) as i64;
         let session_id = uuid_v7(&mut rng, clock);
@@ -91,6 +94,7 @@ impl<'a> Writer<'a> {
             context_tokens: SYSTEM_TOKENS,
             last_request_tokens: 0,
             run_turn: 0,
+            gaps,
         };
         let header = json!({
             "type": "session",
@@ -263,7 +267,26 @@ impl<'a> Writer<'a> {
         m
     }
 
+    /// An idle gap, `percent` of the time (per thousand when `rare`).
+    fn idle_gap(&mut self, lo_ms: u64, hi_ms: u64, rare: bool) {
+        let share = self.opts.idle_gaps_percent.min(100);
+        if share == 0 {
+            return;
+        }
+        let hit = if rare {
+            self.gaps.below(1000) < share
+        } else {
+            self.gaps.below(100) < share
+        };
+        if hit {
+            self.clock += self.gaps.range(lo_ms, hi_ms) as i64;
+        }
+    }
+
     pub(crate) fn user(&mut self, text: &str) {
+        if self.stats.prompts > 0 {
+            self.idle_gap(6 * 60_000, 90 * 60_000, false);
+        }
         self.tick(5_000, 120_000);
         let value = json!({
             "role": "user",
@@ -284,6 +307,7 @@ impl<'a> Writer<'a> {
         text: Option<&str>,
         calls: &[CallSpec],
     ) {
+        self.idle_gap(330_000, 20 * 60_000, true);
         let ids: Vec<(String, &CallSpec)> =
             calls.iter().map(|c| (self.tool_call_id(), c)).collect();
         let assistant = self.assistant(thinking, text, &ids);

@@ -8,6 +8,7 @@
 //! Pricing itself is core's (`condense_core::economy`).
 
 pub mod chart;
+pub mod engine_policy;
 pub mod fidelity;
 pub mod policy;
 pub mod replay;
@@ -22,6 +23,8 @@ use rayon::prelude::*;
 
 use crate::output::write_all;
 use crate::{CliError, SessionArg};
+use engine_policy::SummaryModel;
+use policy::PolicySetup;
 use replay::PolicyRun;
 use tokens::{Chars, Coefficients, Measure, TokenCount, TokenModel, DEFAULT_COEFFICIENTS};
 
@@ -30,9 +33,24 @@ use tokens::{Chars, Coefficients, Measure, TokenCount, TokenModel, DEFAULT_COEFF
 pub struct SimulateArgs {
     /// A session file or id, or a directory (every `*.jsonl` below it).
     pub target: String,
-    /// A policy to simulate (repeatable; default: every known policy).
-    #[arg(long = "policy", value_name = "NAME")]
+    /// Policies to simulate, side by side (repeatable or comma-separated:
+    /// none, reference, cache-aware, settings; default: the first three,
+    /// and `settings` with --settings).
+    #[arg(long = "policy", value_name = "NAME", value_delimiter = ',')]
     pub policies: Vec<String>,
+    /// A pi settings.json whose `contextPrune` block is simulated as the
+    /// policy `settings`.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// The models' context window in tokens, for the budget gates and the
+    /// pressure share.
+    #[arg(long, value_name = "TOKENS", default_value_t = 200_000)]
+    pub context_window: u64,
+    /// What summaries are: `extractive` (condense's offline summarizer), or
+    /// `llm:N`, its bullets lengthened to N tokens per summarized call, an
+    /// LLM's output size.
+    #[arg(long, value_name = "MODEL", default_value = "extractive")]
+    pub summarizer: String,
     /// Price profile: anthropic-5m, anthropic-1h, openai, no-cache.
     #[arg(long, default_value = "anthropic-5m")]
     pub profile: String,
@@ -128,22 +146,85 @@ impl SimulateArgs {
         })
     }
 
-    fn policy_names(&self) -> Result<Vec<String>, CliError> {
+    fn policy_names(&self, setup: &PolicySetup) -> Result<Vec<String>, CliError> {
         if self.policies.is_empty() {
-            return Ok(policy::POLICY_NAMES
+            let mut names: Vec<String> = policy::POLICY_NAMES
                 .iter()
                 .map(|s| (*s).to_owned())
-                .collect());
+                .collect();
+            if setup.settings_file.is_some() {
+                names.push(policy::SETTINGS_POLICY.to_owned());
+            }
+            return Ok(names);
         }
+        let mut names: Vec<String> = Vec::new();
         for name in &self.policies {
-            if policy::policy(name).is_none() {
+            if name == policy::SETTINGS_POLICY && setup.settings_file.is_none() {
+                return Err(CliError::Usage(
+                    "the policy `settings` needs --settings FILE".into(),
+                ));
+            }
+            if policy::policy(name, setup).is_none() {
                 return Err(CliError::Usage(format!(
-                    "unknown policy `{name}` (known: {})",
-                    policy::POLICY_NAMES.join(", ")
+                    "unknown policy `{name}` (known: {}, {})",
+                    policy::POLICY_NAMES.join(", "),
+                    policy::SETTINGS_POLICY
                 )));
             }
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
         }
-        Ok(self.policies.clone())
+        Ok(names)
+    }
+
+    fn summary_model(&self, coefficients: &Coefficients) -> Result<SummaryModel, CliError> {
+        if self.summarizer == "extractive" {
+            return Ok(SummaryModel::Extractive);
+        }
+        let tokens = self
+            .summarizer
+            .strip_prefix("llm:")
+            .and_then(|n| n.parse::<u64>().ok())
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--summarizer {}: expected `extractive` or `llm:TOKENS` (tokens per call, above 0)",
+                    self.summarizer
+                ))
+            })?;
+        Ok(SummaryModel::Sized {
+            chars_per_call: (tokens as f64 / coefficients.per_unit).ceil() as usize,
+        })
+    }
+
+    fn setup(&self, coefficients: &Coefficients) -> Result<PolicySetup, CliError> {
+        if self.context_window == 0 {
+            return Err(CliError::Usage(
+                "--context-window must be at least 1".into(),
+            ));
+        }
+        let settings_file = match &self.settings {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?;
+                let value: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| CliError::Data(format!("{}: not JSON: {e}", path.display())))?;
+                if !value.is_object() {
+                    return Err(CliError::Data(format!(
+                        "{}: not a JSON object",
+                        path.display()
+                    )));
+                }
+                Some(value)
+            }
+        };
+        Ok(PolicySetup {
+            context_window: self.context_window,
+            summaries: self.summary_model(coefficients)?,
+            settings_file,
+        })
     }
 }
 
@@ -162,14 +243,26 @@ pub struct SessionSim {
 pub fn simulate_file(
     path: &Path,
     policies: &[String],
+    setup: &PolicySetup,
     tokens: &dyn TokenCount,
     profile: &PriceProfile,
 ) -> Result<SessionSim, String> {
     let session = Session::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let branch = session.branch(None);
+    // What condense or pi-condense wrote while the session was recorded is
+    // left out: every policy starts from the session as if none had run.
+    let branch: Vec<_> = session
+        .branch(None)
+        .into_iter()
+        .filter(|e| {
+            !e.custom_type
+                .as_deref()
+                .is_some_and(|t| t.starts_with(CONDENSE_PREFIX))
+        })
+        .collect();
     let mut runs = Vec::with_capacity(policies.len());
     for name in policies {
-        let mut source = policy::policy(name).ok_or_else(|| format!("unknown policy `{name}`"))?;
+        let mut source =
+            policy::policy(name, setup).ok_or_else(|| format!("unknown policy `{name}`"))?;
         runs.push(replay::replay(&branch, source.as_mut(), tokens, profile)?);
     }
     Ok(SessionSim {
@@ -178,6 +271,9 @@ pub fn simulate_file(
         runs,
     })
 }
+
+/// The custom types condense and pi-condense write begin with this.
+const CONDENSE_PREFIX: &str = "context-prune-";
 
 /// The session files a target names: every `*.jsonl` below a directory, or
 /// the one session a path or id names.
@@ -198,6 +294,7 @@ fn target_files(target: &str) -> Result<(Vec<PathBuf>, bool), CliError> {
 fn simulate_all(
     files: &[PathBuf],
     policies: &[String],
+    setup: &PolicySetup,
     tokens: &dyn TokenCount,
     profile: &PriceProfile,
     jobs: Option<usize>,
@@ -208,7 +305,7 @@ fn simulate_all(
             .par_iter()
             .map(|path| {
                 let sim = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    simulate_file(path, policies, tokens, profile)
+                    simulate_file(path, policies, setup, tokens, profile)
                 }))
                 .unwrap_or_else(|_| {
                     Err(format!(
@@ -242,6 +339,7 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
         measure: Chars,
         coefficients,
     };
+    let setup = args.setup(&coefficients)?;
     let (files, is_dir) = target_files(&args.target)?;
     if args.calibrate {
         let none = vec!["none".to_owned()];
@@ -262,7 +360,9 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
             measure: Chars,
             coefficients: count,
         };
-        let (by_count, _) = split(simulate_all(&files, &none, &counted, &profile, args.jobs)?);
+        let (by_count, _) = split(simulate_all(
+            &files, &none, &setup, &counted, &profile, args.jobs,
+        )?);
         #[cfg(feature = "tiktoken")]
         if let Some(name) = &args.tokenizer {
             let measure = tokens::Bpe::named(name).map_err(CliError::Usage)?;
@@ -270,7 +370,9 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
                 measure,
                 coefficients: units,
             };
-            let (sims, failures) = split(simulate_all(&files, &none, &bpe, &profile, args.jobs)?);
+            let (sims, failures) = split(simulate_all(
+                &files, &none, &setup, &bpe, &profile, args.jobs,
+            )?);
             let report = fidelity::calibrate(&sims, &by_count, bpe.measure.name(), None);
             return write_all(&calibration_text(&report, &failures, args.json));
         }
@@ -278,13 +380,15 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
             measure: Chars,
             coefficients: units,
         };
-        let (sims, failures) = split(simulate_all(&files, &none, &chars, &profile, args.jobs)?);
+        let (sims, failures) = split(simulate_all(
+            &files, &none, &setup, &chars, &profile, args.jobs,
+        )?);
         let report =
             fidelity::calibrate(&sims, &by_count, chars.measure.name(), Some(&coefficients));
         return write_all(&calibration_text(&report, &failures, args.json));
     }
-    let policies = args.policy_names()?;
-    let sims = simulate_all(&files, &policies, &model, &profile, args.jobs)?;
+    let policies = args.policy_names(&setup)?;
+    let sims = simulate_all(&files, &policies, &setup, &model, &profile, args.jobs)?;
     let (sims, failures) = split(sims);
     if !is_dir {
         if let Some(message) = failures.first() {

@@ -9,24 +9,20 @@
 //! with the rendered messages and the summarizer work it did on the way.
 //!
 //! `none` is [`NoPruning`]. The engine-driven policies (`reference`,
-//! `cache-aware`, a settings file) implement [`PromptSource`] over the
-//! engine's flush driver.
+//! `cache-aware`, a settings file) are [`EnginePolicy`]: a
+//! `condense_engine::drive::Driver` fed the entries, which makes the live
+//! sidecar's calls and flushes through the engine's own driver.
 
 use std::borrow::Cow;
 
 use condense_core::Message;
 use condense_store::session::Entry;
 
+use super::engine_policy::{builtin_settings, EnginePolicy, SummaryModel};
 use super::tokens::TokenCount;
 
 /// Everything a policy may look at before one call.
-#[expect(
-    dead_code,
-    reason = "`none` needs only the context; the engine-driven policies read the rest"
-)]
 pub struct CallInput<'a> {
-    /// The call's number on the branch (0-based).
-    pub index: usize,
     /// When the call was made (ms since the epoch), if known.
     pub at_ms: Option<i64>,
     /// What pi hands the `context` event for this call.
@@ -37,6 +33,11 @@ pub struct CallInput<'a> {
     pub new_entries: &'a [&'a Entry],
     /// How the simulator counts tokens (for summarizer work a policy models).
     pub tokens: &'a dyn TokenCount,
+    /// The call's model (`provider/id`), if recorded.
+    pub model: Option<String>,
+    /// The previous call's tokens as the harness reports them (its prompt
+    /// as this policy sent it, and its output).
+    pub previous_usage: Option<u64>,
 }
 
 /// The summarizer's work, in tokens.
@@ -65,6 +66,10 @@ pub struct Finish {
     /// Tool outputs the model can no longer see verbatim nor page back in
     /// (`context_tree_query`); condense's invariant says 0.
     pub unrecoverable_outputs: u64,
+    /// Flushes that ran.
+    pub flushes: u64,
+    /// Switches the cache-aware policy made.
+    pub switches: u64,
 }
 
 /// A pruning policy as the simulator drives it.
@@ -75,13 +80,14 @@ pub trait PromptSource {
     /// The prompt of the call described by `call`.
     fn prompt<'a>(&mut self, call: &CallInput<'a>) -> Result<Prompt<'a>, String>;
 
-    /// Called once after the last call, with the entries recorded after it.
+    /// Called once after the last call, with the entries recorded after it
+    /// and the last call's tokens (as [`CallInput::previous_usage`]).
     fn finish(
         &mut self,
         trailing_entries: &[&Entry],
-        tokens: &dyn TokenCount,
+        last_usage: Option<u64>,
     ) -> Result<Finish, String> {
-        let _ = (trailing_entries, tokens);
+        let _ = (trailing_entries, last_usage);
         Ok(Finish::default())
     }
 }
@@ -103,13 +109,37 @@ impl PromptSource for NoPruning {
     }
 }
 
-/// The policies `condense simulate` knows, by name.
-pub const POLICY_NAMES: [&str; 1] = ["none"];
+/// The built-in policies, by name, in report order.
+pub const POLICY_NAMES: [&str; 3] = ["none", "reference", "cache-aware"];
+
+/// The name a settings file's policy goes by.
+pub const SETTINGS_POLICY: &str = "settings";
+
+/// What every policy of a run shares.
+#[derive(Debug, Clone)]
+pub struct PolicySetup {
+    /// The models' context window, for the budget gates and pressure.
+    pub context_window: u64,
+    /// What the summarizer answers.
+    pub summaries: SummaryModel,
+    /// The settings.json of `--settings`, when given.
+    pub settings_file: Option<serde_json::Value>,
+}
 
 /// A fresh instance of the policy called `name` (one per session replayed).
-pub fn policy(name: &str) -> Option<Box<dyn PromptSource + Send>> {
+pub fn policy(name: &str, setup: &PolicySetup) -> Option<Box<dyn PromptSource + Send>> {
+    let engine = |settings| -> Box<dyn PromptSource + Send> {
+        Box::new(EnginePolicy::new(
+            name,
+            settings,
+            setup.summaries,
+            setup.context_window,
+        ))
+    };
     match name {
         "none" => Some(Box::new(NoPruning)),
+        "reference" | "cache-aware" => Some(engine(builtin_settings(name))),
+        SETTINGS_POLICY => setup.settings_file.clone().map(engine),
         _ => None,
     }
 }

@@ -88,6 +88,10 @@ pub struct PolicyRun {
     pub tool_outputs: u64,
     /// Those the model can neither see nor page back in.
     pub unrecoverable_outputs: u64,
+    /// Flushes that ran (engine-driven policies).
+    pub flushes: u64,
+    /// Switches the cache-aware policy made.
+    pub switches: u64,
 }
 
 /// When an assistant message's call was made: the message's own timestamp
@@ -122,7 +126,10 @@ pub fn replay(
         totals: BillTotals::default(),
         tool_outputs: 0,
         unrecoverable_outputs: 0,
+        flushes: 0,
+        switches: 0,
     };
+    let mut previous_usage: Option<u64> = None;
 
     for (i, entry) in branch.iter().enumerate() {
         if entry.kind == EntryType::Compaction {
@@ -143,12 +150,18 @@ pub fn replay(
         unsynced = i;
         let at_ms = call_time(entry, message);
         let facts: AssistantFacts = serde_json::from_str(message.json()).unwrap_or_default();
+        let model = match (&facts.provider, &facts.model) {
+            (Some(p), Some(m)) => Some(format!("{p}/{m}")),
+            (None, Some(m)) => Some(m.clone()),
+            _ => None,
+        };
         let prompt = policy.prompt(&CallInput {
-            index: run.calls.len(),
             at_ms,
             context: &context,
             new_entries: &branch[unseen..i],
             tokens,
+            model,
+            previous_usage,
         })?;
         unseen = i;
         let messages = prompt.messages.as_ref();
@@ -180,6 +193,7 @@ pub fn replay(
             output,
         };
         let bill = bill_call(profile, previous, call);
+        previous_usage = Some(prompt_tokens + output);
         run.totals.add_call(prompt_tokens, &bill);
         let before = run.totals.summarizer_units;
         run.totals
@@ -199,10 +213,12 @@ pub fn replay(
         prev_model = Some((facts.provider, facts.model));
         previous = Some(PreviousCall { at_ms });
     }
-    let finish = policy.finish(&branch[unseen..], tokens)?;
+    let finish = policy.finish(&branch[unseen..], previous_usage)?;
     run.totals
         .add_summarizer(profile, finish.summarizer.input, finish.summarizer.output);
     run.unrecoverable_outputs = finish.unrecoverable_outputs;
+    run.flushes = finish.flushes;
+    run.switches = finish.switches;
     Ok(run)
 }
 

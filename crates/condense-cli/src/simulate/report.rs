@@ -86,6 +86,8 @@ fn run_json(run: &PolicyRun, profile: &PriceProfile, per_call: bool) -> Value {
         "outputs_recoverable".into(),
         json!(run.tool_outputs.saturating_sub(run.unrecoverable_outputs)),
     );
+    m.insert("flushes".into(), json!(run.flushes));
+    m.insert("switches".into(), json!(run.switches));
     Value::Object(m)
 }
 

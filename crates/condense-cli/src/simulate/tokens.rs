@@ -27,9 +27,12 @@ pub trait TokenCount: Sync {
     /// Tokens of a plain text (e.g. a summarizer prompt a policy models).
     #[cfg_attr(
         not(test),
-        expect(dead_code, reason = "for the engine-driven policies' summarizer work")
+        expect(dead_code, reason = "the tests' check of text_counter")
     )]
     fn text(&self, text: &str) -> u64;
+    /// A counter of plain texts that outlives `self` (for the summarizer
+    /// an engine-driven policy runs): by characters, at this model's rate.
+    fn text_counter(&self) -> condense_engine::drive::TextTokens;
     /// Tokens of every prompt the session file does not hold.
     fn overhead(&self) -> u64;
 }
@@ -40,6 +43,11 @@ pub trait Measure: Sync {
     fn name(&self) -> &str;
     /// The size of a text.
     fn text(&self, text: &str) -> u64;
+    /// Units per character of ordinary text (to count a text by its
+    /// length alone).
+    fn units_per_char(&self) -> f64 {
+        1.0
+    }
 }
 
 /// Characters (JavaScript string units).
@@ -102,6 +110,10 @@ impl<M: Measure> TokenCount for TokenModel<M> {
         (self.coefficients.per_unit * self.measure.text(text) as f64)
             .max(0.0)
             .round() as u64
+    }
+    fn text_counter(&self) -> condense_engine::drive::TextTokens {
+        let rate = self.coefficients.per_unit * self.measure.units_per_char();
+        std::sync::Arc::new(move |text: &str| (rate * js_len(text) as f64).max(0.0).round() as u64)
     }
     fn overhead(&self) -> u64 {
         self.coefficients.overhead
@@ -242,6 +254,10 @@ impl Measure for Bpe {
     }
     fn text(&self, text: &str) -> u64 {
         self.bpe.encode_ordinary(text).len() as u64
+    }
+    fn units_per_char(&self) -> f64 {
+        // About four characters of English and code per BPE token.
+        0.25
     }
 }
 

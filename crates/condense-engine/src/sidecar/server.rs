@@ -20,11 +20,10 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use condense_core::{Message, ModelRef, TriggerKind};
+use condense_core::{Message, ModelRef};
 use condense_store::append::SessionHold;
 use condense_summarizer::{
-    CancelToken, Extractive, FallbackController, Provider, RunOptions, Summarizer,
-    SummarizerSettings, Target, TokioClock,
+    Extractive, FallbackController, Provider, Summarizer, SummarizerSettings, Target, TokioClock,
 };
 use serde_json::{json, Value};
 use tokio::io::AsyncBufRead;
@@ -38,8 +37,8 @@ use crate::protocol::{
     PROTOCOL_VERSION,
 };
 use crate::request::{Incoming, Request};
-use crate::session::{EngineFlush, EngineLock};
-use crate::{jsonl, run_flush, CallFacts, Delivery, Effect, Effects, Engine, StartParams};
+use crate::session::EngineLock;
+use crate::{host, jsonl, CallFacts, Effects, Engine, StartParams};
 
 /// The protocol version this sidecar speaks.
 pub const PROTOCOL: u64 = PROTOCOL_VERSION;
@@ -137,48 +136,6 @@ impl Server {
         s.with_session_fallback(fallback, self.fallback.clone())
     }
 
-    /// Runs a flush end to end (the engine's lock taken only between the
-    /// LLM calls) and returns its effects: the summarizer's notices first,
-    /// as they happened, then the flush's.
-    async fn flush(
-        &self,
-        trigger: TriggerKind,
-        delivery: Delivery,
-        closing: Option<Message>,
-    ) -> Effects {
-        let Some(flush) = self.engine.engine().begin_flush(trigger, closing, now_ms()) else {
-            return Effects::new();
-        };
-        let summarizer = self.summarizer();
-        let options = match delivery {
-            Delivery::Runtime => RunOptions::sequential(),
-            Delivery::Session => RunOptions::default(),
-        };
-        let steps = EngineFlush {
-            lock: &self.engine,
-            delivery,
-        };
-        let cancel = CancelToken::new();
-        match run_flush(
-            &steps,
-            flush,
-            &summarizer,
-            options,
-            &cancel,
-            &mut |_| {},
-            &now_ms,
-        )
-        .await
-        {
-            Ok((notices, done)) => notices
-                .iter()
-                .map(|n| Effect::notify(n.level, n.text.clone()))
-                .chain(done.effects)
-                .collect(),
-            Err(_) => Effects::new(),
-        }
-    }
-
     /// `context`, answered as a pre-serialized `result` (see [`context_answer`]).
     fn context_raw(
         &self,
@@ -265,18 +222,16 @@ impl Server {
                     .iter()
                     .filter_map(|m| Message::from_json(m.get()).ok())
                     .collect();
-                let now = p.now.unwrap_or_else(now_ms);
-                let (mut effects, trigger) = self.engine.engine().turn_end(
-                    p.turn_index,
-                    &message,
-                    &results,
-                    p.usage.tokens,
-                    p.usage.context_window,
-                    now,
-                );
-                if let Some(t) = trigger {
-                    effects.extend(self.flush(t, Delivery::Session, None).await);
-                }
+                let turn = host::TurnEnd {
+                    turn_index: p.turn_index,
+                    message: &message,
+                    results: &results,
+                    tokens: p.usage.tokens,
+                    context_window: p.usage.context_window,
+                    now: p.now.unwrap_or_else(now_ms),
+                };
+                let effects =
+                    host::turn_end(&self.engine, turn, || self.summarizer(), &now_ms).await;
                 Ok(json!(TurnEndResult {
                     effects,
                     synced: true
@@ -287,11 +242,8 @@ impl Server {
                 let Some(message) = message_of(p.message.as_deref()) else {
                     return Ok(json!(EffectsResult { effects: vec![] }));
                 };
-                let trigger = self.engine.engine().message_end(&message);
-                let effects = match trigger {
-                    Some(t) => self.flush(t, Delivery::Session, Some(message)).await,
-                    None => Effects::new(),
-                };
+                let effects =
+                    host::message_end(&self.engine, message, || self.summarizer(), &now_ms).await;
                 Ok(json!(EffectsResult { effects }))
             }
             Request::AgentEnd => {

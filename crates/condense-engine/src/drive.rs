@@ -1,0 +1,527 @@
+//! Driving an [`Engine`] through a recorded session as the live pi sidecar
+//! would: what `condense simulate` and the tests built on it run.
+//!
+//! A [`Driver`] is fed the session's entries in order, in slices that end
+//! before each LLM call (an assistant message), and asked for the prompt
+//! of that call. From the entries it makes the calls the sidecar makes at
+//! pi's events, in pi's order: an assistant message is `message_end` (a
+//! flush in `agent-message` mode when it is the final reply), its tool
+//! results close the turn at `turn_end` (the budget gates, against the
+//! context window the caller names, and a flush when a trigger fired),
+//! and a turn without tool results ends the agent run (`agent_end`).
+//! Before each call, [`Driver::context`] is the sidecar's `context`: the
+//! messages pi sends, synced incrementally, with the call's time and model
+//! (so the cache-aware policy decides with the recorded clock). Flushes go
+//! through [`crate::host`] and [`crate::run_flush`], with the summarizer
+//! the caller gives; nothing here re-implements a trigger or the driver.
+//!
+//! The entries a live run would have written are kept ([`Driver::written`])
+//! with where they went, so a caller can rebuild the session file and
+//! reload it. Every tool output a prompt left out is remembered, and
+//! [`Driver::unrecoverable`] asks the index, as `context_tree_query` does,
+//! whether each can still be read back whole.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use condense_core::{chars_to_tokens, Message, ModelRef, PlanStep, QueryOptions, Role, Usage};
+use condense_store::session::Entry;
+use condense_summarizer::{
+    Completion, CompletionRequest, EventSink, Provider, ProviderError, Summarizer,
+    SummarizerSettings, Target,
+};
+use serde_json::{json, Value};
+
+use crate::host::{self, TurnEnd};
+use crate::protocol::Effect;
+use crate::session::{EngineLock, StartParams};
+use crate::switch::CallFacts;
+use crate::Engine;
+
+/// Counts the tokens of a text (the summarizer's prompts and answers).
+pub type TextTokens = Arc<dyn Fn(&str) -> u64 + Send + Sync>;
+
+/// The summarizer's work so far, in tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SummarizerTokens {
+    /// Prompt tokens sent (system and user text).
+    pub input: u64,
+    /// Tokens answered.
+    pub output: u64,
+}
+
+/// A provider that counts what passes through it.
+struct Metered {
+    inner: Arc<dyn Provider>,
+    tokens: TextTokens,
+    input: Arc<AtomicU64>,
+    output: Arc<AtomicU64>,
+}
+
+#[async_trait]
+impl Provider for Metered {
+    async fn complete(
+        &self,
+        request: CompletionRequest,
+        events: &EventSink,
+    ) -> Result<Completion, ProviderError> {
+        let input = (self.tokens)(request.system.as_deref().unwrap_or_default())
+            + (self.tokens)(&request.user);
+        self.input.fetch_add(input, Ordering::Relaxed);
+        let mut done = self.inner.complete(request, events).await?;
+        let output = (self.tokens)(&done.text);
+        self.output.fetch_add(output, Ordering::Relaxed);
+        done.usage = Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cost: done.usage.cost,
+        };
+        Ok(done)
+    }
+}
+
+/// How a [`Driver`] is set up.
+pub struct DriverOptions {
+    /// The settings.json value (its `contextPrune` block is the config).
+    pub settings: Value,
+    /// The summarizer's provider (e.g. the extractive one).
+    pub summarizer: Arc<dyn Provider>,
+    /// How the summarizer's texts are counted.
+    pub tokens: TextTokens,
+    /// Where spilled outputs go (a blob directory is made below it);
+    /// `None` keeps them inline.
+    pub session_dir: Option<PathBuf>,
+}
+
+/// An entry the live run would have appended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Written {
+    /// How many of the recorded entries fed so far came before it.
+    pub after: usize,
+    /// The session's clock when it was appended (ms).
+    pub at: i64,
+    /// The append effect.
+    pub effect: Effect,
+}
+
+impl Written {
+    /// The entry as a session file line's fields (no id, parent or time).
+    fn entry(&self) -> Option<Value> {
+        match &self.effect {
+            Effect::Append {
+                custom_type, data, ..
+            } => Some(json!({"type": "custom", "customType": custom_type, "data": data})),
+            Effect::AppendMessage {
+                custom_type,
+                content,
+                display,
+                details,
+                ..
+            } => Some(json!({"type": "custom_message", "customType": custom_type,
+                "content": content, "display": display, "details": details})),
+            _ => None,
+        }
+    }
+}
+
+/// The branch a live run would have left: the recorded entries with the
+/// written ones in their places, relinked parent to child, as the lines of
+/// a session file without its header (what [`StartParams::branch`] takes).
+pub fn branch_with_written(recorded: &[&Entry], written: &[Written]) -> String {
+    fn push(lines: &mut Vec<String>, mut v: Value, parent: &mut Value) {
+        v["parentId"] = parent.clone();
+        *parent = v["id"].clone();
+        lines.push(v.to_string());
+    }
+    fn push_written(lines: &mut Vec<String>, w: &Written, parent: &mut Value) {
+        if let Some(mut v) = w.entry() {
+            v["id"] = json!(format!("sim{:05}", lines.len()));
+            v["timestamp"] = json!(condense_store::time::format_iso(w.at));
+            push(lines, v, parent);
+        }
+    }
+    let mut lines = Vec::with_capacity(recorded.len() + written.len());
+    let mut parent = Value::Null;
+    let mut next = written.iter().peekable();
+    for (n, entry) in recorded.iter().enumerate() {
+        while let Some(w) = next.next_if(|w| w.after <= n) {
+            push_written(&mut lines, w, &mut parent);
+        }
+        if let Ok(v) = serde_json::from_str::<Value>(entry.raw()) {
+            push(&mut lines, v, &mut parent);
+        }
+    }
+    for w in next {
+        push_written(&mut lines, w, &mut parent);
+    }
+    crate::jsonl(lines)
+}
+
+/// The turn in progress: an assistant message and its tool results.
+struct Turn {
+    message: Message,
+    results: Vec<Message>,
+    /// The call's tokens as the harness would report them (prompt and
+    /// output), when the caller said.
+    usage: Option<u64>,
+}
+
+/// One recorded session played through the engine (see the module docs).
+pub struct Driver {
+    engine: Mutex<Engine>,
+    summarizer: Arc<dyn Provider>,
+    settings: SummarizerSettings,
+    runtime: tokio::runtime::Runtime,
+    input: Arc<AtomicU64>,
+    output: Arc<AtomicU64>,
+    blob_dir: Option<PathBuf>,
+    turn: Option<Turn>,
+    turn_index: i64,
+    fed: usize,
+    now: i64,
+    context_window: u64,
+    written: Vec<Written>,
+    flushes: u64,
+    switches: u64,
+    /// Tool outputs some prompt left out, by tool-call id, as recorded.
+    removed: HashMap<String, Message>,
+}
+
+/// The tool-call id of a tool result.
+fn tool_call_id(m: &Message) -> Option<&str> {
+    m.skeleton().tool_call_id.as_deref()
+}
+
+/// Whether a turn ended its agent run: a reply without tool calls, or
+/// tool calls that got no results (aborted, failed).
+fn ends_run(turn: &Turn) -> bool {
+    turn.message.is_text_only_assistant() || turn.results.is_empty()
+}
+
+impl Driver {
+    /// A driver whose engine has just seen `session_start` of an empty
+    /// session with `options.settings`.
+    pub fn new(options: DriverOptions) -> Result<Driver, String> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .map_err(|e| format!("starting the async runtime: {e}"))?;
+        let input = Arc::new(AtomicU64::new(0));
+        let output = Arc::new(AtomicU64::new(0));
+        let summarizer: Arc<dyn Provider> = Arc::new(Metered {
+            inner: options.summarizer,
+            tokens: options.tokens,
+            input: input.clone(),
+            output: output.clone(),
+        });
+        let session_id = "simulated".to_owned();
+        let blob_dir = options
+            .session_dir
+            .as_ref()
+            .map(|d| condense_store::spill::blob_dir_in(d, &session_id));
+        let mut engine = Engine::default();
+        engine.start(StartParams {
+            settings: options.settings,
+            session_id,
+            session_dir: options.session_dir,
+            branch: String::new(),
+            tree: false,
+        });
+        let settings = SummarizerSettings::from_config(engine.config());
+        Ok(Driver {
+            engine: Mutex::new(engine),
+            summarizer,
+            settings,
+            runtime,
+            input,
+            output,
+            blob_dir,
+            turn: None,
+            turn_index: 0,
+            fed: 0,
+            now: 0,
+            context_window: 0,
+            written: Vec::new(),
+            flushes: 0,
+            switches: 0,
+            removed: HashMap::new(),
+        })
+    }
+
+    fn summarizer(&self) -> Summarizer {
+        Summarizer::new(
+            Target::new(
+                self.summarizer.clone(),
+                ModelRef::new("simulated", "summarizer"),
+            ),
+            self.settings,
+        )
+    }
+
+    /// Keeps the appends among `effects`, counting flushes and switches.
+    fn keep(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match &effect {
+                Effect::Append { custom_type, .. } => {
+                    if custom_type == condense_store::entries::CUSTOM_TYPE_SWITCH {
+                        self.switches += 1;
+                    } else if custom_type == condense_store::entries::CUSTOM_TYPE_FLUSH_METRICS {
+                        self.flushes += 1;
+                    }
+                }
+                Effect::AppendMessage { .. } => {}
+                _ => continue,
+            }
+            self.written.push(Written {
+                after: self.fed,
+                at: self.now,
+                effect,
+            });
+        }
+    }
+
+    /// `turn_end` of the turn in progress, and `agent_end` when it was the
+    /// run's last.
+    fn close_turn(&mut self) {
+        let Some(turn) = self.turn.take() else {
+            return;
+        };
+        let tokens = turn.usage.map(|u| {
+            u + turn
+                .results
+                .iter()
+                .map(|r| chars_to_tokens(r.size()))
+                .sum::<u64>()
+        });
+        let now = turn
+            .results
+            .last()
+            .and_then(Message::timestamp)
+            .unwrap_or(self.now);
+        self.now = self.now.max(now);
+        let clock = self.now;
+        let window = self.context_window;
+        let effects = self.runtime.block_on(host::turn_end(
+            &self.engine,
+            TurnEnd {
+                turn_index: self.turn_index,
+                message: &turn.message,
+                results: &turn.results,
+                tokens,
+                context_window: window,
+                now: clock,
+            },
+            || self.summarizer(),
+            &move || clock,
+        ));
+        self.keep(effects);
+        self.turn_index += 1;
+        if ends_run(&turn) {
+            let effects = self.engine.engine().agent_end();
+            self.keep(effects);
+            self.turn_index = 0;
+        }
+    }
+
+    /// Feeds recorded entries, in order, up to (not including) the next
+    /// call's assistant message. `usage` is the tokens (prompt and output)
+    /// of the call whose assistant message is among them, as the harness
+    /// would report it to the budget gates; `context_window` is the
+    /// model's.
+    pub fn feed(&mut self, entries: &[&Entry], usage: Option<u64>, context_window: u64) {
+        self.context_window = context_window;
+        for entry in entries {
+            self.fed += 1;
+            let Some(message) = entry.message.as_ref() else {
+                continue;
+            };
+            if let Some(ts) = message.timestamp() {
+                self.now = self.now.max(ts);
+            }
+            if message.is(&Role::ToolResult) {
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.results.push(message.clone());
+                    continue;
+                }
+            }
+            self.close_turn();
+            if message.is(&Role::Assistant) {
+                let clock = self.now;
+                let effects = self.runtime.block_on(host::message_end(
+                    &self.engine,
+                    message.clone(),
+                    || self.summarizer(),
+                    &move || clock,
+                ));
+                self.keep(effects);
+                self.turn = Some(Turn {
+                    message: message.clone(),
+                    results: Vec::new(),
+                    usage,
+                });
+            }
+        }
+    }
+
+    /// The sidecar's `context` before a call: `messages` are what pi hands
+    /// the event (synced with the engine's copy from the first that
+    /// differs), `call` the call's time and model. Returns the prompt the
+    /// model is sent. The turn fed last is closed first (pi ends a turn
+    /// before the next call's `context`).
+    pub fn context(&mut self, messages: &[Message], call: &CallFacts) -> Vec<Message> {
+        self.close_turn();
+        if let Some(ms) = call.now_ms {
+            self.now = self.now.max(ms);
+        }
+        let (steps, effects) = {
+            let mut engine = self.engine.engine();
+            let held = engine.messages();
+            let keep = held
+                .iter()
+                .zip(messages)
+                .take_while(|(a, b)| a == b)
+                .count();
+            let append = messages.get(keep..).unwrap_or_default().to_vec();
+            engine.context_at(keep, append, call)
+        };
+        self.keep(effects);
+        let Some(steps) = steps else {
+            return messages.to_vec();
+        };
+        let mut prompt = Vec::with_capacity(messages.len());
+        let mut shown = 0usize;
+        for step in steps {
+            match step {
+                PlanStep::Keep(range) => {
+                    self.note_removed(messages.get(shown..range.start).unwrap_or_default());
+                    shown = shown.max(range.end);
+                    prompt.extend_from_slice(messages.get(range).unwrap_or_default());
+                }
+                PlanStep::New(m) => prompt.push(m),
+            }
+        }
+        self.note_removed(messages.get(shown..).unwrap_or_default());
+        prompt
+    }
+
+    fn note_removed(&mut self, left_out: &[Message]) {
+        for m in left_out.iter().filter(|m| m.is(&Role::ToolResult)) {
+            if let Some(id) = tool_call_id(m) {
+                self.removed
+                    .entry(id.to_owned())
+                    .or_insert_with(|| m.clone());
+            }
+        }
+    }
+
+    /// Feeds the entries after the last call and ends the turn in progress.
+    pub fn finish(&mut self, entries: &[&Entry], usage: Option<u64>) {
+        let window = self.context_window;
+        self.feed(entries, usage, window);
+        self.close_turn();
+    }
+
+    /// Tool outputs some prompt left out that the index cannot give back
+    /// whole: each is queried as `context_tree_query` would, and its full
+    /// text (spilled or inline) compared with the recorded output.
+    pub fn unrecoverable(&self) -> u64 {
+        let engine = self.engine.engine();
+        let blob_dir = self.blob_dir.clone().unwrap_or_default();
+        let mut lost = 0;
+        for (id, original) in &self.removed {
+            let out = condense_core::query_with(
+                engine.state(),
+                std::slice::from_ref(id),
+                QueryOptions {
+                    page: Default::default(),
+                    branch: engine.messages(),
+                },
+                |r| condense_store::spill::read_spill(&blob_dir, r),
+            );
+            let want = original.result_text();
+            let whole = out.results.iter().any(|(_, record)| {
+                let text = if record.spill_path.is_some() {
+                    condense_store::spill::read_spill(&blob_dir, record)
+                } else {
+                    Some(record.result_text.to_string())
+                };
+                text.as_deref() == Some(want.as_str())
+            }) || engine
+                .messages()
+                .iter()
+                .any(|m| tool_call_id(m) == Some(id.as_str()) && m.result_text() == want);
+            if !whole {
+                lost += 1;
+            }
+        }
+        lost
+    }
+
+    /// The summarizer's tokens so far.
+    pub fn summarizer_tokens(&self) -> SummarizerTokens {
+        SummarizerTokens {
+            input: self.input.load(Ordering::Relaxed),
+            output: self.output.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Tool outputs some prompt left out.
+    pub fn removed_outputs(&self) -> usize {
+        self.removed.len()
+    }
+
+    /// Flushes that ran (each wrote its metrics entry).
+    pub fn flushes(&self) -> u64 {
+        self.flushes
+    }
+
+    /// Switches the cache-aware policy made.
+    pub fn switches(&self) -> u64 {
+        self.switches
+    }
+
+    /// The entries the live run would have appended, in order.
+    pub fn written(&self) -> &[Written] {
+        &self.written
+    }
+
+    /// Whether a reload of the session the live run would have left
+    /// (`recorded`, the entries fed, with [`Driver::written`] in their
+    /// places) renders the engine's messages as the live state does.
+    pub fn reload_renders_the_same(&self, recorded: &[&Entry]) -> Result<(), String> {
+        let text = branch_with_written(recorded, &self.written);
+        let header = r#"{"type":"session","version":3,"id":"simulated","timestamp":"","cwd":""}"#;
+        let session = condense_store::session::Session::parse(&format!("{header}\n{text}"));
+        let branch: Vec<&Entry> = session.entries.iter().collect();
+        let (reloaded, _problems) = condense_store::replay::replay_branch(&branch);
+        let engine = self.engine.engine();
+        let settings = condense_core::RenderSettings {
+            config: engine.config(),
+            protection: engine.protection(),
+        };
+        let messages = engine.messages();
+        let live = condense_core::render(messages, engine.state(), &settings).messages(messages);
+        let again = condense_core::render(messages, &reloaded, &settings).messages(messages);
+        if live == again {
+            return Ok(());
+        }
+        let at = live
+            .iter()
+            .zip(&again)
+            .position(|(a, b)| a != b)
+            .unwrap_or(live.len().min(again.len()));
+        Err(format!(
+            "the reload renders differently from message {at} ({} messages live, {} reloaded)",
+            live.len(),
+            again.len()
+        ))
+    }
+
+    /// The engine, for inspection.
+    pub fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.engine.engine()
+    }
+}

@@ -1,0 +1,121 @@
+//! What a host does at the harness's events that end in a flush: the
+//! engine's call, then the flush its trigger asks for, through
+//! [`run_flush`]. The pi sidecar and the simulator (`condense simulate`)
+//! both go through these, so the trigger-to-flush sequence exists once.
+//!
+//! The engine sits behind an [`EngineLock`], taken only between the LLM
+//! calls, never across an `.await`.
+
+use condense_core::{Message, TriggerKind};
+use condense_summarizer::{CancelToken, RunOptions, Summarizer};
+
+use crate::flush::run_flush;
+use crate::protocol::{Delivery, Effect, Effects};
+use crate::session::{EngineFlush, EngineLock};
+
+/// `turn_end` as the harness reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnEnd<'a> {
+    /// The turn's index in the agent run.
+    pub turn_index: i64,
+    /// The turn's assistant message.
+    pub message: &'a Message,
+    /// Its tool results.
+    pub results: &'a [Message],
+    /// The context's tokens as the harness estimates them, if it can.
+    pub tokens: Option<u64>,
+    /// The model's context window (`0`: unknown).
+    pub context_window: u64,
+    /// The host's clock (ms).
+    pub now: i64,
+}
+
+/// Runs a flush end to end and returns its effects: the summarizer's
+/// notices first, as they happened, then the flush's. Nothing when a flush
+/// is already running or this one was cancelled.
+pub async fn flush<L: EngineLock + ?Sized>(
+    lock: &L,
+    trigger: TriggerKind,
+    delivery: Delivery,
+    closing: Option<Message>,
+    summarizer: &Summarizer,
+    clock: &(dyn Fn() -> i64 + Sync),
+) -> Effects {
+    let Some(flush) = lock.engine().begin_flush(trigger, closing, clock()) else {
+        return Effects::new();
+    };
+    let options = match delivery {
+        Delivery::Runtime => RunOptions::sequential(),
+        Delivery::Session => RunOptions::default(),
+    };
+    let steps = EngineFlush { lock, delivery };
+    let cancel = CancelToken::new();
+    match run_flush(
+        &steps,
+        flush,
+        summarizer,
+        options,
+        &cancel,
+        &mut |_| {},
+        clock,
+    )
+    .await
+    {
+        Ok((notices, done)) => notices
+            .iter()
+            .map(|n| Effect::notify(n.level, n.text.clone()))
+            .chain(done.effects)
+            .collect(),
+        Err(_) => Effects::new(),
+    }
+}
+
+/// `turn_end`: capture, the budget gates, and the flush a trigger fired
+/// (its entries written to the session). `summarizer` is built only when a
+/// flush runs.
+pub async fn turn_end<L: EngineLock + ?Sized>(
+    lock: &L,
+    turn: TurnEnd<'_>,
+    summarizer: impl FnOnce() -> Summarizer,
+    clock: &(dyn Fn() -> i64 + Sync),
+) -> Effects {
+    let (mut effects, trigger) = lock.engine().turn_end(
+        turn.turn_index,
+        turn.message,
+        turn.results,
+        turn.tokens,
+        turn.context_window,
+        turn.now,
+    );
+    if let Some(t) = trigger {
+        let summarizer = summarizer();
+        effects.extend(flush(lock, t, Delivery::Session, None, &summarizer, clock).await);
+    }
+    effects
+}
+
+/// `message_end`: an assistant reply the pruning mode flushes on, with the
+/// reply threaded in as the closing message.
+pub async fn message_end<L: EngineLock + ?Sized>(
+    lock: &L,
+    message: Message,
+    summarizer: impl FnOnce() -> Summarizer,
+    clock: &(dyn Fn() -> i64 + Sync),
+) -> Effects {
+    let trigger = lock.engine().message_end(&message);
+    match trigger {
+        Some(t) => {
+            let summarizer = summarizer();
+            flush(
+                lock,
+                t,
+                Delivery::Session,
+                Some(message),
+                &summarizer,
+                clock,
+            )
+            .await
+        }
+        None => Effects::new(),
+    }
+}

@@ -1,0 +1,166 @@
+//! The engine driven through a recorded session as the live sidecar would
+//! (`condense_engine::drive`): the final reply flushes, the next call's
+//! prompt shows the summary (at once under `reference`, at the cold call
+//! after an idle gap under `cache-aware`), the summarizer's tokens are
+//! counted, every output left out can be read back, and a reload of the
+//! session the run would have left renders the same.
+
+use std::sync::Arc;
+
+use condense_core::Message;
+use condense_engine::drive::{Driver, DriverOptions};
+use condense_engine::CallFacts;
+use condense_store::session::{Entry, Session};
+use condense_summarizer::Extractive;
+use serde_json::{json, Value};
+
+const T0: i64 = 1_780_000_000_000;
+const MIN: i64 = 60_000;
+
+fn output() -> String {
+    (0..300).map(|l| format!("line {l}: ok\n")).collect()
+}
+
+/// A task (a read and a reply), then after `gap_ms` a long second prompt
+/// (20,000 characters: a rewrite from the read on costs more than the two
+/// calls left can repay), its answer, and a third prompt with its answer a
+/// minute later.
+fn session(gap_ms: i64) -> Session {
+    let t1 = T0 + 3_000 + gap_ms;
+    let messages = [
+        json!({"role": "user", "content": [{"type": "text", "text": "read f"}], "timestamp": T0}),
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read",
+            "arguments": {"path": "f.txt"}}], "stopReason": "toolUse", "timestamp": T0 + 1_000,
+            "provider": "anthropic", "model": "claude-x"}),
+        json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+            "content": [{"type": "text", "text": output()}], "isError": false, "timestamp": T0 + 2_000}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
+            "stopReason": "stop", "timestamp": T0 + 2_500, "provider": "anthropic", "model": "claude-x"}),
+        json!({"role": "user", "content": [{"type": "text", "text": "next ".repeat(4_000)}], "timestamp": t1}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Sure."}],
+            "stopReason": "stop", "timestamp": t1 + 1_000, "provider": "anthropic", "model": "claude-x"}),
+        json!({"role": "user", "content": [{"type": "text", "text": "more"}], "timestamp": t1 + MIN}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Yes."}],
+            "stopReason": "stop", "timestamp": t1 + MIN + 1_000, "provider": "anthropic", "model": "claude-x"}),
+    ];
+    let mut text = json!({"type": "session", "version": 3, "id": "d", "timestamp": "", "cwd": "/"})
+        .to_string();
+    let mut parent = Value::Null;
+    for (n, m) in messages.into_iter().enumerate() {
+        let id = format!("e{n:04}");
+        let at = m["timestamp"].as_i64().unwrap_or(T0);
+        let e = json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": condense_store::time::format_iso(at), "message": m});
+        parent = json!(id);
+        text.push('\n');
+        text.push_str(&e.to_string());
+    }
+    Session::parse(&text)
+}
+
+fn driver(policy: &str) -> Driver {
+    Driver::new(DriverOptions {
+        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
+        summarizer: Arc::new(Extractive::new()),
+        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
+        session_dir: None,
+    })
+    .expect("a driver")
+}
+
+/// Plays the branch; returns each call's prompt.
+fn play(d: &mut Driver, branch: &[&Entry]) -> Vec<Vec<Message>> {
+    let mut prompts = Vec::new();
+    let mut context: Vec<Message> = Vec::new();
+    let mut fed = 0;
+    for (i, e) in branch.iter().enumerate() {
+        let Some(m) = &e.message else { continue };
+        if m.is(&condense_core::Role::Assistant) {
+            d.feed(&branch[fed..i], Some(1_000), 200_000);
+            fed = i;
+            let facts = CallFacts {
+                now_ms: m.timestamp(),
+                model: Some("anthropic/claude-x".into()),
+            };
+            prompts.push(d.context(&context, &facts));
+        }
+        context.push(m.clone());
+    }
+    d.finish(&branch[fed..], Some(1_000));
+    prompts
+}
+
+fn shows_output(prompt: &[Message]) -> bool {
+    prompt.iter().any(|m| m.json().contains("line 299: ok"))
+}
+
+#[test]
+fn reference_shows_the_summary_at_the_call_after_the_reply() {
+    let s = session(MIN);
+    let branch = s.branch(None);
+    let mut d = driver("reference");
+    let prompts = play(&mut d, &branch);
+    assert_eq!(prompts.len(), 4);
+    assert!(
+        shows_output(&prompts[1]),
+        "the output is shown until the flush"
+    );
+    assert!(
+        !shows_output(&prompts[2]),
+        "the final reply's flush stubs it"
+    );
+    assert!(prompts[2]
+        .iter()
+        .any(|m| m.json().contains("Summarized in pruner summary")));
+    // Every final reply flushes (the later two find nothing to summarize).
+    assert_eq!(d.flushes(), 3);
+    assert_eq!(d.switches(), 0);
+    let work = d.summarizer_tokens();
+    assert!(work.input > 0 && work.output > 0, "{work:?}");
+    assert_eq!(d.removed_outputs(), 1);
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same(&branch).expect("same render");
+}
+
+#[test]
+fn cache_aware_waits_for_the_cold_call_then_shows_the_same() {
+    // A warm call a minute later keeps the output: the calls left cannot
+    // repay rewriting the long prompt after it.
+    let s = session(MIN);
+    let branch = s.branch(None);
+    let mut d = driver("cache-aware");
+    let prompts = play(&mut d, &branch);
+    assert!(shows_output(&prompts[2]) && shows_output(&prompts[3]));
+    assert_eq!((d.flushes(), d.switches()), (3, 0));
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same(&branch).expect("same render");
+
+    // After an idle gap past the TTL the cache is cold: the switch is free.
+    let s = session(10 * MIN);
+    let branch = s.branch(None);
+    let mut d = driver("cache-aware");
+    let prompts = play(&mut d, &branch);
+    assert!(!shows_output(&prompts[2]));
+    assert_eq!((d.flushes(), d.switches()), (3, 1));
+    let mut r = driver("reference");
+    assert_eq!(play(&mut r, &branch)[2], prompts[2]);
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same(&branch).expect("same render");
+}
+
+#[test]
+fn pruning_off_sends_the_context_as_is_and_writes_nothing() {
+    let s = session(MIN);
+    let branch = s.branch(None);
+    let mut d = Driver::new(DriverOptions {
+        settings: json!({"contextPrune": {"enabled": false}}),
+        summarizer: Arc::new(Extractive::new()),
+        tokens: Arc::new(|t: &str| t.len() as u64),
+        session_dir: None,
+    })
+    .expect("a driver");
+    let prompts = play(&mut d, &branch);
+    assert!(prompts.iter().skip(1).all(|p| shows_output(p)));
+    assert!(d.written().is_empty());
+    assert_eq!(d.summarizer_tokens().input, 0);
+}
