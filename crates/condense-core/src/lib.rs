@@ -141,9 +141,9 @@ pub use metrics::{compute_context_metrics, ContextMetrics};
 
 // The display policy: when flushed content is shown (cache economics).
 pub use policy::{
-    call_history, cold_share, decide_summarize, decide_switch, expected_calls, is_idle_expired,
-    switch_sizes, under_pressure, ColdEvent, Policy, SummarizeDecision, SummarizeInputs,
-    SwitchDecision, SwitchInputs, SwitchReason, SwitchSizes,
+    budget_threshold, call_history, cold_share, decide_summarize, decide_switch, expected_calls,
+    is_idle_expired, switch_sizes, under_pressure, ColdEvent, Policy, SummarizeDecision,
+    SummarizeInputs, SwitchDecision, SwitchInputs, SwitchReason, SwitchSizes,
 };
 
 // What the user is told, and how numbers read.

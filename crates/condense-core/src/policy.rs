@@ -209,6 +209,23 @@ pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
     }
 }
 
+/// The share of the context window at which the budget trigger flushes:
+/// `autoBudgetThreshold` as configured, and under the cache-aware policy at
+/// most the pressure share, so a run that never replies (where every other
+/// trigger waits) is summarized before its prompt passes the pressure limit,
+/// and the switch that shows it follows at the next call.
+pub fn budget_threshold(
+    policy: Policy,
+    configured: Option<f64>,
+    pressure_share: f64,
+) -> Option<f64> {
+    match (policy, configured) {
+        (Policy::Reference, t) => t,
+        (Policy::CacheAware, Some(t)) => Some(t.min(pressure_share)),
+        (Policy::CacheAware, None) => Some(pressure_share),
+    }
+}
+
 /// True when `prompt_tokens` reaches `share` of a known window.
 pub fn under_pressure(prompt_tokens: u64, context_window: Option<u64>, share: f64) -> bool {
     context_window.is_some_and(|w| w > 0 && prompt_tokens as f64 >= share * w as f64)

@@ -476,10 +476,15 @@ impl Engine {
             return (out, None);
         }
         // Measured on every turn: the delta trigger compares consecutive turns.
+        let threshold = condense_core::budget_threshold(
+            self.config.economy.policy,
+            self.config.auto_budget_threshold,
+            self.config.economy.pressure_share,
+        );
         let decision = self.budget.on_turn_end(
             tokens,
             context_window,
-            self.config.auto_budget_threshold,
+            threshold,
             self.config.budget_turn_delta,
         );
         self.calls.turn(context_window, decision.budget_hit);

@@ -8,7 +8,7 @@
 
 use condense_core::{
     call_history, cold_share, decide_switch, expected_calls, render, render_after_switch,
-    switch_sizes, CacheTerms, ColdEvent, Message, PriceProfile, RenderSettings, State,
+    switch_sizes, CacheTerms, ColdEvent, Message, PriceProfile, RenderSettings, Role, State,
     SwitchInputs,
 };
 use condense_store::entries::SwitchEntryData;
@@ -79,6 +79,20 @@ fn cache_terms(profile: &str) -> CacheTerms {
         })
 }
 
+/// Whether a failed call past the purge horizon (the context at the last
+/// switch) may have its arguments purged at the next switch: that, too, is
+/// something a switch removes, though no flush made it pending.
+fn purge_pending(messages: &[Message], state: &State, settings: &RenderSettings<'_>) -> bool {
+    settings.config.purge_errors.enabled
+        && messages
+            .get(state.purge_horizon().unwrap_or(0)..)
+            .is_some_and(|after| {
+                after
+                    .iter()
+                    .any(|m| m.is(&Role::ToolResult) && m.skeleton().is_error)
+            })
+}
+
 /// Decides at one call; on a switch returns the entry to persist (the
 /// caller records it in the state and appends it).
 pub(crate) fn decide(
@@ -88,7 +102,7 @@ pub(crate) fn decide(
     log: &mut CallLog,
     call: &CallFacts,
 ) -> Option<SwitchEntryData> {
-    let outcome = if state.pending_count() == 0 {
+    let outcome = if state.pending_count() == 0 && !purge_pending(messages, state, settings) {
         None
     } else {
         let current = render(messages, state, settings).messages(messages);
