@@ -254,3 +254,24 @@ fn call_history_counts_calls_after_idle_gaps() {
     let messages = [u, a(0), a(100_000), a(400_000), a(700_001)];
     assert_eq!(condense_core::call_history(&messages, 300_000), (4, 1));
 }
+
+#[test]
+fn the_cache_aware_budget_threshold_is_at_most_the_pressure_share() {
+    use condense_core::budget_threshold;
+    // The reference policy keeps pi-condense's setting, off by default.
+    assert_eq!(budget_threshold(Policy::Reference, None, 0.8), None);
+    assert_eq!(
+        budget_threshold(Policy::Reference, Some(0.9), 0.8),
+        Some(0.9)
+    );
+    // The cache-aware policy flushes by the pressure share at the latest.
+    assert_eq!(budget_threshold(Policy::CacheAware, None, 0.8), Some(0.8));
+    assert_eq!(
+        budget_threshold(Policy::CacheAware, Some(0.9), 0.8),
+        Some(0.8)
+    );
+    assert_eq!(
+        budget_threshold(Policy::CacheAware, Some(0.5), 0.8),
+        Some(0.5)
+    );
+}

@@ -164,3 +164,69 @@ fn pruning_off_sends_the_context_as_is_and_writes_nothing() {
     assert!(d.written().is_empty());
     assert_eq!(d.summarizer_tokens().input, 0);
 }
+
+/// A failed write with a large argument, five more turns, an idle gap past
+/// the TTL, and one more prompt.
+fn session_with_a_failed_write() -> Session {
+    let body = "x".repeat(20_000);
+    let mut messages = vec![
+        json!({"role": "user", "content": [{"type": "text", "text": "write f"}], "timestamp": T0}),
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "w1", "name": "write",
+            "arguments": {"path": "f.txt", "content": body}}], "stopReason": "toolUse", "timestamp": T0 + 1_000}),
+        json!({"role": "toolResult", "toolCallId": "w1", "toolName": "write",
+            "content": [{"type": "text", "text": "EACCES"}], "isError": true, "timestamp": T0 + 2_000}),
+    ];
+    for n in 0..5 {
+        let at = T0 + 3_000 + n * 2_000;
+        messages.push(
+            json!({"role": "assistant", "content": [{"type": "toolCall", "id": format!("l{n}"),
+            "name": "ls", "arguments": {"path": "."}}], "stopReason": "toolUse", "timestamp": at}),
+        );
+        messages.push(json!({"role": "toolResult", "toolCallId": format!("l{n}"), "toolName": "ls",
+            "content": [{"type": "text", "text": "f.txt"}], "isError": false, "timestamp": at + 500}));
+    }
+    let t1 = T0 + 20 * MIN;
+    messages.push(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Could not."}],
+        "stopReason": "stop", "timestamp": T0 + 14_000}),
+    );
+    messages.push(
+        json!({"role": "user", "content": [{"type": "text", "text": "retry"}], "timestamp": t1}),
+    );
+    messages.push(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Ok."}],
+        "stopReason": "stop", "timestamp": t1 + 1_000}),
+    );
+    let mut text = json!({"type": "session", "version": 3, "id": "w", "timestamp": "", "cwd": "/"})
+        .to_string();
+    let mut parent = Value::Null;
+    for (n, m) in messages.into_iter().enumerate() {
+        let id = format!("w{n:04}");
+        let at = m["timestamp"].as_i64().unwrap_or(T0);
+        let e = json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": condense_store::time::format_iso(at), "message": m});
+        parent = json!(id);
+        text.push('\n');
+        text.push_str(&e.to_string());
+    }
+    Session::parse(&text)
+}
+
+#[test]
+fn a_failed_calls_arguments_are_purged_at_the_cold_call_under_cache_aware() {
+    let s = session_with_a_failed_write();
+    let branch = s.branch(None);
+    let mut reference = driver("reference");
+    let by_reference = play(&mut reference, &branch);
+    let mut aware = driver("cache-aware");
+    let by_aware = play(&mut aware, &branch);
+    let last = by_reference.len() - 1;
+    let purged = |p: &[Message]| p.iter().any(|m| m.json().contains("purged-errored-args"));
+    assert!(purged(&by_reference[last]));
+    // Nothing was summarized to make it pending, but the cold call is the
+    // free moment to show the purge too.
+    assert!(purged(&by_aware[last]), "{:?}", aware.written());
+    assert_eq!(by_aware[last], by_reference[last]);
+    assert_eq!(aware.switches(), 1);
+    aware.reload_renders_the_same(&branch).expect("same render");
+}
