@@ -127,10 +127,10 @@ impl Written {
     }
 }
 
-/// The branch a live run would have left: the recorded entries with the
+/// The branch a live run would have left: the recorded entries' lines with the
 /// written ones in their places, relinked parent to child, as the lines of
 /// a session file without its header (what [`StartParams::branch`] takes).
-pub fn branch_with_written(recorded: &[&Entry], written: &[Written]) -> String {
+pub fn branch_with_written(recorded: &[String], written: &[Written]) -> String {
     fn push(lines: &mut Vec<String>, mut v: Value, parent: &mut Value) {
         v["parentId"] = parent.clone();
         *parent = v["id"].clone();
@@ -146,11 +146,11 @@ pub fn branch_with_written(recorded: &[&Entry], written: &[Written]) -> String {
     let mut lines = Vec::with_capacity(recorded.len() + written.len());
     let mut parent = Value::Null;
     let mut next = written.iter().peekable();
-    for (n, entry) in recorded.iter().enumerate() {
+    for (n, line) in recorded.iter().enumerate() {
         while let Some(w) = next.next_if(|w| w.after <= n) {
             push_written(&mut lines, w, &mut parent);
         }
-        if let Ok(v) = serde_json::from_str::<Value>(entry.raw()) {
+        if let Ok(v) = serde_json::from_str::<Value>(line) {
             push(&mut lines, v, &mut parent);
         }
     }
@@ -180,7 +180,8 @@ pub struct Driver {
     blob_dir: Option<PathBuf>,
     turn: Option<Turn>,
     turn_index: i64,
-    fed: usize,
+    /// The recorded entries fed so far, as their lines.
+    fed: Vec<String>,
     now: i64,
     context_window: u64,
     written: Vec<Written>,
@@ -241,7 +242,7 @@ impl Driver {
             blob_dir,
             turn: None,
             turn_index: 0,
-            fed: 0,
+            fed: Vec::new(),
             now: 0,
             context_window: 0,
             written: Vec::new(),
@@ -276,7 +277,7 @@ impl Driver {
                 _ => continue,
             }
             self.written.push(Written {
-                after: self.fed,
+                after: self.fed.len(),
                 at: self.now,
                 effect,
             });
@@ -334,7 +335,7 @@ impl Driver {
     pub fn feed(&mut self, entries: &[&Entry], usage: Option<u64>, context_window: u64) {
         self.context_window = context_window;
         for entry in entries {
-            self.fed += 1;
+            self.fed.push(entry.raw().to_owned());
             let Some(message) = entry.message.as_ref() else {
                 continue;
             };
@@ -488,11 +489,11 @@ impl Driver {
         &self.written
     }
 
-    /// Whether a reload of the session the live run would have left
-    /// (`recorded`, the entries fed, with [`Driver::written`] in their
-    /// places) renders the engine's messages as the live state does.
-    pub fn reload_renders_the_same(&self, recorded: &[&Entry]) -> Result<(), String> {
-        let text = branch_with_written(recorded, &self.written);
+    /// Whether a reload of the session the live run would have left (the
+    /// entries fed, with [`Driver::written`] in their places) renders the
+    /// engine's messages as the live state does.
+    pub fn reload_renders_the_same(&self) -> Result<(), String> {
+        let text = branch_with_written(&self.fed, &self.written);
         let header = r#"{"type":"session","version":3,"id":"simulated","timestamp":"","cwd":""}"#;
         let session = condense_store::session::Session::parse(&format!("{header}\n{text}"));
         let branch: Vec<&Entry> = session.entries.iter().collect();

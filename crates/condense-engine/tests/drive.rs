@@ -119,7 +119,7 @@ fn reference_shows_the_summary_at_the_call_after_the_reply() {
     assert!(work.input > 0 && work.output > 0, "{work:?}");
     assert_eq!(d.removed_outputs(), 1);
     assert_eq!(d.unrecoverable(), 0);
-    d.reload_renders_the_same(&branch).expect("same render");
+    d.reload_renders_the_same().expect("same render");
 }
 
 #[test]
@@ -133,7 +133,7 @@ fn cache_aware_waits_for_the_cold_call_then_shows_the_same() {
     assert!(shows_output(&prompts[2]) && shows_output(&prompts[3]));
     assert_eq!((d.flushes(), d.switches()), (3, 0));
     assert_eq!(d.unrecoverable(), 0);
-    d.reload_renders_the_same(&branch).expect("same render");
+    d.reload_renders_the_same().expect("same render");
 
     // After an idle gap past the TTL the cache is cold: the switch is free.
     let s = session(10 * MIN);
@@ -145,7 +145,7 @@ fn cache_aware_waits_for_the_cold_call_then_shows_the_same() {
     let mut r = driver("reference");
     assert_eq!(play(&mut r, &branch)[2], prompts[2]);
     assert_eq!(d.unrecoverable(), 0);
-    d.reload_renders_the_same(&branch).expect("same render");
+    d.reload_renders_the_same().expect("same render");
 }
 
 #[test]
@@ -228,5 +228,5 @@ fn a_failed_calls_arguments_are_purged_at_the_cold_call_under_cache_aware() {
     assert!(purged(&by_aware[last]), "{:?}", aware.written());
     assert_eq!(by_aware[last], by_reference[last]);
     assert_eq!(aware.switches(), 1);
-    aware.reload_renders_the_same(&branch).expect("same render");
+    aware.reload_renders_the_same().expect("same render");
 }

@@ -197,11 +197,14 @@ impl PromptSource for EnginePolicy {
         driver.finish(trailing_entries, last_usage);
         let (unrecoverable, flushes, switches) =
             (driver.unrecoverable(), driver.flushes(), driver.switches());
+        let reload_mismatch = driver.reload_renders_the_same().err();
         Ok(Finish {
             summarizer: self.work_since(),
             unrecoverable_outputs: unrecoverable,
             flushes,
             switches,
+            reload_mismatch,
+            reload_checked: true,
         })
     }
 }

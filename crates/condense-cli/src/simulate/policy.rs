@@ -59,7 +59,7 @@ pub struct Prompt<'a> {
 }
 
 /// What a policy reports once the branch has been replayed.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Finish {
     /// Summarizer work after the last call (e.g. an agent-end flush).
     pub summarizer: SummarizerWork,
@@ -70,6 +70,11 @@ pub struct Finish {
     pub flushes: u64,
     /// Switches the cache-aware policy made.
     pub switches: u64,
+    /// Why a reload of the session the run would have left renders
+    /// otherwise than the run did (`None`: the same, or not checked).
+    pub reload_mismatch: Option<String>,
+    /// The reload was checked (engine-driven policies).
+    pub reload_checked: bool,
 }
 
 /// A pruning policy as the simulator drives it.

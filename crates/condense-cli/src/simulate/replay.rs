@@ -92,6 +92,9 @@ pub struct PolicyRun {
     pub flushes: u64,
     /// Switches the cache-aware policy made.
     pub switches: u64,
+    /// For an engine-driven policy: whether a reload of the session the
+    /// run would have left renders what the run did (`Err`: how not).
+    pub reload: Option<Result<(), String>>,
 }
 
 /// When an assistant message's call was made: the message's own timestamp
@@ -128,6 +131,7 @@ pub fn replay(
         unrecoverable_outputs: 0,
         flushes: 0,
         switches: 0,
+        reload: None,
     };
     let mut previous_usage: Option<u64> = None;
 
@@ -219,6 +223,9 @@ pub fn replay(
     run.unrecoverable_outputs = finish.unrecoverable_outputs;
     run.flushes = finish.flushes;
     run.switches = finish.switches;
+    run.reload = finish
+        .reload_checked
+        .then(|| finish.reload_mismatch.map_or(Ok(()), Err));
     Ok(run)
 }
 

@@ -88,6 +88,12 @@ fn run_json(run: &PolicyRun, profile: &PriceProfile, per_call: bool) -> Value {
     );
     m.insert("flushes".into(), json!(run.flushes));
     m.insert("switches".into(), json!(run.switches));
+    if let Some(reload) = &run.reload {
+        m.insert("reload_renders_the_same".into(), json!(reload.is_ok()));
+        if let Err(why) = reload {
+            m.insert("reload_mismatch".into(), json!(why));
+        }
+    }
     Value::Object(m)
 }
 
@@ -339,6 +345,17 @@ impl Report<'_> {
                     pct(90),
                     billed.last().copied().unwrap_or(0.0)
                 ));
+            }
+        }
+        for sim in self.sims {
+            for run in &sim.runs {
+                if let Some(Err(why)) = &run.reload {
+                    out.push_str(&format!(
+                        "reload differs: {} under {}: {why}\n",
+                        sim.path.display(),
+                        run.policy
+                    ));
+                }
             }
         }
         for failure in self.failures {

@@ -1,0 +1,90 @@
+//! Properties of the engine-driven policies over generated sessions with
+//! random idle gaps (`condense gen --idle-gaps`), checked through
+//! `condense simulate --json`: billed input with the summarizer included
+//! never above no pruning's (within the pressure limit, where no pruning
+//! would have to compact), every output a prompt left out readable back
+//! whole, and a reload of the session each run would have left rendering
+//! what the run rendered.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use proptest::prelude::*;
+use serde_json::Value;
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "condense-simulate-properties-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn condense(dir: &Path, args: &[&str]) -> Output {
+    let agent = dir.join("agent-home");
+    std::fs::create_dir_all(&agent).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .env("PI_CODING_AGENT_DIR", &agent)
+        .output()
+        .expect("condense runs")
+}
+
+fn simulate(seed: u64, tokens: u64, gaps: u64, shape: &str) -> Value {
+    let dir = dir();
+    let file = dir.join(format!("s{seed}-{tokens}-{gaps}-{shape}.jsonl"));
+    let out = condense(
+        &dir,
+        &[
+            "gen",
+            "--tokens",
+            &tokens.to_string(),
+            "--seed",
+            &seed.to_string(),
+            "--idle-gaps",
+            &gaps.to_string(),
+            "--shape",
+            shape,
+            "-o",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = condense(&dir, &["simulate", file.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_file(&file);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pruning_never_bills_more_loses_nothing_and_reloads_the_same(
+        seed in 1u64..10_000,
+        tokens in 15_000u64..90_000,
+        gaps in 0u64..70,
+        shape in prop::sample::select(vec!["realistic", "tasks"]),
+    ) {
+        let v = simulate(seed, tokens, gaps, shape);
+        let p = &v["sessions"][0]["policies"];
+        let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
+        for name in ["reference", "cache-aware"] {
+            prop_assert_eq!(&p[name]["outputs_recoverable"], &p[name]["tool_outputs"], "{}", name);
+            prop_assert_eq!(&p[name]["reload_renders_the_same"], &Value::Bool(true), "{}", name);
+        }
+        prop_assert!(
+            billed("cache-aware") <= billed("none"),
+            "cache-aware {} > none {}", billed("cache-aware"), billed("none")
+        );
+    }
+}
