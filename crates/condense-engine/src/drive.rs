@@ -514,10 +514,17 @@ impl Driver {
             .zip(&again)
             .position(|(a, b)| a != b)
             .unwrap_or(live.len().min(again.len()));
+        let head = |ms: &[Message]| {
+            ms.get(at)
+                .map(|m| m.json().chars().take(160).collect::<String>())
+                .unwrap_or_default()
+        };
         Err(format!(
-            "the reload renders differently from message {at} ({} messages live, {} reloaded)",
+            "the reload renders differently from message {at} ({} messages live, {} reloaded): live {} | reloaded {}",
             live.len(),
-            again.len()
+            again.len(),
+            head(&live),
+            head(&again)
         ))
     }
 
