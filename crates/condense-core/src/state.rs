@@ -504,10 +504,17 @@ impl State {
             .occurrence(&original.id, original.result_timestamp)
             .and_then(|o| o.short_ref.clone());
         let occ = self.occurrence_mut(new);
-        occ.since.get_or_insert(since);
+        // Replay applies aliases after its walk, so an index record of the
+        // same occurrence written *after* the alias (a later flush indexing
+        // it) is already there: live, that record came second and set the
+        // short ref, and the alias's earlier position decided when it was
+        // shown. So the earliest position wins, and a record's own short ref
+        // stays. (Live, an occurrence with a record is never aliased after.)
+        occ.since = Some(occ.since.map_or(since, |s| s.min(since)));
+        let own_record = occ.record.is_some();
         occ.alias_of = Some(original.clone());
-        if let Some(s) = short {
-            occ.short_ref = Some(s.clone());
+        if let Some(s) = short.filter(|_| !own_record) {
+            occ.short_ref = Some(s);
         }
     }
 
@@ -714,6 +721,41 @@ mod tests {
         assert_eq!(s.next_short_ref(), 2);
         let refs = s.allocate_short_refs(&[OccurrenceKey::parse("x@1")]);
         assert_eq!(refs[0].short_id, "t2");
+    }
+
+    /// Live: an output is aliased to an earlier one (at capture), a switch
+    /// shows it, and a later flush indexes the same occurrence with a short
+    /// ref of its own. Replay applies the alias after its walk, so it sees
+    /// the record first: the alias's earlier position and the record's ref
+    /// must still win, or a reload renders a pending output and another ref.
+    #[test]
+    fn an_alias_replayed_after_a_later_record_of_its_occurrence_keeps_the_live_order() {
+        let new = OccurrenceKey::parse("bash_99@4150");
+        let original = OccurrenceKey::parse("bash_23@1150");
+        let mut live = State::new();
+        live.add_record(rec("bash_23", Some(1150), "SAME"), true);
+        live.register_summary_refs(&[sref("t1", "bash_23", Some(1150))]);
+        live.register_dedup_alias(&new, &original);
+        live.record_switch(10);
+        live.add_record(rec("bash_99", Some(4150), "SAME"), true);
+        live.register_summary_refs(&[sref("t2", "bash_99", Some(4150))]);
+        live.record_switch(20);
+
+        let mut replay = State::new();
+        replay.add_record(rec("bash_23", Some(1150), "SAME"), true);
+        replay.register_summary_refs(&[sref("t1", "bash_23", Some(1150))]);
+        replay.record_switch(10);
+        replay.add_record(rec("bash_99", Some(4150), "SAME"), true);
+        replay.register_summary_refs(&[sref("t2", "bash_99", Some(4150))]);
+        replay.record_switch(20);
+        // The alias entry sat before the first switch.
+        replay.register_dedup_alias_since(&new, &original, 0);
+
+        for s in [&live, &replay] {
+            let target = s.stub_target("bash_99", Some(4150)).unwrap();
+            assert_eq!(target.since, Some(0));
+            assert_eq!(target.short_ref, Some("t2"));
+        }
     }
 
     #[test]
