@@ -91,7 +91,7 @@ proptest! {
     }
 
     #[test]
-    #[ignore = "not met yet: seed 8888, 15,000 tokens, no gaps, tasks bills 73,322 under cache-aware against 65,533 without pruning"]
+    #[ignore = "not met yet: seed 8888, 15,000 tokens, no gaps, tasks bills 77,260 under cache-aware (and reference) against 65,533 without pruning"]
     fn cache_aware_never_bills_more_than_no_pruning(
         seed in 1u64..10_000,
         tokens in 15_000u64..90_000,

@@ -127,6 +127,27 @@ impl Written {
     }
 }
 
+impl Written {
+    /// The message this entry adds to pi's context, if any (a summary),
+    /// as pi's `buildSessionContext` makes it.
+    fn context_message(&self) -> Option<Message> {
+        if !matches!(self.effect, Effect::AppendMessage { .. }) {
+            return None;
+        }
+        let mut v = self.entry()?;
+        v["id"] = json!("simulated");
+        v["parentId"] = Value::Null;
+        v["timestamp"] = json!(condense_store::time::format_iso(self.at));
+        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"","cwd":""}"#;
+        let session = condense_store::session::Session::parse(&format!("{header}\n{v}"));
+        let entries: Vec<&Entry> = session.entries.iter().collect();
+        condense_store::context::build_context(&entries)
+            .messages
+            .into_iter()
+            .next()
+    }
+}
+
 /// The branch a live run would have left: the recorded entries' lines with the
 /// written ones in their places, relinked parent to child, as the lines of
 /// a session file without its header (what [`StartParams::branch`] takes).
@@ -189,6 +210,14 @@ pub struct Driver {
     switches: u64,
     /// Tool outputs some prompt left out, by tool-call id, as recorded.
     removed: HashMap<String, Message>,
+    /// Messages pi's context holds from the recorded entries fed so far.
+    recorded_messages: usize,
+    /// A compaction was fed: pi rebuilt the context, and where the
+    /// messages below go in it is no longer known.
+    compacted: bool,
+    /// The messages written entries add to pi's context (the flushes'
+    /// summaries), each after that many recorded context messages.
+    inserted: Vec<(usize, Message)>,
 }
 
 /// The tool-call id of a tool result.
@@ -249,6 +278,9 @@ impl Driver {
             flushes: 0,
             switches: 0,
             removed: HashMap::new(),
+            recorded_messages: 0,
+            compacted: false,
+            inserted: Vec::new(),
         })
     }
 
@@ -276,11 +308,15 @@ impl Driver {
                 Effect::AppendMessage { .. } => {}
                 _ => continue,
             }
-            self.written.push(Written {
+            let written = Written {
                 after: self.fed.len(),
                 at: self.now,
                 effect,
-            });
+            };
+            if let Some(m) = written.context_message() {
+                self.inserted.push((self.recorded_messages, m));
+            }
+            self.written.push(written);
         }
     }
 
@@ -335,8 +371,23 @@ impl Driver {
     pub fn feed(&mut self, entries: &[&Entry], usage: Option<u64>, context_window: u64) {
         self.context_window = context_window;
         for entry in entries {
-            self.fed.push(entry.raw().to_owned());
+            let adds = if entry.kind == condense_store::session::EntryType::Compaction {
+                self.compacted = true;
+                0
+            } else {
+                condense_store::context::build_context(&[*entry])
+                    .messages
+                    .len()
+            };
+            let is_assistant = entry
+                .message
+                .as_ref()
+                .is_some_and(|m| m.is(&Role::Assistant));
+            if !is_assistant {
+                self.recorded_messages += adds;
+            }
             let Some(message) = entry.message.as_ref() else {
+                self.fed.push(entry.raw().to_owned());
                 continue;
             };
             if let Some(ts) = message.timestamp() {
@@ -344,12 +395,18 @@ impl Driver {
             }
             if message.is(&Role::ToolResult) {
                 if let Some(turn) = self.turn.as_mut() {
+                    self.fed.push(entry.raw().to_owned());
                     turn.results.push(message.clone());
                     continue;
                 }
             }
             self.close_turn();
-            if message.is(&Role::Assistant) {
+            if !message.is(&Role::Assistant) {
+                self.fed.push(entry.raw().to_owned());
+            } else {
+                // pi persists the reply after `message_end`: what a flush
+                // there appends comes before it, in the file and in the
+                // context.
                 let clock = self.now;
                 let effects = self.runtime.block_on(host::message_end(
                     &self.engine,
@@ -358,6 +415,8 @@ impl Driver {
                     &move || clock,
                 ));
                 self.keep(effects);
+                self.recorded_messages += adds;
+                self.fed.push(entry.raw().to_owned());
                 self.turn = Some(Turn {
                     message: message.clone(),
                     results: Vec::new(),
@@ -374,6 +433,13 @@ impl Driver {
     /// before the next call's `context`).
     pub fn context(&mut self, messages: &[Message], call: &CallFacts) -> Vec<Message> {
         self.close_turn();
+        let with_summaries;
+        let messages = if self.inserted.is_empty() || self.compacted {
+            messages
+        } else {
+            with_summaries = self.with_inserted(messages);
+            &with_summaries[..]
+        };
         if let Some(ms) = call.now_ms {
             self.now = self.now.max(ms);
         }
@@ -406,6 +472,21 @@ impl Driver {
         }
         self.note_removed(messages.get(shown..).unwrap_or_default());
         prompt
+    }
+
+    /// `messages` (the recorded entries' context) with the messages the
+    /// run's own entries added in their places, as pi's context holds them.
+    fn with_inserted(&self, messages: &[Message]) -> Vec<Message> {
+        let mut out = Vec::with_capacity(messages.len() + self.inserted.len());
+        let mut next = self.inserted.iter().peekable();
+        for (n, m) in messages.iter().enumerate() {
+            while let Some((_, summary)) = next.next_if(|(before, _)| *before <= n) {
+                out.push(summary.clone());
+            }
+            out.push(m.clone());
+        }
+        out.extend(next.map(|(_, summary)| summary.clone()));
+        out
     }
 
     fn note_removed(&mut self, left_out: &[Message]) {

@@ -508,7 +508,6 @@ fn simulate_none_agrees_with_what_the_server_received() {
 /// pi-condense's behaviour: the extension with its default trigger (a
 /// flush at the final reply), the summaries shown at once.
 #[test]
-#[ignore = "simulate leaves the summary messages a flush appends out of later prompts (docs/economy.md, The simulator against reality)"]
 fn simulate_reference_agrees_with_what_the_server_received() {
     let settings = json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}});
     if let Some(received) = agree("reference", settings, true, |_, _| {}) {
@@ -519,7 +518,6 @@ fn simulate_reference_agrees_with_what_the_server_received() {
 /// The cache-aware policy: summaries shown at the switches it decides (the
 /// second run is a resume, so its first call may switch for free).
 #[test]
-#[ignore = "simulate leaves the summary messages a flush appends out of later prompts (docs/economy.md, The simulator against reality)"]
 fn simulate_cache_aware_agrees_with_what_the_server_received() {
     let settings = cache_aware();
     if let Some(received) = agree(
