@@ -3,39 +3,14 @@
 //! re-querying `context_tree_query` refs at known user-turn-group gaps, one
 //! with a malformed line and one that cannot be read at all.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use condense_gen::{Shape, SynthOptions, SynthStats};
 use serde_json::{json, Value};
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("condense-corpus-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Runs `condense` with an empty agent dir so no user settings leak in.
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    let agent = dir.join("agent-home");
-    std::fs::create_dir_all(&agent).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .expect("condense runs")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use support::{condense, json_of, temp_dir};
 
 /// A hand-written pi session: one branch of `message` entries.
 struct Hand {
@@ -158,7 +133,7 @@ fn median(mut xs: Vec<u64>) -> u64 {
 
 #[test]
 fn corpus_report_over_twenty_sessions() {
-    let dir = temp_dir("twenty");
+    let dir = temp_dir("corpus", "twenty");
     let root = dir.join("sessions");
     let nested = root.join("--home-dev-project--").join("older");
     std::fs::create_dir_all(&nested).unwrap();
@@ -393,7 +368,7 @@ fn corpus_report_over_twenty_sessions() {
 
 #[test]
 fn a_single_session_agrees_with_status() {
-    let dir = temp_dir("single");
+    let dir = temp_dir("corpus", "single");
     let root = dir.join("s");
     std::fs::create_dir_all(&root).unwrap();
     let path = root.join("one.jsonl");
@@ -444,7 +419,7 @@ fn a_single_session_agrees_with_status() {
 
 #[test]
 fn a_missing_directory_is_a_data_problem_and_an_empty_one_is_not() {
-    let dir = temp_dir("missing");
+    let dir = temp_dir("corpus", "missing");
     let out = condense(&dir, &["corpus", dir.join("nope").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);

@@ -1,38 +1,13 @@
 //! `condense demo`: runs in a fresh temporary directory, and every mechanism
 //! it lists reclaimed something.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
+
+use std::path::Path;
 
 use serde_json::Value;
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("condense-demo-test-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Runs `condense` with an empty agent dir so no user settings leak in.
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    let agent = dir.join("agent-home");
-    std::fs::create_dir_all(&agent).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .expect("condense runs")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use support::{condense, json_of, temp_dir};
 
 const MECHANISMS: [&str; 5] = [
     "stubReplace",
@@ -44,7 +19,7 @@ const MECHANISMS: [&str; 5] = [
 
 #[test]
 fn every_mechanism_reclaims_and_the_sizes_add_up() {
-    let dir = temp_dir("json");
+    let dir = temp_dir("demo-test", "json");
     let r = json_of(&condense(&dir, &["demo", "--json"]));
     let n = |v: &Value| v.as_i64().unwrap();
     for m in MECHANISMS {
@@ -88,7 +63,7 @@ fn every_mechanism_reclaims_and_the_sizes_add_up() {
 
 #[test]
 fn kept_session_renders_to_the_reported_size() {
-    let dir = temp_dir("keep");
+    let dir = temp_dir("demo-test", "keep");
     let keep = dir.join("demo");
     let r = json_of(&condense(
         &dir,
@@ -126,7 +101,7 @@ fn kept_session_renders_to_the_reported_size() {
 
 #[test]
 fn readable_report_fits_a_terminal() {
-    let dir = temp_dir("text");
+    let dir = temp_dir("demo-test", "text");
     let out = condense(&dir, &["demo"]);
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();

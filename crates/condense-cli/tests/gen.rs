@@ -1,18 +1,10 @@
 //! `condense gen` writes sessions the rest of the CLI reads.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-/// Runs `condense` with an empty agent dir so no user settings leak in.
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    let agent = dir.join("agent");
-    std::fs::create_dir_all(&agent).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .expect("condense runs")
-}
+use std::process::Output;
+
+use support::{condense, temp_dir};
 
 fn ok(out: &Output) {
     assert!(
@@ -23,16 +15,9 @@ fn ok(out: &Output) {
     );
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("condense-gen-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn generated_session_renders_and_answers_queries() {
-    let dir = temp_dir("render");
+    let dir = temp_dir("gen", "render");
     let file = dir.join("s.jsonl");
     let f = file.to_str().unwrap();
     ok(&condense(
@@ -83,7 +68,7 @@ fn generated_session_renders_and_answers_queries() {
 
 #[test]
 fn stdout_and_file_are_the_same_bytes_and_seeded() {
-    let dir = temp_dir("stdout");
+    let dir = temp_dir("gen", "stdout");
     let file = dir.join("t.jsonl");
     let args = [
         "gen",
@@ -115,7 +100,7 @@ fn stdout_and_file_are_the_same_bytes_and_seeded() {
 
 #[test]
 fn unpruned_session_renders_unchanged() {
-    let dir = temp_dir("plain");
+    let dir = temp_dir("gen", "plain");
     let file = dir.join("p.jsonl");
     let f = file.to_str().unwrap();
     ok(&condense(
@@ -138,7 +123,7 @@ fn unpruned_session_renders_unchanged() {
 
 #[test]
 fn bad_shape_is_a_usage_error() {
-    let dir = temp_dir("usage");
+    let dir = temp_dir("gen", "usage");
     let out = condense(&dir, &["gen", "--shape", "spiral"]);
     assert_eq!(out.status.code(), Some(1));
     let _ = std::fs::remove_dir_all(&dir);

@@ -2,37 +2,13 @@
 //! from their messages' lengths, the pi-mono sessions against their
 //! recorded usage, and a directory of generated sessions.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::{json, Value};
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("condense-simulate-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    let agent = dir.join("agent-home");
-    std::fs::create_dir_all(&agent).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .expect("condense runs")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use support::{condense, json_of, temp_dir};
 
 /// The pi-mono fixtures: `shared/` beside the checkout (CI, main), or beside
 /// the worktrees' parent.
@@ -116,7 +92,7 @@ fn tool_result(text: &str, at: i64) -> Value {
 
 #[test]
 fn calls_are_billed_from_their_prompts_prefixes_and_gaps() {
-    let dir = temp_dir("hand");
+    let dir = temp_dir("simulate", "hand");
     let mut s = Hand::new();
     // With one token per character of content, no framing per message and
     // 100 tokens of overhead, a prompt is 100 + the lengths of its texts.
@@ -245,7 +221,7 @@ fn calls_are_billed_from_their_prompts_prefixes_and_gaps() {
 
 #[test]
 fn a_compaction_rewrites_the_prompt_from_its_first_message() {
-    let dir = temp_dir("compaction");
+    let dir = temp_dir("simulate", "compaction");
     let mut s = Hand::new();
     s.message(user("first task", T0), T0);
     s.message(assistant("m1", &"a".repeat(3000), T0 + 1000, 1), T0 + 1000);
@@ -308,7 +284,7 @@ fn recorded_prompts(path: &Path) -> (u64, u64) {
 #[test]
 fn the_no_pruning_replay_reproduces_the_recorded_pi_mono_prompts() {
     let dir = pi_mono_dir();
-    let tmp = temp_dir("pi-mono");
+    let tmp = temp_dir("simulate", "pi-mono");
     let out = condense(
         &tmp,
         &[
@@ -363,7 +339,7 @@ fn the_no_pruning_replay_reproduces_the_recorded_pi_mono_prompts() {
 
 #[test]
 fn a_directory_reports_totals_and_distributions_and_names_unreadable_files() {
-    let dir = temp_dir("corpus");
+    let dir = temp_dir("simulate", "corpus");
     for seed in ["1", "2", "3"] {
         let file = dir.join(format!("s{seed}.jsonl"));
         let out = condense(
@@ -415,7 +391,7 @@ fn a_directory_reports_totals_and_distributions_and_names_unreadable_files() {
 #[test]
 fn the_chart_has_a_line_per_policy_and_the_recorded_figures() {
     let dir = pi_mono_dir();
-    let tmp = temp_dir("svg");
+    let tmp = temp_dir("simulate", "svg");
     let svg = tmp.join("chart.svg");
     let file = dir.join("before-compaction.jsonl");
     let out = condense(
@@ -455,7 +431,7 @@ fn the_chart_has_a_line_per_policy_and_the_recorded_figures() {
 
 #[test]
 fn bad_options_are_usage_errors() {
-    let tmp = temp_dir("usage");
+    let tmp = temp_dir("simulate", "usage");
     let file = pi_mono_dir().join("large-session.jsonl");
     let f = file.to_str().unwrap();
     for args in [

@@ -2,40 +2,13 @@
 //! `cache-aware` and a settings file side by side with `none`, on generated
 //! sessions with idle gaps.
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "condense-simulate-policies-{tag}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    let agent = dir.join("agent-home");
-    std::fs::create_dir_all(&agent).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .expect("condense runs")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "status {:?}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
+use support::{condense, json_of, temp_dir};
 
 /// A generated session of `tokens` with idle gaps before a third of the
 /// prompts.
@@ -69,7 +42,7 @@ fn f64_of(v: &Value) -> f64 {
 
 #[test]
 fn the_policies_run_side_by_side_through_the_engine() {
-    let dir = temp_dir("side");
+    let dir = temp_dir("simulate-policies", "side");
     let file = generated(&dir, 7, 80_000);
     let v = json_of(&condense(
         &dir,
@@ -124,7 +97,7 @@ fn the_policies_run_side_by_side_through_the_engine() {
 
 #[test]
 fn a_settings_file_selects_the_behaviour() {
-    let dir = temp_dir("settings");
+    let dir = temp_dir("simulate-policies", "settings");
     let file = generated(&dir, 11, 50_000);
     let run = |settings: &str| -> Value {
         let path = dir.join("settings.json");
@@ -164,7 +137,7 @@ fn a_settings_file_selects_the_behaviour() {
 
 #[test]
 fn an_llm_sized_summarizer_writes_longer_summaries() {
-    let dir = temp_dir("llm");
+    let dir = temp_dir("simulate-policies", "llm");
     let file = generated(&dir, 5, 50_000);
     let run = |summarizer: &str| -> Value {
         let v = json_of(&condense(
@@ -195,7 +168,7 @@ fn an_llm_sized_summarizer_writes_longer_summaries() {
 
 #[test]
 fn bad_policy_options_are_usage_errors() {
-    let dir = temp_dir("usage");
+    let dir = temp_dir("simulate-policies", "usage");
     let file = generated(&dir, 1, 20_000);
     let f = file.to_str().unwrap();
     for args in [

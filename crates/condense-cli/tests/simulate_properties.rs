@@ -9,11 +9,14 @@
 //! docs/economy.md): `cache-aware` billing at most no pruning's (a short
 //! session whose summaries are never repaid).
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
+
+use std::path::PathBuf;
 
 use proptest::prelude::*;
 use serde_json::Value;
+
+use support::condense;
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!(
@@ -22,16 +25,6 @@ fn dir() -> PathBuf {
     ));
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    let agent = dir.join("agent-home");
-    std::fs::create_dir_all(&agent).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .expect("condense runs")
 }
 
 fn simulate(seed: u64, tokens: u64, gaps: u64, shape: &str) -> Value {

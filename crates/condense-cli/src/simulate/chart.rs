@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use condense_core::PriceProfile;
+use condense_core::{recorded_bill, PriceProfile};
 use plotters::prelude::*;
 
-use super::replay::{recorded_bill, PolicyRun};
+use super::replay::PolicyRun;
 use super::SessionSim;
 
 /// One line of each panel: (call number, prompt tokens) and (call number,

@@ -8,7 +8,10 @@
 //! whole messages equal byte for byte (providers cache at block
 //! boundaries), plus the fixed overhead, unless the model changed.
 
-use condense_core::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall, PriceProfile};
+use condense_core::{
+    bill_call, recorded_bill, BillTotals, CallBill, CallTokens, PreviousCall, PriceProfile,
+    RecordedUsage,
+};
 use condense_core::{Message, Role};
 use condense_store::context::build_context;
 use condense_store::session::{Entry, EntryType};
@@ -17,31 +20,6 @@ use serde::Deserialize;
 
 use super::policy::{CallInput, PromptSource, SummarizerWork};
 use super::tokens::TokenCount;
-
-/// Usage a provider reported for a call, as pi records it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RecordedUsage {
-    /// Uncached prompt tokens.
-    #[serde(default)]
-    pub input: u64,
-    /// Prompt tokens read from the cache.
-    #[serde(default)]
-    pub cache_read: u64,
-    /// Prompt tokens written to the cache.
-    #[serde(default)]
-    pub cache_write: u64,
-    /// Output tokens.
-    #[serde(default)]
-    pub output: u64,
-}
-
-impl RecordedUsage {
-    /// The whole prompt.
-    pub fn prompt(&self) -> u64 {
-        self.input + self.cache_read + self.cache_write
-    }
-}
 
 /// What the session recorded of an assistant message.
 #[derive(Debug, Default, Deserialize)]
@@ -227,31 +205,6 @@ pub fn replay(
         .reload_checked
         .then(|| finish.reload_mismatch.map_or(Ok(()), Err));
     Ok(run)
-}
-
-/// What the provider actually billed a recorded call, priced by `profile`:
-/// its recorded split of plain input, cache writes and cache reads.
-pub fn recorded_bill(profile: &PriceProfile, usage: &RecordedUsage) -> CallBill {
-    let output_units = usage.output as f64 * profile.output;
-    match profile.cache {
-        Some(c) => CallBill {
-            cache_read: usage.cache_read,
-            cache_write: usage.cache_write,
-            uncached: usage.input,
-            output: usage.output,
-            input_units: usage.input as f64
-                + usage.cache_write as f64 * c.write
-                + usage.cache_read as f64 * c.read,
-            output_units,
-        },
-        None => CallBill {
-            uncached: usage.prompt(),
-            output: usage.output,
-            input_units: usage.prompt() as f64,
-            output_units,
-            ..CallBill::default()
-        },
-    }
 }
 
 /// The recorded calls of a run, billed as recorded (`None`: the session
