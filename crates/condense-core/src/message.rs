@@ -170,6 +170,17 @@ impl PartialEq for Message {
 }
 
 impl Message {
+    /// True when both are the very same message (one shared text), not
+    /// merely equal: what render memos key on.
+    pub(crate) fn same(&self, other: &Message) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// An address unique among live messages (see [`Message::same`]).
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Reads a message from its JSON text. The text is kept as given.
     pub fn from_json(json: &str) -> Result<Message, MessageError> {
         let skeleton = parse_skeleton(json)?;

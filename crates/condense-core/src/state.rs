@@ -21,6 +21,7 @@ use std::sync::{Mutex, OnceLock};
 use crate::fxhash::FxHashMap;
 use crate::message::Message;
 use crate::render::chain_memo::ChainMemo;
+use crate::render::purge_memo::PurgeMemo;
 
 use crate::occurrence::{split_occurrence, OccurrenceKey};
 use crate::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
@@ -112,6 +113,7 @@ pub struct State {
     by_id: FxHashMap<String, Vec<Occurrence>>,
     generation: u64,
     chain_memo: ChainMemo,
+    purge_memo: PurgeMemo,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
     /// Records that seed dedup, in indexing order; hashed on first lookup
@@ -360,6 +362,11 @@ impl State {
     /// The chain phase's memo.
     pub(crate) fn chain_memo(&self) -> &ChainMemo {
         &self.chain_memo
+    }
+
+    /// The error purge's memo.
+    pub(crate) fn purge_memo(&self) -> &PurgeMemo {
+        &self.purge_memo
     }
 
     /// Increases on every change that can alter a render.

@@ -22,6 +22,7 @@ pub(crate) mod chain_memo;
 pub(crate) mod chains;
 pub(crate) mod grace;
 pub(crate) mod purge;
+pub(crate) mod purge_memo;
 pub(crate) mod stub;
 pub(crate) mod sweep;
 pub(crate) mod thinking;
@@ -306,7 +307,7 @@ fn render_gated(
     );
     if config.purge_errors.enabled {
         let limit = gate.purge_limit(work.len());
-        purge::apply(&mut work, &config.purge_errors, limit);
+        purge::apply(&mut work, &config.purge_errors, limit, state.purge_memo());
     }
     if let Some(resolved) = &resolved {
         chains::apply(

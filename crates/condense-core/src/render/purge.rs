@@ -7,14 +7,14 @@
 //! stays visible. pi-condense read only `arguments`; condense also purges a
 //! block that carries its arguments as `input` (a defect fixed here).
 
-use std::collections::HashMap;
-
 use serde_json::{Map, Value};
 
 use crate::config::PurgeErrorsConfig;
+use crate::fxhash::FxHashMap;
 use crate::js::js_len;
 use crate::message::{Message, Role};
 
+use super::purge_memo::PurgeMemo;
 use super::Working;
 
 /// The placeholder that replaces purged arguments.
@@ -30,13 +30,18 @@ pub fn purged_arguments(size: usize) -> Value {
 /// Purges among the first `limit` messages only, with the cooldown counted
 /// in the turns among them (the cache-aware policy's horizon: the context at
 /// the last switch); the reference policy passes the whole list.
-pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig, limit: usize) {
+pub(crate) fn apply(
+    work: &mut Working<'_>,
+    cfg: &PurgeErrorsConfig,
+    limit: usize,
+    memo: &PurgeMemo,
+) {
     // Each error is tied to the assistant whose call its result answers: the
     // assistant opening the run of results it sits in (the orphan sweep's
     // rule), not to the bare id alone. pi-condense keyed by bare id, so a
     // provider reusing an id made a later failure purge an earlier,
     // successful call's arguments.
-    let mut errors: HashMap<(usize, &str), usize> = HashMap::new();
+    let mut errors: FxHashMap<(usize, &str), usize> = FxHashMap::default();
     let mut turn = 0usize;
     let mut open: Option<usize> = None;
     // The first result for an id answers it (a repeat is an orphan the sweep
@@ -80,51 +85,70 @@ pub(crate) fn apply(work: &mut Working<'_>, cfg: &PurgeErrorsConfig, limit: usiz
             .is_some_and(|t| current - t >= cfg.cooldown_turns as usize)
     };
     let mut replacements: Vec<(usize, Message)> = Vec::new();
+    let mut ripe_ids: Vec<&str> = Vec::new();
     for (i, m) in work.iter().enumerate().take(limit) {
-        if !m.is(&Role::Assistant) || !m.skeleton().tool_calls.iter().any(|c| ripe(i, &c.id)) {
+        if !m.is(&Role::Assistant) {
             continue;
         }
-        // A message serde cannot rebuild exactly (a lone surrogate) keeps
-        // its arguments: its bytes are pi's.
-        let Ok(mut value) = m.to_exact_value() else {
+        ripe_ids.clear();
+        ripe_ids.extend(
+            m.skeleton()
+                .tool_calls
+                .iter()
+                .map(|c| c.id.as_str())
+                .filter(|id| ripe(i, id)),
+        );
+        if ripe_ids.is_empty() {
             continue;
-        };
-        let mut changed = false;
-        if let Some(Value::Array(blocks)) = value.get_mut("content") {
-            for block in blocks.iter_mut() {
-                let Some(obj) = block.as_object_mut() else {
-                    continue;
-                };
-                if obj.get("type").and_then(Value::as_str) != Some("toolCall") {
-                    continue;
-                }
-                let Some(id) = obj.get("id").and_then(Value::as_str) else {
-                    continue;
-                };
-                if !ripe(i, id) {
-                    continue;
-                }
-                let field = if obj.contains_key("arguments") {
-                    "arguments"
-                } else if obj.contains_key("input") {
-                    "input"
-                } else {
-                    continue;
-                };
-                let size = js_len(&serde_json::to_string(&obj[field]).unwrap_or_default());
-                if size as u64 >= cfg.min_arg_chars {
-                    obj.insert(field.to_owned(), purged_arguments(size));
-                    changed = true;
-                }
-            }
         }
-        if changed {
-            if let Ok(new) = Message::from_value(&value) {
-                replacements.push((i, new));
-            }
+        let purged = memo.get_or_make(m, &ripe_ids, cfg.min_arg_chars, || {
+            purged_copy(m, |id| ripe(i, id), cfg.min_arg_chars)
+        });
+        if let Some(new) = purged {
+            replacements.push((i, new));
         }
     }
     for (i, m) in replacements {
         work.replace(i, m);
     }
+}
+
+/// `m` with the arguments of its ripe calls that serialize to at least
+/// `min_arg_chars` purged; `None` when none is, or when serde cannot
+/// rebuild the message exactly (a lone surrogate): its bytes are pi's.
+fn purged_copy(m: &Message, ripe: impl Fn(&str) -> bool, min_arg_chars: u64) -> Option<Message> {
+    let mut value = m.to_exact_value().ok()?;
+    let mut changed = false;
+    if let Some(Value::Array(blocks)) = value.get_mut("content") {
+        for block in blocks.iter_mut() {
+            let Some(obj) = block.as_object_mut() else {
+                continue;
+            };
+            if obj.get("type").and_then(Value::as_str) != Some("toolCall") {
+                continue;
+            }
+            let Some(id) = obj.get("id").and_then(Value::as_str) else {
+                continue;
+            };
+            if !ripe(id) {
+                continue;
+            }
+            let field = if obj.contains_key("arguments") {
+                "arguments"
+            } else if obj.contains_key("input") {
+                "input"
+            } else {
+                continue;
+            };
+            let size = js_len(&serde_json::to_string(&obj[field]).unwrap_or_default());
+            if size as u64 >= min_arg_chars {
+                obj.insert(field.to_owned(), purged_arguments(size));
+                changed = true;
+            }
+        }
+    }
+    if !changed {
+        return None;
+    }
+    Message::from_value(&value).ok()
 }
