@@ -32,7 +32,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::message::{Message, Role};
+use crate::message::{CallArgs, Message, Role};
 use crate::occurrence::OccurrenceKey;
 use crate::protect::Protection;
 use crate::state::State;
@@ -203,9 +203,9 @@ pub(crate) fn detect_spans(messages: &[Message], protection: Option<&Protection>
                             chain.add_protected(&c.id);
                         }
                     } else {
-                        for (id, name, args) in tool_call_args(m) {
-                            if p.is_protected(&name, &args) {
-                                chain.add_protected(&id);
+                        for (id, name, args) in m.call_args() {
+                            if p.is_protected(name, args) {
+                                chain.add_protected(id);
                             }
                         }
                     }
@@ -359,8 +359,8 @@ fn raw_string(raw: Option<&RawValue>) -> Option<String> {
 /// non-empty string id, in order. The arguments are `input` when present and
 /// not null, else `arguments`, else null (pi-condense reads
 /// `block.input ?? block.arguments` for protection). Parses the message's
-/// content on every call.
-pub(crate) fn tool_call_args(message: &Message) -> Vec<(String, String, Value)> {
+/// content; [`Message::call_args`] keeps the result.
+pub(crate) fn parse_tool_call_args(message: &Message) -> Vec<CallArgs> {
     let Ok(de) = serde_json::from_str::<ContentDe>(message.json()) else {
         return Vec::new();
     };
@@ -393,7 +393,6 @@ pub(crate) struct ArgsLookup {
     /// For each tool-call id, the index of the latest assistant (so far in
     /// the walk) with a block of that id.
     latest: HashMap<String, usize>,
-    parsed: HashMap<usize, Vec<(String, String, Value)>>,
 }
 
 impl ArgsLookup {
@@ -410,11 +409,11 @@ impl ArgsLookup {
         let Some(&index) = self.latest.get(id) else {
             return Value::Null;
         };
-        let calls = self
-            .parsed
-            .entry(index)
-            .or_insert_with(|| tool_call_args(&messages[index]));
-        calls
+        let Some(message) = messages.get(index) else {
+            return Value::Null;
+        };
+        message
+            .call_args()
             .iter()
             .find(|(cid, _, _)| cid == id)
             .map(|(_, _, args)| args.clone())

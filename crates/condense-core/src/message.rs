@@ -8,7 +8,7 @@
 //! where a mechanism needs them (a result being captured, arguments purged).
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -144,7 +144,14 @@ struct Inner {
     json: JsonText,
     skeleton: Skeleton,
     size: usize,
+    /// The tool calls' arguments, parsed on first use: chain detection and
+    /// context metrics read them at every flush over the whole branch, and a
+    /// message never changes.
+    call_args: OnceLock<Vec<CallArgs>>,
 }
+
+/// `(id, name, arguments)` of a `toolCall` block (see [`Message::call_args`]).
+pub(crate) type CallArgs = (String, String, Value);
 
 /// A message's JSON: its own copy, or a window on a buffer it shares (the
 /// session file a reader loaded), so a long branch is not held twice.
@@ -188,6 +195,7 @@ impl Message {
             size: js_len(json),
             json: JsonText::Owned(Box::from(json)),
             skeleton,
+            call_args: OnceLock::new(),
         })))
     }
 
@@ -205,6 +213,7 @@ impl Message {
             size: js_len(json),
             json: JsonText::Shared(Arc::clone(buf), range),
             skeleton,
+            call_args: OnceLock::new(),
         })))
     }
 
@@ -215,6 +224,7 @@ impl Message {
             size: js_len(&json),
             json: JsonText::Owned(json.into_boxed_str()),
             skeleton,
+            call_args: OnceLock::new(),
         }))
     }
 
@@ -225,6 +235,15 @@ impl Message {
         }
         let json = serde_json::to_string(value)?;
         Message::from_json(&json)
+    }
+
+    /// `(id, name, arguments)` of each `toolCall` block with a non-empty
+    /// string id, in order, parsed once per message (the arguments are
+    /// `input` when present and not null, else `arguments`, else null).
+    pub(crate) fn call_args(&self) -> &[CallArgs] {
+        self.0
+            .call_args
+            .get_or_init(|| crate::chains::parse_tool_call_args(self))
     }
 
     /// The message's JSON text.
