@@ -42,15 +42,21 @@ pub(crate) struct ChainMemoEntry {
 }
 
 impl ChainMemo {
+    /// The block's entry for `generation`. A stripped copy outlives the
+    /// generation it was made in: it depends on its original alone (which
+    /// the caller compares), and flushes change the generation at nearly
+    /// every call, so dropping it would strip every chain's final assistant
+    /// again per render.
     pub(crate) fn get(&self, block: &str, generation: u64) -> ChainMemoEntry {
-        self.blocks
-            .lock()
-            .ok()
-            .and_then(|m| m.get(block).filter(|e| e.generation == generation).cloned())
-            .unwrap_or(ChainMemoEntry {
+        let kept = self.blocks.lock().ok().and_then(|m| m.get(block).cloned());
+        match kept {
+            Some(e) if e.generation == generation => e,
+            kept => ChainMemoEntry {
                 generation,
-                ..ChainMemoEntry::default()
-            })
+                synthetic: None,
+                stripped: kept.and_then(|e| e.stripped),
+            },
+        }
     }
 
     pub(crate) fn put(&self, block: &str, entry: ChainMemoEntry) {
