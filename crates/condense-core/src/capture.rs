@@ -317,6 +317,10 @@ pub fn capture_branch(
                 .iter()
                 .filter(|x| x.is(&Role::ToolResult))
                 .collect();
+            if all_calls_settled(m, &turn_results, state) {
+                i += 1;
+                continue;
+            }
             let (assistant_text, calls) = assistant_parts(&m.to_value().unwrap_or_default());
             let mut ready = Vec::new();
             for (id, name, args) in calls {
@@ -352,6 +356,22 @@ pub fn capture_branch(
         i += 1;
     }
     batches
+}
+
+/// True when no call of `assistant` can be captured: each is unanswered in
+/// its turn or already summarized. Every flush rescans the whole branch,
+/// and nearly all of it is settled, so this skips parsing the assistant's
+/// JSON. It answers from the skeleton's ids, which are the parse's ids
+/// unless an id carries an escape the skeleton cannot read (a lone
+/// surrogate); a message with any `\u` escape is therefore parsed.
+fn all_calls_settled(assistant: &Message, turn_results: &[&Message], state: &State) -> bool {
+    !assistant.json().contains("\\u")
+        && assistant.skeleton().tool_calls.iter().all(|c| {
+            turn_results
+                .iter()
+                .find(|r| r.skeleton().tool_call_id.as_deref() == Some(c.id.as_str()))
+                .is_none_or(|r| state.is_summarized(&c.id, r.timestamp()))
+        })
 }
 
 /// Keeps what lies past the frontier: drops summarized calls; with no
