@@ -83,11 +83,14 @@ pub fn builtin_settings(policy: &str) -> Value {
 }
 
 /// Spill directories, one per simulated session, under the system's temp
-/// directory; removed when the policy is done.
+/// directory; removed when the policy is done. The numbers are zero-padded
+/// because the path is part of every spilled output's stub: a name whose
+/// length followed the pid's digits made the same session's token counts
+/// differ between runs.
 fn spill_root() -> PathBuf {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     std::env::temp_dir().join(format!(
-        "condense-simulate-{}-{}",
+        "condense-simulate-{:010}-{:010}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ))
