@@ -2,10 +2,14 @@
 //! removed: it must find the work, write whole entries pi-condense's way,
 //! leave the session renderable and idempotent, and refuse sessions in use.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
+
+use support::{condense, json_of, temp_dir};
 
 fn raw_session(dir: &Path) -> PathBuf {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,33 +39,9 @@ fn raw_session(dir: &Path) -> PathBuf {
     path
 }
 
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("condense-compact-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", dir.join("agent"))
-        .output()
-        .unwrap()
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 #[test]
 fn compacts_once_and_then_finds_nothing() {
-    let dir = tempdir("once");
+    let dir = temp_dir("compact", "once");
     let s = raw_session(&dir);
     let before = std::fs::read_to_string(&s).unwrap();
     let p = s.to_str().unwrap();
@@ -113,7 +93,7 @@ fn compacts_once_and_then_finds_nothing() {
 
 #[test]
 fn refuses_a_session_another_process_holds() {
-    let dir = tempdir("held");
+    let dir = temp_dir("compact", "held");
     let s = raw_session(&dir);
     let p = s.to_str().unwrap().to_owned();
     let mut holder = Command::new("sh")

@@ -2,29 +2,18 @@
 //! escapes in pi's messages, paged queries, refs the index lost, and
 //! repeated refs.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use serde_json::Value;
 
+use support::{condense, temp_dir};
+
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../condense-store/tests/fixtures/pi-condense-2.9.1.jsonl")
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("condense-recovery-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn condense(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", dir.join("agent"))
-        .output()
-        .unwrap()
 }
 
 fn ok(out: &Output) -> String {
@@ -102,7 +91,7 @@ fn blocks_push_thinking(message: &mut Value) {
 
 #[test]
 fn lone_surrogates_pass_through_and_every_command_keeps_working() {
-    let dir = tempdir("lone");
+    let dir = temp_dir("recovery", "lone");
     let s = session_with_lone_surrogates(&dir);
     let p = s.to_str().unwrap();
     let settings = dir.join("settings.json");
@@ -139,7 +128,7 @@ fn lone_surrogates_pass_through_and_every_command_keeps_working() {
 
 #[test]
 fn query_pages_with_offset_and_limit() {
-    let dir = tempdir("pages");
+    let dir = temp_dir("recovery", "pages");
     let p = fixture();
     let p = p.to_str().unwrap();
     let whole = ok(&condense(&dir, &["query", p, "t2"]));
@@ -165,7 +154,7 @@ fn query_pages_with_offset_and_limit() {
 
 #[test]
 fn a_ref_the_index_lost_is_read_from_the_branch() {
-    let dir = tempdir("lost");
+    let dir = temp_dir("recovery", "lost");
     let p = fixture();
     let out = ok(&condense(&dir, &["query", p.to_str().unwrap(), "call_4"]));
     assert!(
@@ -180,7 +169,7 @@ fn a_ref_the_index_lost_is_read_from_the_branch() {
 
 #[test]
 fn a_ref_named_5000_times_is_answered_once() {
-    let dir = tempdir("repeat");
+    let dir = temp_dir("recovery", "repeat");
     let p = fixture();
     let p = p.to_str().unwrap();
     let once = condense(&dir, &["query", p, "t2"]);
