@@ -2,12 +2,14 @@
 //! under each pruning policy and prices every call (issue 12).
 //!
 //! [`policy`] is the plug-in point (a [`policy::PromptSource`] per policy),
-//! [`replay`] the loop over a branch, [`tokens`] the token model,
+//! [`replay`] the loop over a branch, [`compaction`] pi's auto-compaction in
+//! it, [`tokens`] the token model,
 //! [`fidelity`] how closely the no-pruning replay reproduces the usage a
 //! session recorded, [`report`] the text and JSON output, [`chart`] the SVG.
 //! Pricing itself is core's (`condense_core::economy`).
 
 pub mod chart;
+pub mod compaction;
 pub mod engine_policy;
 pub mod fidelity;
 pub mod policy;
@@ -23,6 +25,7 @@ use rayon::prelude::*;
 
 use crate::output::write_all;
 use crate::{CliError, SessionArg};
+use compaction::CompactionSettings;
 use engine_policy::SummaryModel;
 use policy::PolicySetup;
 use replay::PolicyRun;
@@ -46,6 +49,21 @@ pub struct SimulateArgs {
     /// pressure share.
     #[arg(long, value_name = "TOKENS", default_value_t = 200_000)]
     pub context_window: u64,
+    /// pi's `compaction.reserveTokens`: pi compacts after a run whose last
+    /// call's prompt and output pass the window less this.
+    #[arg(long, value_name = "TOKENS", default_value_t = compaction::DEFAULT_RESERVE_TOKENS)]
+    pub reserve_tokens: u64,
+    /// pi's `compaction.keepRecentTokens`: what a compaction keeps (pi's
+    /// chars/4 estimate).
+    #[arg(long, value_name = "TOKENS", default_value_t = compaction::DEFAULT_KEEP_RECENT_TOKENS)]
+    pub keep_recent_tokens: u64,
+    /// Tokens each compaction summary call answers (a model of its size).
+    #[arg(long, value_name = "TOKENS", default_value_t = compaction::DEFAULT_SUMMARY_TOKENS)]
+    pub compaction_summary_tokens: u64,
+    /// Leave pi's auto-compaction out: prompts grow past the window as the
+    /// session's messages do.
+    #[arg(long)]
+    pub no_compaction: bool,
     /// What summaries are: `extractive` (condense's offline summarizer), or
     /// `llm:N`, its bullets lengthened to N tokens per summarized call, an
     /// LLM's output size.
@@ -220,10 +238,22 @@ impl SimulateArgs {
                 Some(value)
             }
         };
+        if self.reserve_tokens >= self.context_window {
+            return Err(CliError::Usage(
+                "--reserve-tokens must be below --context-window".into(),
+            ));
+        }
+        let compaction = (!self.no_compaction).then_some(CompactionSettings {
+            context_window: self.context_window,
+            reserve_tokens: self.reserve_tokens,
+            keep_recent_tokens: self.keep_recent_tokens,
+            summary_tokens: self.compaction_summary_tokens,
+        });
         Ok(PolicySetup {
             context_window: self.context_window,
             summaries: self.summary_model(coefficients)?,
             settings_file,
+            compaction,
         })
     }
 }
@@ -263,7 +293,13 @@ pub fn simulate_file(
     for name in policies {
         let mut source =
             policy::policy(name, setup).ok_or_else(|| format!("unknown policy `{name}`"))?;
-        runs.push(replay::replay(&branch, source.as_mut(), tokens, profile)?);
+        runs.push(replay::replay(
+            &branch,
+            source.as_mut(),
+            tokens,
+            profile,
+            setup.compaction.as_ref(),
+        )?);
     }
     Ok(SessionSim {
         path: path.to_owned(),
@@ -342,6 +378,13 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
     let setup = args.setup(&coefficients)?;
     let (files, is_dir) = target_files(&args.target)?;
     if args.calibrate {
+        // The fit compares prompts with what the session recorded, which
+        // holds pi's own compactions; its replays count units, not tokens,
+        // so a threshold in tokens means nothing there.
+        let setup = PolicySetup {
+            compaction: None,
+            ..setup
+        };
         let none = vec!["none".to_owned()];
         // Replayed counting one token per content unit, then one per message
         // sent: each call's prompt is then its context's content size, or

@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use condense_core::Message;
 use condense_store::session::Entry;
 
+use super::compaction::CompactionSettings;
 use super::engine_policy::{builtin_settings, EnginePolicy, SummaryModel};
 use super::tokens::TokenCount;
 
@@ -129,6 +130,8 @@ pub struct PolicySetup {
     pub summaries: SummaryModel,
     /// The settings.json of `--settings`, when given.
     pub settings_file: Option<serde_json::Value>,
+    /// pi's auto-compaction (`None`: `--no-compaction`).
+    pub compaction: Option<CompactionSettings>,
 }
 
 /// A fresh instance of the policy called `name` (one per session replayed).

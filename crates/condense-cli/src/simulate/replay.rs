@@ -18,6 +18,9 @@ use condense_store::session::{Entry, EntryType};
 use condense_store::time::parse_iso;
 use serde::Deserialize;
 
+use std::borrow::Cow;
+
+use super::compaction::{self, Boundary, CompactionSettings, Moment, Synthesized};
 use super::policy::{CallInput, PromptSource, SummarizerWork};
 use super::tokens::TokenCount;
 
@@ -45,12 +48,41 @@ pub struct SimCall {
     pub messages: usize,
     /// Its bill.
     pub bill: CallBill,
-    /// Summarizer work done before it.
+    /// Summarizer work done before it (a compaction's summary calls
+    /// included).
     pub summarizer: SummarizerWork,
+    /// The compaction pi made before it, when the session did not record
+    /// one there (synthesized).
+    pub compaction: Option<CompactionFacts>,
     /// Its price, in units.
     pub summarizer_units: f64,
     /// What the provider reported, if the session recorded it.
     pub recorded: Option<RecordedUsage>,
+}
+
+/// A compaction the replay synthesized.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompactionFacts {
+    /// Why pi compacted: `threshold` (after a run) or `overflow` (the
+    /// provider refused the prompt).
+    pub reason: &'static str,
+    /// The entry it kept from.
+    pub first_kept_entry_id: String,
+    /// pi's estimate of the context before it.
+    pub tokens_before: u64,
+    /// Its summary calls.
+    pub work: SummarizerWork,
+}
+
+impl CompactionFacts {
+    fn of(reason: &'static str, s: &Synthesized, tokens_before: u64) -> CompactionFacts {
+        CompactionFacts {
+            reason,
+            first_kept_entry_id: s.first_kept_id.clone(),
+            tokens_before,
+            work: s.work,
+        }
+    }
 }
 
 /// One policy over one branch.
@@ -70,6 +102,10 @@ pub struct PolicyRun {
     pub flushes: u64,
     /// Switches the cache-aware policy made.
     pub switches: u64,
+    /// Compactions pi made that the session did not record (synthesized).
+    pub compactions: u64,
+    /// Their summary calls' tokens (also in the summarizer totals).
+    pub compaction_work: SummarizerWork,
     /// For an engine-driven policy: whether a reload of the session the
     /// run would have left renders what the run did (`Err`: how not).
     pub reload: Option<Result<(), String>>,
@@ -86,19 +122,168 @@ fn context_of(entries: &[&Entry]) -> Vec<Message> {
     build_context(entries).messages
 }
 
-/// Replays `branch` (root first) under `policy`, pricing with `profile`.
+/// The previous call's prompt, to count the prefix the next one shares.
+#[derive(Default)]
+struct PromptHistory {
+    messages: Vec<Message>,
+    tokens: Vec<u64>,
+}
+
+impl PromptHistory {
+    fn shared(&self, messages: &[Message]) -> usize {
+        self.messages
+            .iter()
+            .zip(messages)
+            .take_while(|(a, b)| a == b)
+            .count()
+    }
+
+    /// The prompt's tokens, overhead included, without keeping it.
+    fn tokens_of(&self, messages: &[Message], tokens: &dyn TokenCount) -> u64 {
+        let shared = self.shared(messages);
+        tokens.overhead()
+            + self.tokens.get(..shared).unwrap_or_default().iter().sum::<u64>()
+            + messages[shared..]
+                .iter()
+                .map(|m| tokens.message(m))
+                .sum::<u64>()
+    }
+
+    /// Keeps `messages` as the previous prompt: its tokens, the prefix (in
+    /// tokens, overhead included) it shares with the one before, and its
+    /// length.
+    fn keep(&mut self, messages: &[Message], tokens: &dyn TokenCount) -> (u64, u64, usize) {
+        let shared = self.shared(messages);
+        self.tokens.truncate(shared);
+        let shared_tokens = tokens.overhead() + self.tokens.iter().sum::<u64>();
+        self.tokens
+            .extend(messages[shared..].iter().map(|m| tokens.message(m)));
+        self.messages.clear();
+        self.messages.extend_from_slice(messages);
+        (
+            tokens.overhead() + self.tokens.iter().sum::<u64>(),
+            shared_tokens,
+            messages.len(),
+        )
+    }
+}
+
+/// Whether the call at `branch[call]` ended its agent run: a reply without
+/// tool calls, or tool calls that got no results (`since`: the entries
+/// after it).
+fn ended_run(branch: &[&Entry], call: usize, since: &[&Entry]) -> bool {
+    let text_only = branch[call]
+        .message
+        .as_ref()
+        .is_some_and(Message::is_text_only_assistant);
+    text_only
+        || !since.iter().any(|e| {
+            e.message
+                .as_ref()
+                .is_some_and(|m| m.is(&Role::ToolResult))
+        })
+}
+
+/// `entries` with `synthesized` before the recorded entry `offset + at`.
+fn with_compaction<'e>(
+    entries: &'e [&'e Entry],
+    offset: usize,
+    synthesized: Option<&'e Synthesized>,
+) -> Cow<'e, [&'e Entry]> {
+    let Some(s) = synthesized else {
+        return Cow::Borrowed(entries);
+    };
+    let at = s.at.saturating_sub(offset).min(entries.len());
+    let mut out = Vec::with_capacity(entries.len() + 1);
+    out.extend_from_slice(&entries[..at]);
+    out.push(&s.entry);
+    out.extend_from_slice(&entries[at..]);
+    Cow::Owned(out)
+}
+
+/// pi's compactions over one replay: the settings, the latest boundary,
+/// and the ones synthesized so far.
+struct Compactions<'s> {
+    settings: Option<&'s CompactionSettings>,
+    boundary: Boundary,
+    made: u64,
+    work: SummarizerWork,
+}
+
+impl Compactions<'_> {
+    /// The compaction pi makes before `branch[at]`, if it makes one there.
+    fn make(
+        &mut self,
+        branch: &[&Entry],
+        at: usize,
+        tokens_before: u64,
+        tokens: &dyn TokenCount,
+    ) -> Option<Synthesized> {
+        let settings = self.settings?;
+        let timestamp = branch
+            .get(at)
+            .or(branch.last())
+            .map(|e| e.timestamp.as_str())
+            .unwrap_or_default();
+        let s = compaction::synthesize(
+            settings,
+            &self.boundary,
+            &Moment {
+                branch,
+                at,
+                tokens_before,
+                timestamp,
+                serial: self.made as usize,
+            },
+            tokens,
+        )?;
+        self.boundary.first_kept = s.first_kept;
+        self.boundary.previous_summary_chars = Some(s.summary_chars);
+        self.boundary.marks.push(at);
+        self.made += 1;
+        self.work.input += s.work.input;
+        self.work.output += s.work.output;
+        Some(s)
+    }
+
+    /// pi's check after the run the call at `branch[call]` ended: the
+    /// compaction it makes right after that run's entries (`since`: the
+    /// entries recorded after the call). None where the recording itself
+    /// compacted before the next call.
+    fn after_run(
+        &mut self,
+        branch: &[&Entry],
+        call: usize,
+        usage: u64,
+        since: &[&Entry],
+        tokens: &dyn TokenCount,
+    ) -> Option<Synthesized> {
+        let settings = self.settings?;
+        if !settings.over_threshold(usage)
+            || !ended_run(branch, call, since)
+            || since.iter().any(|e| e.kind == EntryType::Compaction)
+        {
+            return None;
+        }
+        self.make(branch, call + 1, usage, tokens)
+    }
+}
+
+/// Replays `branch` (root first) under `policy`, pricing with `profile`;
+/// with `compaction`, pi compacts where it would (see
+/// [`super::compaction`]).
 pub fn replay(
     branch: &[&Entry],
     policy: &mut dyn PromptSource,
     tokens: &dyn TokenCount,
     profile: &PriceProfile,
+    compaction: Option<&CompactionSettings>,
 ) -> Result<PolicyRun, String> {
     let mut context: Vec<Message> = Vec::new();
     // Entries not yet in `context`, and not yet shown to the policy.
     let mut unsynced = 0usize;
     let mut unseen = 0usize;
-    let mut prev_prompt: Vec<Message> = Vec::new();
-    let mut prev_tokens: Vec<u64> = Vec::new();
+    let mut history = PromptHistory::default();
     let mut prev_model: Option<(Option<String>, Option<String>)> = None;
     let mut previous: Option<PreviousCall> = None;
     let mut run = PolicyRun {
@@ -109,14 +294,24 @@ pub fn replay(
         unrecoverable_outputs: 0,
         flushes: 0,
         switches: 0,
+        compactions: 0,
+        compaction_work: SummarizerWork::default(),
         reload: None,
     };
     let mut previous_usage: Option<u64> = None;
+    let mut last_call: Option<usize> = None;
+    let mut compactions = Compactions {
+        settings: compaction,
+        boundary: Boundary::default(),
+        made: 0,
+        work: SummarizerWork::default(),
+    };
 
     for (i, entry) in branch.iter().enumerate() {
         if entry.kind == EntryType::Compaction {
             context = context_of(&branch[..=i]);
             unsynced = i + 1;
+            compactions.boundary.recorded(branch, i);
             continue;
         }
         let Some(message) = entry.message.as_ref() else {
@@ -128,6 +323,19 @@ pub fn replay(
         if !message.is(&Role::Assistant) {
             continue;
         }
+        let mut compaction_work = compactions.work;
+        let previous_usage_before = previous_usage;
+        let after_run = match (last_call, previous_usage) {
+            (Some(call), Some(usage)) => {
+                compactions.after_run(branch, call, usage, &branch[call + 1..i], tokens)
+            }
+            _ => None,
+        };
+        if let Some(s) = &after_run {
+            context.extend(context_of(&branch[unsynced..s.at]));
+            context = compaction::context_after(branch, s);
+            unsynced = s.at;
+        }
         context.extend(context_of(&branch[unsynced..i]));
         unsynced = i;
         let at_ms = call_time(entry, message);
@@ -137,33 +345,55 @@ pub fn replay(
             (None, Some(m)) => Some(m.clone()),
             _ => None,
         };
-        let prompt = policy.prompt(&CallInput {
-            at_ms,
-            context: &context,
-            new_entries: &branch[unseen..i],
-            tokens,
-            model,
-            previous_usage,
-        })?;
-        unseen = i;
-        let messages = prompt.messages.as_ref();
-
-        let shared = prev_prompt
-            .iter()
-            .zip(messages)
-            .take_while(|(a, b)| a == b)
-            .count();
-        prev_tokens.truncate(shared);
         let same_model = prev_model
             .as_ref()
             .is_some_and(|m| *m == (facts.provider.clone(), facts.model.clone()));
-        let shared_prefix = if same_model {
-            tokens.overhead() + prev_tokens.iter().sum::<u64>()
-        } else {
-            0
+        let new_entries = with_compaction(&branch[unseen..i], unseen, after_run.as_ref());
+        // pi sends the prompt; a provider refuses one longer than the
+        // window, and pi compacts and sends the call again.
+        let (kept, mut summarizer, refused, refused_size) = {
+            let prompt = policy.prompt(&CallInput {
+                at_ms,
+                context: &context,
+                new_entries: &new_entries,
+                tokens,
+                model: model.clone(),
+                previous_usage,
+            })?;
+            let size = history.tokens_of(&prompt.messages, tokens);
+            let refused = compaction
+                .filter(|c| c.overflows(size))
+                .and_then(|_| compactions.make(branch, i, size, tokens));
+            let kept = refused
+                .is_none()
+                .then(|| history.keep(&prompt.messages, tokens));
+            (kept, prompt.summarizer, refused, size)
         };
-        prev_tokens.extend(messages[shared..].iter().map(|m| tokens.message(m)));
-        let prompt_tokens = tokens.overhead() + prev_tokens.iter().sum::<u64>();
+        unseen = i;
+        let (prompt_tokens, shared_prefix, messages) = match (kept, &refused) {
+            (Some(kept), _) => kept,
+            (None, Some(s)) => {
+                context = compaction::context_after(branch, s);
+                let entries = [&s.entry];
+                let prompt = policy.prompt(&CallInput {
+                    at_ms,
+                    context: &context,
+                    new_entries: &entries,
+                    tokens,
+                    model,
+                    previous_usage,
+                })?;
+                summarizer.input += prompt.summarizer.input;
+                summarizer.output += prompt.summarizer.output;
+                history.keep(&prompt.messages, tokens)
+            }
+            (None, None) => return Err("a refused prompt without a compaction".to_owned()),
+        };
+        compaction_work.input = compactions.work.input - compaction_work.input;
+        compaction_work.output = compactions.work.output - compaction_work.output;
+        summarizer.input += compaction_work.input;
+        summarizer.output += compaction_work.output;
+        let shared_prefix = if same_model { shared_prefix } else { 0 };
         let output = facts
             .usage
             .map(|u| u.output)
@@ -179,25 +409,45 @@ pub fn replay(
         run.totals.add_call(prompt_tokens, &bill);
         let before = run.totals.summarizer_units;
         run.totals
-            .add_summarizer(profile, prompt.summarizer.input, prompt.summarizer.output);
+            .add_summarizer(profile, summarizer.input, summarizer.output);
         run.calls.push(SimCall {
             summarizer_units: run.totals.summarizer_units - before,
             at_ms,
             prompt: prompt_tokens,
             shared_prefix,
-            messages: messages.len(),
+            messages,
             bill,
-            summarizer: prompt.summarizer,
+            summarizer,
+            compaction: refused
+                .as_ref()
+                .map(|s| CompactionFacts::of("overflow", s, refused_size))
+                .or_else(|| {
+                    after_run
+                        .as_ref()
+                        .zip(previous_usage_before)
+                        .map(|(s, usage)| CompactionFacts::of("threshold", s, usage))
+                }),
             recorded: facts.usage,
         });
-        prev_prompt.clear();
-        prev_prompt.extend_from_slice(messages);
         prev_model = Some((facts.provider, facts.model));
         previous = Some(PreviousCall { at_ms });
+        last_call = Some(i);
     }
-    let finish = policy.finish(&branch[unseen..], previous_usage)?;
+    let before = compactions.work;
+    let after_last = match (last_call, previous_usage) {
+        (Some(call), Some(usage)) => {
+            compactions.after_run(branch, call, usage, &branch[call + 1..], tokens)
+        }
+        _ => None,
+    };
+    let trailing = with_compaction(&branch[unseen..], unseen, after_last.as_ref());
+    let mut finish = policy.finish(&trailing, previous_usage)?;
+    finish.summarizer.input += compactions.work.input - before.input;
+    finish.summarizer.output += compactions.work.output - before.output;
     run.totals
         .add_summarizer(profile, finish.summarizer.input, finish.summarizer.output);
+    run.compactions = compactions.made;
+    run.compaction_work = compactions.work;
     run.unrecoverable_outputs = finish.unrecoverable_outputs;
     run.flushes = finish.flushes;
     run.switches = finish.switches;

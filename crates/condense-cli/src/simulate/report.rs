@@ -67,6 +67,13 @@ fn call_json(c: &SimCall) -> Value {
         "output_units": c.bill.output_units,
         "summarizer_input_tokens": c.summarizer.input,
         "summarizer_output_tokens": c.summarizer.output,
+        "compaction": c.compaction.as_ref().map(|k| json!({
+            "reason": k.reason,
+            "first_kept_entry_id": k.first_kept_entry_id,
+            "tokens_before": k.tokens_before,
+            "input_tokens": k.work.input,
+            "output_tokens": k.work.output,
+        })),
         "recorded": c.recorded.map(|r| json!({
             "input": r.input, "cache_read": r.cache_read, "cache_write": r.cache_write, "output": r.output,
         })),
@@ -88,6 +95,15 @@ fn run_json(run: &PolicyRun, profile: &PriceProfile, per_call: bool) -> Value {
     );
     m.insert("flushes".into(), json!(run.flushes));
     m.insert("switches".into(), json!(run.switches));
+    m.insert("compactions".into(), json!(run.compactions));
+    m.insert(
+        "compaction_input_tokens".into(),
+        json!(run.compaction_work.input),
+    );
+    m.insert(
+        "compaction_output_tokens".into(),
+        json!(run.compaction_work.output),
+    );
     if let Some(reload) = &run.reload {
         m.insert("reload_renders_the_same".into(), json!(reload.is_ok()));
         if let Err(why) = reload {
@@ -136,17 +152,31 @@ impl Report<'_> {
     fn policy_totals(&self, name: &str) -> (BillTotals, u64, u64) {
         let mut t = BillTotals::default();
         let (mut outputs, mut lost) = (0, 0);
-        for run in self
-            .sims
-            .iter()
-            .flat_map(|s| &s.runs)
-            .filter(|r| r.policy == name)
-        {
+        for run in self.runs_of(name) {
             t.merge(&run.totals);
             outputs += run.tool_outputs;
             lost += run.unrecoverable_outputs;
         }
         (t, outputs, lost)
+    }
+
+    fn runs_of<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s PolicyRun> + 's {
+        self.sims
+            .iter()
+            .flat_map(|s| &s.runs)
+            .filter(move |r| r.policy == name)
+    }
+
+    /// Synthesized compactions of a policy, and their summary calls' input
+    /// and output tokens.
+    fn compactions(&self, name: &str) -> (u64, u64, u64) {
+        self.runs_of(name).fold((0, 0, 0), |(n, i, o), r| {
+            (
+                n + r.compactions,
+                i + r.compaction_work.input,
+                o + r.compaction_work.output,
+            )
+        })
     }
 
     fn recorded(&self) -> Option<BillTotals> {
@@ -201,6 +231,10 @@ impl Report<'_> {
             .map(|n| {
                 let (t, outputs, lost) = self.policy_totals(n);
                 let mut m = totals_json(&t, profile);
+                let (compactions, input, output) = self.compactions(n);
+                m.insert("compactions".into(), json!(compactions));
+                m.insert("compaction_input_tokens".into(), json!(input));
+                m.insert("compaction_output_tokens".into(), json!(output));
                 m.insert("tool_outputs".into(), json!(outputs));
                 m.insert(
                     "outputs_recoverable".into(),
@@ -323,6 +357,19 @@ impl Report<'_> {
         }
         if let Some(t) = self.recorded() {
             out.push_str(&row("recorded", &t, "-".into()));
+        }
+        let compacted: Vec<String> = policy_names(self.sims)
+            .iter()
+            .filter_map(|name| {
+                let (n, input, output) = self.compactions(name);
+                (n > 0).then(|| format!("{name} {n} ({input} in, {output} out)"))
+            })
+            .collect();
+        if !compacted.is_empty() {
+            out.push_str(&format!(
+                "\npi's compactions (summarizer tokens, in the summarizer column): {}\n",
+                compacted.join(", ")
+            ));
         }
         if let Some(f) = self.fidelity() {
             out.push_str(&format!("\nnone vs recorded prompts: {}\n", f.text()));

@@ -30,6 +30,9 @@ pub trait TokenCount: Sync {
         expect(dead_code, reason = "the tests' check of text_counter")
     )]
     fn text(&self, text: &str) -> u64;
+    /// Tokens of an ordinary text of `chars` characters (a text modelled
+    /// by its size alone), at [`TokenCount::text_counter`]'s rate.
+    fn chars(&self, chars: usize) -> u64;
     /// A counter of plain texts that outlives `self` (for the summarizer
     /// an engine-driven policy runs): by characters, at this model's rate.
     fn text_counter(&self) -> condense_engine::drive::TextTokens;
@@ -110,6 +113,10 @@ impl<M: Measure> TokenCount for TokenModel<M> {
         (self.coefficients.per_unit * self.measure.text(text) as f64)
             .max(0.0)
             .round() as u64
+    }
+    fn chars(&self, chars: usize) -> u64 {
+        let rate = self.coefficients.per_unit * self.measure.units_per_char();
+        (rate * chars as f64).max(0.0).round() as u64
     }
     fn text_counter(&self) -> condense_engine::drive::TextTokens {
         let rate = self.coefficients.per_unit * self.measure.units_per_char();

@@ -1,0 +1,341 @@
+//! pi's auto-compaction, as the replay synthesizes it.
+//!
+//! A real pi session cannot send a prompt past its model's context window:
+//! pi compacts first (`_checkCompaction` in pi's `agent-session`). It checks
+//! after each agent run (and again before the next prompt, which sees the
+//! same state), compacting when the last call's prompt and output exceed
+//! the window minus `reserveTokens`; and when the provider refuses a prompt
+//! longer than the window, it compacts and retries the call once. A
+//! compaction keeps the newest messages worth about `keepRecentTokens`
+//! (pi's chars/4 estimate, walking back from the newest entry), never
+//! cutting at a tool result, and replaces the rest by a summary that the
+//! session's model writes from the serialized conversation. The replay
+//! ([`super::replay`]) decides where; this module computes the cut point, the
+//! summary call's tokens and the `compaction` entry, as pi's
+//! `prepareCompaction` and `compact` do. Figures and rules: docs/economy.md,
+//! "pi's compaction".
+
+use condense_core::{Message, Role};
+use condense_store::context::build_context;
+use condense_store::session::{Entry, EntryType, Session};
+use serde_json::json;
+
+use super::policy::SummarizerWork;
+use super::tokens::{content_size, Chars, TokenCount};
+
+/// pi's `compaction` settings and the modelled summary size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompactionSettings {
+    /// The model's context window.
+    pub context_window: u64,
+    /// `reserveTokens` (pi's default 16,384).
+    pub reserve_tokens: u64,
+    /// `keepRecentTokens` (pi's default 20,000).
+    pub keep_recent_tokens: u64,
+    /// Tokens a summary call answers (capped as pi caps `maxTokens`).
+    pub summary_tokens: u64,
+}
+
+/// pi's defaults.
+pub const DEFAULT_RESERVE_TOKENS: u64 = 16_384;
+/// pi's default.
+pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
+/// The summary a compaction writes, in tokens: about what pi's two
+/// recorded compactions in the pi-mono fixtures wrote (4,291 and 3,649
+/// characters, 1,324 and 1,126 tokens at the calibrated rate).
+pub const DEFAULT_SUMMARY_TOKENS: u64 = 1_200;
+
+impl CompactionSettings {
+    /// pi's threshold check: the last call's prompt and output (`usage`)
+    /// exceed the window less the reserve.
+    pub fn over_threshold(&self, usage: u64) -> bool {
+        usage > self.context_window.saturating_sub(self.reserve_tokens)
+    }
+
+    /// The provider refuses a prompt longer than the window.
+    pub fn overflows(&self, prompt: u64) -> bool {
+        prompt > self.context_window
+    }
+}
+
+/// The latest compaction on the path: where the next one starts summarizing
+/// from, and the summary it updates.
+#[derive(Debug, Clone, Default)]
+pub struct Boundary {
+    /// The index (into the recorded branch) of its first kept entry.
+    pub first_kept: usize,
+    /// Its summary, for the next summary's `<previous-summary>`.
+    pub previous_summary_chars: Option<usize>,
+    /// Where synthesized compactions stand (before these recorded entries):
+    /// pi's cut-point scan stops at a compaction.
+    pub marks: Vec<usize>,
+}
+
+impl Boundary {
+    /// After a recorded compaction at `at` in `branch`.
+    pub fn recorded(&mut self, branch: &[&Entry], at: usize) {
+        let Some(entry) = branch.get(at) else {
+            return;
+        };
+        let first_kept = entry
+            .raw_field("firstKeptEntryId")
+            .and_then(|raw| serde_json::from_str::<String>(raw).ok())
+            .and_then(|id| branch[..at].iter().position(|e| e.id == id))
+            .unwrap_or(at + 1);
+        let summary = entry
+            .raw_field("summary")
+            .and_then(|raw| serde_json::from_str::<String>(raw).ok());
+        self.first_kept = first_kept;
+        self.previous_summary_chars = summary.map(|s| condense_core::js_len(&s));
+    }
+}
+
+/// A compaction the replay inserts before the recorded entry `at`.
+pub struct Synthesized {
+    /// The recorded entry it goes before.
+    pub at: usize,
+    /// Its first kept entry (an index into the branch).
+    pub first_kept: usize,
+    /// That entry's id.
+    pub first_kept_id: String,
+    /// The `compaction` entry.
+    pub entry: Entry,
+    /// Its summary calls.
+    pub work: SummarizerWork,
+    /// Its summary's length in characters.
+    pub summary_chars: usize,
+}
+
+/// pi's `SUMMARIZATION_SYSTEM_PROMPT`, `SUMMARIZATION_PROMPT`,
+/// `UPDATE_SUMMARIZATION_PROMPT` and `TURN_PREFIX_SUMMARIZATION_PROMPT`
+/// (pi 0.83), by length: only their size reaches the bill.
+const SYSTEM_PROMPT_CHARS: usize = 310;
+const SUMMARY_PROMPT_CHARS: usize = 879;
+const UPDATE_PROMPT_CHARS: usize = 1_257;
+const TURN_PREFIX_PROMPT_CHARS: usize = 440;
+/// `<conversation>\n` … `\n</conversation>\n\n`.
+const CONVERSATION_TAGS_CHARS: usize = 33;
+/// `<previous-summary>\n` … `\n</previous-summary>\n\n`.
+const PREVIOUS_SUMMARY_TAGS_CHARS: usize = 41;
+/// pi truncates each tool result to this many characters when it
+/// serializes the conversation, and says how many it left out.
+const TOOL_RESULT_MAX_CHARS: u64 = 2_000;
+const TRUNCATION_MARKER_CHARS: u64 = 40;
+/// pi's estimate counts an image as this many characters.
+const IMAGE_CHARS: u64 = 4_800;
+
+/// pi's `estimateTokens` of a message: its text, chars/4, rounded up.
+fn estimate(message: &Message) -> u64 {
+    let size = content_size(message, &Chars).unwrap_or_default();
+    (size.units + IMAGE_CHARS * size.images).div_ceil(4)
+}
+
+/// The messages an entry adds to pi's context (none for a compaction).
+fn entry_messages(entry: &Entry) -> Vec<Message> {
+    if entry.kind == EntryType::Compaction {
+        return Vec::new();
+    }
+    build_context(&[entry]).messages
+}
+
+fn is_cut_point(m: &Message) -> bool {
+    !m.is(&Role::ToolResult) && (m.is(&Role::Assistant) || starts_turn(m))
+}
+
+fn starts_turn(m: &Message) -> bool {
+    [
+        Role::User,
+        Role::BashExecution,
+        Role::Custom,
+        Role::BranchSummary,
+        Role::CompactionSummary,
+    ]
+    .iter()
+    .any(|r| m.is(r))
+}
+
+/// pi's `findCutPoint` over `branch[start..end]`: the first kept entry and,
+/// when the cut splits a turn, the entry that started it.
+fn cut_point(
+    branch: &[&Entry],
+    start: usize,
+    end: usize,
+    keep_recent: u64,
+    marks: &[usize],
+) -> Option<(usize, Option<usize>)> {
+    let valid = |i: usize| entry_messages(branch[i]).iter().any(is_cut_point);
+    let first_valid = (start..end).find(|&i| valid(i))?;
+    let mut cut = first_valid;
+    let mut kept = 0u64;
+    for i in (start..end).rev() {
+        let tokens: u64 = entry_messages(branch[i]).iter().map(estimate).sum();
+        if tokens == 0 {
+            continue;
+        }
+        kept += tokens;
+        if kept >= keep_recent {
+            cut = (i..end).find(|&c| valid(c)).unwrap_or(first_valid);
+            break;
+        }
+    }
+    // Entries before the cut that add nothing to the context stay with it,
+    // up to a compaction.
+    while cut > start && !marks.contains(&cut) {
+        let previous = branch[cut - 1];
+        if previous.kind == EntryType::Compaction || !entry_messages(previous).is_empty() {
+            break;
+        }
+        cut -= 1;
+    }
+    let starts = entry_messages(branch[cut]).iter().any(starts_turn);
+    let turn_start = if starts {
+        None
+    } else {
+        (start..=cut)
+            .rev()
+            .find(|&i| entry_messages(branch[i]).iter().any(starts_turn))
+    };
+    Some((cut, turn_start))
+}
+
+/// The length of pi's `serializeConversation` of these entries' messages
+/// (each entry's first message, as `getMessageFromEntryForCompaction`).
+fn serialized_chars(entries: &[&Entry]) -> usize {
+    let mut chars = 0u64;
+    let mut parts = 0u64;
+    for entry in entries {
+        let Some(m) = entry_messages(entry).into_iter().next() else {
+            continue;
+        };
+        let size = content_size(&m, &Chars).unwrap_or_default();
+        let (label, text) = if m.is(&Role::ToolResult) {
+            let text = if size.units > TOOL_RESULT_MAX_CHARS {
+                TOOL_RESULT_MAX_CHARS + TRUNCATION_MARKER_CHARS
+            } else {
+                size.units
+            };
+            ("[Tool result]: ".len(), text)
+        } else if m.is(&Role::Assistant) {
+            ("[Assistant]: ".len(), size.units)
+        } else {
+            ("[User]: ".len(), size.units)
+        };
+        if text == 0 {
+            continue;
+        }
+        chars += label as u64 + text;
+        parts += 1;
+    }
+    // Parts are joined by a blank line.
+    (chars + 2 * parts.saturating_sub(1)) as usize
+}
+
+/// Everything [`synthesize`] needs about the replay's state.
+pub struct Moment<'a> {
+    /// The recorded branch.
+    pub branch: &'a [&'a Entry],
+    /// The compaction goes before this recorded entry.
+    pub at: usize,
+    /// pi's estimate of the context's tokens before it (`tokensBefore`).
+    pub tokens_before: u64,
+    /// The entry's time (ISO 8601).
+    pub timestamp: &'a str,
+    /// A number unique within the replay, for the entry's id.
+    pub serial: usize,
+}
+
+/// The compaction pi would make at `moment`, or `None` where pi makes none
+/// (nothing before the cut point to summarize).
+pub fn synthesize(
+    settings: &CompactionSettings,
+    boundary: &Boundary,
+    moment: &Moment<'_>,
+    tokens: &dyn TokenCount,
+) -> Option<Synthesized> {
+    let branch = moment.branch;
+    let start = boundary.first_kept.min(moment.at);
+    let (first_kept, turn_start) = cut_point(
+        branch,
+        start,
+        moment.at,
+        settings.keep_recent_tokens,
+        &boundary.marks,
+    )?;
+    let history_end = turn_start.unwrap_or(first_kept);
+    let history = &branch[start..history_end];
+    let prefix = turn_start.map(|t| &branch[t..first_kept]);
+    let history_chars = serialized_chars(history);
+    let prefix_chars = prefix.map(serialized_chars).unwrap_or(0);
+    if history_chars == 0 && prefix_chars == 0 {
+        return None;
+    }
+    let count = |chars: usize| tokens.chars(chars);
+    let mut work = SummarizerWork::default();
+    let mut summary_tokens = 0;
+    // The history is summarized unless the cut splits the first turn (pi
+    // then writes "No prior history." without a call).
+    if history_chars > 0 || prefix.is_none() {
+        let prompt = match boundary.previous_summary_chars {
+            Some(previous) => UPDATE_PROMPT_CHARS + PREVIOUS_SUMMARY_TAGS_CHARS + previous,
+            None => SUMMARY_PROMPT_CHARS,
+        };
+        work.input += count(SYSTEM_PROMPT_CHARS + CONVERSATION_TAGS_CHARS + history_chars + prompt);
+        let out = settings
+            .summary_tokens
+            .min(settings.reserve_tokens * 8 / 10);
+        work.output += out;
+        summary_tokens += out;
+    }
+    if prefix.is_some() {
+        work.input += count(
+            SYSTEM_PROMPT_CHARS + CONVERSATION_TAGS_CHARS + prefix_chars + TURN_PREFIX_PROMPT_CHARS,
+        );
+        let out = settings.summary_tokens.min(settings.reserve_tokens / 2);
+        work.output += out;
+        summary_tokens += out;
+    }
+    let first_kept_id = &branch.get(first_kept)?.id;
+    let summary = summary_text(summary_tokens, tokens);
+    let summary_chars = summary.len();
+    let line = json!({
+        "type": "compaction",
+        "id": format!("simcompaction{:05}", moment.serial),
+        "parentId": null,
+        "timestamp": moment.timestamp,
+        "summary": summary,
+        "firstKeptEntryId": first_kept_id,
+        "tokensBefore": moment.tokens_before,
+    });
+    let header = r#"{"type":"session","version":3,"id":"simulated","timestamp":"","cwd":""}"#;
+    let entry = Session::parse(&format!("{header}\n{line}"))
+        .entries
+        .into_iter()
+        .next()?;
+    Some(Synthesized {
+        at: moment.at,
+        first_kept,
+        first_kept_id: first_kept_id.clone(),
+        entry,
+        work,
+        summary_chars,
+    })
+}
+
+/// Text of about `want` tokens by the token model (a summary only has to
+/// have a size).
+fn summary_text(want: u64, tokens: &dyn TokenCount) -> String {
+    const PROSE: &str = "## Progress\n- the session read and changed the files it names; ";
+    let mut chars = 0;
+    while tokens.chars(chars) < want && chars < 1 << 24 {
+        chars += PROSE.len();
+    }
+    PROSE.repeat(chars / PROSE.len())
+}
+
+/// The context pi rebuilds after a synthesized compaction (the summary,
+/// then the kept entries' messages up to it).
+pub fn context_after(branch: &[&Entry], synthesized: &Synthesized) -> Vec<Message> {
+    let mut entries: Vec<&Entry> = branch[synthesized.first_kept..synthesized.at].to_vec();
+    entries.push(&synthesized.entry);
+    build_context(&entries).messages
+}
