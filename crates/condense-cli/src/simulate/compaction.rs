@@ -339,3 +339,241 @@ pub fn context_after(branch: &[&Entry], synthesized: &Synthesized) -> Vec<Messag
     entries.push(&synthesized.entry);
     build_context(&entries).messages
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simulate::tokens::{Coefficients, TokenModel};
+    use proptest::prelude::*;
+
+    /// A session from a short script: `u` user, `a` assistant with a tool
+    /// call, `r` its reply (text only), `t` a tool result, `m` a model
+    /// change (no message); each with its content's characters.
+    fn session(script: &[(char, usize)]) -> Session {
+        let mut lines = vec![
+            r#"{"type":"session","version":3,"id":"s","timestamp":"","cwd":""}"#.to_owned(),
+        ];
+        for (n, &(kind, chars)) in script.iter().enumerate() {
+            let text = "x".repeat(chars);
+            let (id, parent, ts) = (
+                format!("e{n}"),
+                if n == 0 {
+                    serde_json::Value::Null
+                } else {
+                    json!(format!("e{}", n - 1))
+                },
+                "2025-01-01T00:00:00.000Z",
+            );
+            let message = match kind {
+                'u' => json!({"role": "user", "content": text}),
+                'a' => json!({"role": "assistant", "content": [
+                    {"type": "toolCall", "id": format!("c{n}"), "name": "read", "arguments": {"p": text}}]}),
+                'r' => json!({"role": "assistant", "content": [{"type": "text", "text": text}]}),
+                't' => json!({"role": "toolResult", "toolCallId": format!("c{}", n.saturating_sub(1)),
+                    "toolName": "read", "content": [{"type": "text", "text": text}]}),
+                _ => {
+                    lines.push(json!({"type": "model_change", "id": id, "parentId": parent,
+                        "timestamp": ts, "provider": "p", "modelId": "m"}).to_string());
+                    continue;
+                }
+            };
+            lines.push(
+                json!({"type": "message", "id": id, "parentId": parent, "timestamp": ts, "message": message})
+                    .to_string(),
+            );
+        }
+        Session::parse(&lines.join("\n"))
+    }
+
+    fn model() -> TokenModel<Chars> {
+        TokenModel {
+            measure: Chars,
+            coefficients: Coefficients {
+                per_unit: 0.25,
+                per_message: 0.0,
+                overhead: 0,
+            },
+        }
+    }
+
+    /// (script, keepRecentTokens, first kept entry, the turn start when the
+    /// cut splits one), worked out by hand from pi's `findCutPoint` with
+    /// chars/4 estimates. An assistant's estimate is its tool name (4) and
+    /// arguments (`{"p":"…"}`, 8 + its characters).
+    const CUTS: &[(&[(char, usize)], u64, Option<(usize, Option<usize>)>)] = &[
+        // Everything fits: kept from the first entry, nothing to summarize.
+        (&[('u', 400), ('a', 100), ('t', 400), ('r', 40)], 1_000, Some((0, None))),
+        // The walk reaches the budget in the second turn's tool result
+        // (3 + 400 + 25 + 28 tokens); the cut moves forward to the reply
+        // after it, which splits the second turn (it started at e3).
+        (
+            &[('u', 400), ('r', 40), ('u', 40), ('a', 100), ('t', 1600), ('r', 100), ('u', 10)],
+            420,
+            Some((5, Some(2))),
+        ),
+        // Reached at a user message: the cut is there, no split.
+        (
+            &[('u', 400), ('r', 40), ('u', 4000), ('a', 100), ('t', 40), ('r', 40)],
+            200,
+            Some((2, None)),
+        ),
+        // A model change before the cut stays with the kept part; pi then
+        // takes the cut (the model change) for a split of the turn before.
+        (
+            &[('u', 400), ('r', 40), ('m', 0), ('u', 4000), ('r', 40)],
+            200,
+            Some((2, Some(0))),
+        ),
+        // Only tool results after the budget is reached: the cut falls back
+        // to the first cut point, as pi's does.
+        (&[('u', 40), ('a', 40), ('t', 8000), ('t', 8000)], 100, Some((0, None))),
+        // No valid cut point at all.
+        (&[('t', 400), ('t', 400)], 10, None),
+    ];
+
+    #[test]
+    fn the_cut_point_is_pis() {
+        for (n, (script, keep, want)) in CUTS.iter().enumerate() {
+            let s = session(script);
+            let branch: Vec<&Entry> = s.entries.iter().collect();
+            let got = cut_point(&branch, 0, branch.len(), *keep, &[]);
+            assert_eq!(got, *want, "case {n}");
+        }
+    }
+
+    #[test]
+    fn a_compaction_summarizes_what_it_cuts_and_prices_the_calls() {
+        let settings = CompactionSettings {
+            context_window: 100_000,
+            reserve_tokens: 16_384,
+            keep_recent_tokens: 420,
+            summary_tokens: 500,
+        };
+        let s = session(&[
+            ('u', 400),
+            ('r', 40),
+            ('u', 40),
+            ('a', 100),
+            ('t', 1600),
+            ('r', 100),
+            ('u', 10),
+        ]);
+        let branch: Vec<&Entry> = s.entries.iter().collect();
+        let moment = Moment {
+            branch: &branch,
+            at: branch.len(),
+            tokens_before: 900,
+            timestamp: "2025-01-01T00:00:00.000Z",
+            serial: 0,
+        };
+        let c = synthesize(&settings, &Boundary::default(), &moment, &model()).unwrap();
+        assert_eq!((c.first_kept, c.first_kept_id.as_str()), (5, "e5"));
+        // History: e0, e1 ("[User]: " + 400, "[Assistant]: " + 40, a blank
+        // line between); turn prefix: e2..e4 (the tool result cut at 2,000
+        // characters does not apply to 1,600).
+        let history = 8 + 400 + 2 + 13 + 40;
+        let prefix = 8 + 40 + 2 + 13 + (4 + 8 + 100) + 2 + 15 + 1600;
+        let calls = |chars: usize| (0.25 * chars as f64).round() as u64;
+        assert_eq!(
+            c.work.input,
+            calls(SYSTEM_PROMPT_CHARS + CONVERSATION_TAGS_CHARS + history + SUMMARY_PROMPT_CHARS)
+                + calls(
+                    SYSTEM_PROMPT_CHARS
+                        + CONVERSATION_TAGS_CHARS
+                        + prefix
+                        + TURN_PREFIX_PROMPT_CHARS
+                )
+        );
+        // Two summaries of 500 tokens: the history's and the turn prefix's.
+        assert_eq!(c.work.output, 1_000);
+        assert!(model().chars(c.summary_chars) >= 1_000);
+        // The entry is a compaction pi's context builder reads: the
+        // summary, then the kept entries.
+        let context = context_after(&branch, &c);
+        assert!(context[0].is(&Role::CompactionSummary));
+        assert_eq!(context.len(), 1 + 2);
+        assert_eq!(c.entry.raw_field("tokensBefore"), Some("900"));
+    }
+
+    #[test]
+    fn a_later_compaction_updates_the_previous_summary() {
+        let settings = CompactionSettings {
+            context_window: 100_000,
+            reserve_tokens: 16_384,
+            keep_recent_tokens: 100,
+            summary_tokens: 50_000,
+        };
+        let s = session(&[('u', 400), ('r', 400), ('u', 400), ('r', 400), ('u', 400)]);
+        let branch: Vec<&Entry> = s.entries.iter().collect();
+        let boundary = Boundary {
+            first_kept: 2,
+            previous_summary_chars: Some(1_000),
+            marks: vec![2],
+        };
+        let moment = Moment {
+            branch: &branch,
+            at: 5,
+            tokens_before: 0,
+            timestamp: "",
+            serial: 1,
+        };
+        let c = synthesize(&settings, &boundary, &moment, &model()).unwrap();
+        assert_eq!(c.first_kept, 4);
+        let history = 8 + 400 + 2 + 13 + 400;
+        let prompt = UPDATE_PROMPT_CHARS + PREVIOUS_SUMMARY_TAGS_CHARS + 1_000;
+        assert_eq!(
+            c.work.input,
+            (0.25 * (SYSTEM_PROMPT_CHARS + CONVERSATION_TAGS_CHARS + history + prompt) as f64)
+                .round() as u64
+        );
+        // pi caps the summary at 0.8 of the reserve.
+        assert_eq!(c.work.output, 16_384 * 8 / 10);
+    }
+
+    fn script() -> impl Strategy<Value = Vec<(char, usize)>> {
+        // Turns: a user prompt, tool calls with their results, a reply.
+        let turn = (1usize..3000, prop::collection::vec((1usize..300, 1usize..9000), 0..5), 1usize..600)
+            .prop_map(|(u, calls, r)| {
+                let mut t = vec![('u', u)];
+                for (a, out) in calls {
+                    t.push(('a', a));
+                    t.push(('t', out));
+                }
+                t.push(('r', r));
+                t
+            });
+        prop::collection::vec(turn, 1..8).prop_map(|ts| ts.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn a_cut_is_never_at_a_tool_result_and_keeps_the_budget(
+            script in script(),
+            keep in 100u64..6000,
+        ) {
+            let s = session(&script);
+            let branch: Vec<&Entry> = s.entries.iter().collect();
+            let Some((cut, turn_start)) = cut_point(&branch, 0, branch.len(), keep, &[]) else {
+                return Ok(());
+            };
+            prop_assert!(script[cut].0 != 't');
+            // The kept part reaches the budget, unless everything is kept or
+            // the budget was reached at tool results the cut moved past.
+            let kept: u64 = branch[cut..]
+                .iter()
+                .flat_map(|e| entry_messages(e))
+                .map(|m| estimate(&m))
+                .sum();
+            prop_assert!(
+                cut == 0 || kept >= keep || script[cut - 1].0 == 't',
+                "cut {cut} keeps {kept}"
+            );
+            // A split names the user prompt of the cut's turn.
+            if let Some(t) = turn_start {
+                prop_assert_eq!(script[t].0, 'u');
+                prop_assert!(script[t + 1..=cut].iter().all(|(k, _)| *k != 'u'));
+            }
+        }
+    }
+}
