@@ -150,7 +150,7 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Replay sessions call by call under each pruning policy and price
     /// every call with prompt caching.
-    Simulate(simulate::SimulateArgs),
+    Simulate(Box<simulate::SimulateArgs>),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {

@@ -178,15 +178,26 @@ fn no_pruning_compacts_where_pi_would_and_pays_for_the_summary() {
         let doubled = &doubled["sessions"][0]["policies"]["none"];
         let extra = f(&doubled["billed_input_units"]) - f(&none["billed_input_units"]);
         let input = f(&none["compaction_input_tokens"]);
-        assert!((extra - input).abs() < 1e-6 * input, "{what}: {extra} {input}");
+        assert!(
+            (extra - input).abs() < 1e-6 * input,
+            "{what}: {extra} {input}"
+        );
 
         // Without compaction, the prompts grow past the window.
-        let old = simulate(&dir, &file, window, &["--policy", "none", "--no-compaction"]);
+        let old = simulate(
+            &dir,
+            &file,
+            window,
+            &["--policy", "none", "--no-compaction"],
+        );
         let old = &old["sessions"][0]["policies"]["none"];
         assert_eq!(u(&old["compactions"]), 0);
         assert_eq!(u(&old["summarizer_input_tokens"]), 0);
         assert!(u(&old["peak_prompt_tokens"]) > window, "{what}");
-        assert!(u(&old["prompt_tokens"]) > u(&none["prompt_tokens"]), "{what}");
+        assert!(
+            u(&old["prompt_tokens"]) > u(&none["prompt_tokens"]),
+            "{what}"
+        );
     }
 }
 
@@ -197,7 +208,11 @@ fn a_session_far_from_the_window_is_priced_as_without_compaction() {
     let with = simulate(&dir, &file, 200_000, &[]);
     let without = simulate(&dir, &file, 200_000, &["--no-compaction"]);
     assert_eq!(with["totals"], without["totals"]);
-    for p in with["sessions"][0]["policies"].as_object().unwrap().values() {
+    for p in with["sessions"][0]["policies"]
+        .as_object()
+        .unwrap()
+        .values()
+    {
         assert_eq!(u(&p["compactions"]), 0);
     }
 }

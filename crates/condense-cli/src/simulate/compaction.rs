@@ -350,9 +350,8 @@ mod tests {
     /// call, `r` its reply (text only), `t` a tool result, `m` a model
     /// change (no message); each with its content's characters.
     fn session(script: &[(char, usize)]) -> Session {
-        let mut lines = vec![
-            r#"{"type":"session","version":3,"id":"s","timestamp":"","cwd":""}"#.to_owned(),
-        ];
+        let mut lines =
+            vec![r#"{"type":"session","version":3,"id":"s","timestamp":"","cwd":""}"#.to_owned()];
         for (n, &(kind, chars)) in script.iter().enumerate() {
             let text = "x".repeat(chars);
             let (id, parent, ts) = (
@@ -369,11 +368,16 @@ mod tests {
                 'a' => json!({"role": "assistant", "content": [
                     {"type": "toolCall", "id": format!("c{n}"), "name": "read", "arguments": {"p": text}}]}),
                 'r' => json!({"role": "assistant", "content": [{"type": "text", "text": text}]}),
-                't' => json!({"role": "toolResult", "toolCallId": format!("c{}", n.saturating_sub(1)),
-                    "toolName": "read", "content": [{"type": "text", "text": text}]}),
+                't' => {
+                    json!({"role": "toolResult", "toolCallId": format!("c{}", n.saturating_sub(1)),
+                    "toolName": "read", "content": [{"type": "text", "text": text}]})
+                }
                 _ => {
-                    lines.push(json!({"type": "model_change", "id": id, "parentId": parent,
-                        "timestamp": ts, "provider": "p", "modelId": "m"}).to_string());
+                    lines.push(
+                        json!({"type": "model_change", "id": id, "parentId": parent,
+                        "timestamp": ts, "provider": "p", "modelId": "m"})
+                        .to_string(),
+                    );
                     continue;
                 }
             };
@@ -400,20 +404,40 @@ mod tests {
     /// cut splits one), worked out by hand from pi's `findCutPoint` with
     /// chars/4 estimates. An assistant's estimate is its tool name (4) and
     /// arguments (`{"p":"…"}`, 8 + its characters).
-    const CUTS: &[(&[(char, usize)], u64, Option<(usize, Option<usize>)>)] = &[
+    type CutCase = (&'static [(char, usize)], u64, Option<(usize, Option<usize>)>);
+    const CUTS: &[CutCase] = &[
         // Everything fits: kept from the first entry, nothing to summarize.
-        (&[('u', 400), ('a', 100), ('t', 400), ('r', 40)], 1_000, Some((0, None))),
+        (
+            &[('u', 400), ('a', 100), ('t', 400), ('r', 40)],
+            1_000,
+            Some((0, None)),
+        ),
         // The walk reaches the budget in the second turn's tool result
         // (3 + 400 + 25 + 28 tokens); the cut moves forward to the reply
         // after it, which splits the second turn (it started at e3).
         (
-            &[('u', 400), ('r', 40), ('u', 40), ('a', 100), ('t', 1600), ('r', 100), ('u', 10)],
+            &[
+                ('u', 400),
+                ('r', 40),
+                ('u', 40),
+                ('a', 100),
+                ('t', 1600),
+                ('r', 100),
+                ('u', 10),
+            ],
             420,
             Some((5, Some(2))),
         ),
         // Reached at a user message: the cut is there, no split.
         (
-            &[('u', 400), ('r', 40), ('u', 4000), ('a', 100), ('t', 40), ('r', 40)],
+            &[
+                ('u', 400),
+                ('r', 40),
+                ('u', 4000),
+                ('a', 100),
+                ('t', 40),
+                ('r', 40),
+            ],
             200,
             Some((2, None)),
         ),
@@ -426,7 +450,11 @@ mod tests {
         ),
         // Only tool results after the budget is reached: the cut falls back
         // to the first cut point, as pi's does.
-        (&[('u', 40), ('a', 40), ('t', 8000), ('t', 8000)], 100, Some((0, None))),
+        (
+            &[('u', 40), ('a', 40), ('t', 8000), ('t', 8000)],
+            100,
+            Some((0, None)),
+        ),
         // No valid cut point at all.
         (&[('t', 400), ('t', 400)], 10, None),
     ];
@@ -532,7 +560,11 @@ mod tests {
 
     fn script() -> impl Strategy<Value = Vec<(char, usize)>> {
         // Turns: a user prompt, tool calls with their results, a reply.
-        let turn = (1usize..3000, prop::collection::vec((1usize..300, 1usize..9000), 0..5), 1usize..600)
+        let turn = (
+            1usize..3000,
+            prop::collection::vec((1usize..300, 1usize..9000), 0..5),
+            1usize..600,
+        )
             .prop_map(|(u, calls, r)| {
                 let mut t = vec![('u', u)];
                 for (a, out) in calls {

@@ -142,7 +142,12 @@ impl PromptHistory {
     fn tokens_of(&self, messages: &[Message], tokens: &dyn TokenCount) -> u64 {
         let shared = self.shared(messages);
         tokens.overhead()
-            + self.tokens.get(..shared).unwrap_or_default().iter().sum::<u64>()
+            + self
+                .tokens
+                .get(..shared)
+                .unwrap_or_default()
+                .iter()
+                .sum::<u64>()
             + messages[shared..]
                 .iter()
                 .map(|m| tokens.message(m))
@@ -177,11 +182,9 @@ fn ended_run(branch: &[&Entry], call: usize, since: &[&Entry]) -> bool {
         .as_ref()
         .is_some_and(Message::is_text_only_assistant);
     text_only
-        || !since.iter().any(|e| {
-            e.message
-                .as_ref()
-                .is_some_and(|m| m.is(&Role::ToolResult))
-        })
+        || !since
+            .iter()
+            .any(|e| e.message.as_ref().is_some_and(|m| m.is(&Role::ToolResult)))
 }
 
 /// `entries` with `synthesized` before the recorded entry `offset + at`.
