@@ -404,7 +404,11 @@ mod tests {
     /// cut splits one), worked out by hand from pi's `findCutPoint` with
     /// chars/4 estimates. An assistant's estimate is its tool name (4) and
     /// arguments (`{"p":"…"}`, 8 + its characters).
-    type CutCase = (&'static [(char, usize)], u64, Option<(usize, Option<usize>)>);
+    type CutCase = (
+        &'static [(char, usize)],
+        u64,
+        Option<(usize, Option<usize>)>,
+    );
     const CUTS: &[CutCase] = &[
         // Everything fits: kept from the first entry, nothing to summarize.
         (

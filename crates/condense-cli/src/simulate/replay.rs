@@ -138,31 +138,43 @@ impl PromptHistory {
             .count()
     }
 
-    /// The prompt's tokens, overhead included, without keeping it.
-    fn tokens_of(&self, messages: &[Message], tokens: &dyn TokenCount) -> u64 {
+    /// `messages` against the previous prompt: the messages shared, and
+    /// the tokens of the others.
+    fn measure(&self, messages: &[Message], tokens: &dyn TokenCount) -> Measured {
         let shared = self.shared(messages);
+        Measured {
+            shared,
+            new_tokens: messages[shared..]
+                .iter()
+                .map(|m| tokens.message(m))
+                .collect(),
+        }
+    }
+
+    /// The measured prompt's tokens, overhead included.
+    fn total(&self, measured: &Measured, tokens: &dyn TokenCount) -> u64 {
         tokens.overhead()
             + self
                 .tokens
-                .get(..shared)
+                .get(..measured.shared)
                 .unwrap_or_default()
                 .iter()
                 .sum::<u64>()
-            + messages[shared..]
-                .iter()
-                .map(|m| tokens.message(m))
-                .sum::<u64>()
+            + measured.new_tokens.iter().sum::<u64>()
     }
 
-    /// Keeps `messages` as the previous prompt: its tokens, the prefix (in
-    /// tokens, overhead included) it shares with the one before, and its
-    /// length.
-    fn keep(&mut self, messages: &[Message], tokens: &dyn TokenCount) -> (u64, u64, usize) {
-        let shared = self.shared(messages);
-        self.tokens.truncate(shared);
+    /// Keeps `messages` (measured) as the previous prompt: its tokens, the
+    /// prefix (in tokens, overhead included) it shares with the one before,
+    /// and its length.
+    fn keep(
+        &mut self,
+        messages: &[Message],
+        measured: Measured,
+        tokens: &dyn TokenCount,
+    ) -> (u64, u64, usize) {
+        self.tokens.truncate(measured.shared);
         let shared_tokens = tokens.overhead() + self.tokens.iter().sum::<u64>();
-        self.tokens
-            .extend(messages[shared..].iter().map(|m| tokens.message(m)));
+        self.tokens.extend(measured.new_tokens);
         self.messages.clear();
         self.messages.extend_from_slice(messages);
         (
@@ -171,6 +183,12 @@ impl PromptHistory {
             messages.len(),
         )
     }
+}
+
+/// A prompt measured against the previous one.
+struct Measured {
+    shared: usize,
+    new_tokens: Vec<u64>,
 }
 
 /// Whether the call at `branch[call]` ended its agent run: a reply without
@@ -363,13 +381,14 @@ pub fn replay(
                 model: model.clone(),
                 previous_usage,
             })?;
-            let size = history.tokens_of(&prompt.messages, tokens);
+            let measured = history.measure(&prompt.messages, tokens);
+            let size = history.total(&measured, tokens);
             let refused = compaction
                 .filter(|c| c.overflows(size))
                 .and_then(|_| compactions.make(branch, i, size, tokens));
             let kept = refused
                 .is_none()
-                .then(|| history.keep(&prompt.messages, tokens));
+                .then(|| history.keep(&prompt.messages, measured, tokens));
             (kept, prompt.summarizer, refused, size)
         };
         unseen = i;
@@ -388,7 +407,8 @@ pub fn replay(
                 })?;
                 summarizer.input += prompt.summarizer.input;
                 summarizer.output += prompt.summarizer.output;
-                history.keep(&prompt.messages, tokens)
+                let measured = history.measure(&prompt.messages, tokens);
+                history.keep(&prompt.messages, measured, tokens)
             }
             (None, None) => return Err("a refused prompt without a compaction".to_owned()),
         };
