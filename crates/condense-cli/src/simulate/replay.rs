@@ -241,9 +241,11 @@ impl Compactions<'_> {
         tokens: &dyn TokenCount,
     ) -> Option<Synthesized> {
         let settings = self.settings?;
-        let timestamp = branch
-            .get(at)
-            .or(branch.last())
+        // pi compacts right after the entry before it (a run's reply, or the
+        // tool results before a refused call).
+        let timestamp = at
+            .checked_sub(1)
+            .and_then(|i| branch.get(i))
             .map(|e| e.timestamp.as_str())
             .unwrap_or_default();
         let s = compaction::synthesize(
