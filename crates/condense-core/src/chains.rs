@@ -26,7 +26,9 @@
 //! [`Skeleton::is_synthetic_chain`]: crate::message::Skeleton::is_synthetic_chain
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+#[cfg(test)]
+use std::collections::HashMap;
+use std::collections::HashSet;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -388,6 +390,7 @@ pub(crate) fn parse_tool_call_args(message: &Message) -> Vec<CallArgs> {
 /// Lazily parsed tool-call arguments of a branch's assistant messages,
 /// looked up by the position of a tool result: the call with the result's id
 /// in the nearest preceding assistant that has one.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct ArgsLookup {
     /// For each tool-call id, the index of the latest assistant (so far in
@@ -395,6 +398,7 @@ pub(crate) struct ArgsLookup {
     latest: HashMap<String, usize>,
 }
 
+#[cfg(test)]
 impl ArgsLookup {
     /// Records an assistant message met in a forward walk.
     pub(crate) fn see_assistant(&mut self, index: usize, message: &Message) {

@@ -62,6 +62,7 @@ mod fxhash;
 mod js;
 mod message;
 mod metrics;
+mod metrics_memo;
 mod model_ref;
 mod notice;
 mod occurrence;

@@ -15,14 +15,18 @@
 //! tokens are `round(chars / 4)`. The branch is the persisted one (not the
 //! rendered context), so the numbers measure what is stored.
 
+#[cfg(test)]
 use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+#[cfg(test)]
 use crate::chains::{detect_spans, ArgsLookup};
 use crate::js::js_len;
-use crate::message::{Message, Role};
+use crate::message::Message;
+#[cfg(test)]
+use crate::message::Role;
 use crate::protect::Protection;
 use crate::records::Frontier;
 use crate::state::State;
@@ -44,12 +48,12 @@ pub struct ContextMetrics {
 }
 
 /// `Math.round(chars / 4)` on an integer count (exact: `x.5` rounds up).
-fn tokens(chars: u64) -> u64 {
+pub(crate) fn tokens(chars: u64) -> u64 {
     (chars + 2) / 4
 }
 
 /// `Math.round(100 * part / total)` on integers; `0` when `total` is 0.
-fn rounded_pct(part: u64, total: u64) -> u64 {
+pub(crate) fn rounded_pct(part: u64, total: u64) -> u64 {
     if total == 0 {
         return 0;
     }
@@ -96,7 +100,25 @@ fn rounded_pct(part: u64, total: u64) -> u64 {
 /// summarized or its call is protected, judged by the result's `toolName`
 /// and the arguments of the call with its id in the nearest preceding
 /// assistant.
+///
+/// The state keeps what it read off the messages between calls (a memo
+/// checked against the very messages), so measuring a branch that grew
+/// reads only the new messages and the frontier window.
 pub fn compute_context_metrics(
+    branch: &[Message],
+    frontier: Option<&Frontier>,
+    state: &State,
+    protection: &Protection,
+) -> ContextMetrics {
+    state
+        .metrics_memo()
+        .measure(branch, frontier, state, protection)
+}
+
+/// [`compute_context_metrics`] by a rescan of the whole branch: the
+/// definition the memo is tested against.
+#[cfg(test)]
+pub(crate) fn rescan_context_metrics(
     branch: &[Message],
     frontier: Option<&Frontier>,
     state: &State,
@@ -143,7 +165,7 @@ pub fn compute_context_metrics(
 
 /// Chars of the `thinking` blocks of one message, each measured as its JSON
 /// text.
-fn thinking_block_chars(message: &Message) -> u64 {
+pub(crate) fn thinking_block_chars(message: &Message) -> u64 {
     #[derive(Deserialize)]
     struct ContentDe<'a> {
         #[serde(borrow, default)]
@@ -174,6 +196,7 @@ fn thinking_block_chars(message: &Message) -> u64 {
 }
 
 /// Where the frontier window starts.
+#[cfg(test)]
 struct Boundary {
     /// Index of the boundary assistant; results at or before it are out.
     index: usize,
@@ -184,6 +207,7 @@ struct Boundary {
     excluded: HashSet<String>,
 }
 
+#[cfg(test)]
 fn locate_boundary(branch: &[Message], frontier: &Frontier) -> Option<Boundary> {
     let (index, m) = branch
         .iter()
@@ -207,6 +231,7 @@ fn locate_boundary(branch: &[Message], frontier: &Frontier) -> Option<Boundary> 
     })
 }
 
+#[cfg(test)]
 fn frontier_gap(
     branch: &[Message],
     chars: &[u64],

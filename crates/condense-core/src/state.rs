@@ -20,6 +20,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::fxhash::FxHashMap;
 use crate::message::Message;
+use crate::metrics_memo::MetricsMemo;
 use crate::render::chain_memo::ChainMemo;
 use crate::render::purge_memo::PurgeMemo;
 
@@ -114,6 +115,7 @@ pub struct State {
     generation: u64,
     chain_memo: ChainMemo,
     purge_memo: PurgeMemo,
+    metrics_memo: MetricsMemo,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
     /// Records that seed dedup, in indexing order; hashed on first lookup
@@ -367,6 +369,11 @@ impl State {
     /// The error purge's memo.
     pub(crate) fn purge_memo(&self) -> &PurgeMemo {
         &self.purge_memo
+    }
+
+    /// The context metrics' memo.
+    pub(crate) fn metrics_memo(&self) -> &MetricsMemo {
+        &self.metrics_memo
     }
 
     /// Increases on every change that can alter a render.
