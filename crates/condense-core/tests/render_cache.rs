@@ -232,3 +232,57 @@ fn warm_renders_equal_cold_ones_after_the_messages_change() {
         );
     }
 }
+
+/// Under the cache-aware policy each call renders with and without what is
+/// pending, two sets of chains, and flushes change the state between calls:
+/// warm renders must equal cold ones through all of it, including a chain
+/// entry replaced under the same block id (its ids differ from what the
+/// range holds, which the cold render reports).
+#[test]
+fn warm_renders_equal_cold_ones_across_switches_and_replaced_chains() {
+    #[path = "support/mod.rs"]
+    mod support;
+    let mut config = Config::default();
+    config.economy.policy = condense_core::Policy::CacheAware;
+    let protection = Protection::new(&config);
+    let settings = RenderSettings {
+        config: &config,
+        protection: &protection,
+    };
+    let (messages, mut state) = support::workload_chains(8, 3, 2);
+    let check = |state: &State, what: &str| {
+        for _ in 0..2 {
+            let cold = state.clone();
+            assert_eq!(
+                render(&messages, state, &settings),
+                render(&messages, &cold, &settings),
+                "{what}: render"
+            );
+            assert_eq!(
+                condense_core::render_after_switch(&messages, state, &settings),
+                condense_core::render_after_switch(&messages, &cold, &settings),
+                "{what}: render after a switch"
+            );
+        }
+    };
+    check(&state, "before any switch");
+    state.record_switch(messages.len());
+    check(&state, "after a switch");
+    let first = state.chains().next().cloned().expect("a chain");
+    let mut replaced = first.clone();
+    replaced.dropped_tool_call_ids.push("not_in_the_range".to_owned());
+    state.register_chain(replaced);
+    check(&state, "a chain's dropped ids replaced");
+    let before = render(&messages, &state, &settings);
+    assert!(
+        before
+            .diagnostics
+            .iter()
+            .any(|d| d.kind == condense_core::DiagnosticKind::RangeIdMismatch),
+        "the replaced entry no longer matches its range"
+    );
+    state.register_chain(first);
+    check(&state, "the chain restored");
+    state.record_switch(messages.len());
+    check(&state, "after a second switch");
+}

@@ -23,8 +23,13 @@ use super::chains::ResolvedRange;
 #[derive(Debug, Default)]
 pub(crate) struct ChainMemo {
     blocks: Mutex<FxHashMap<String, ChainMemoEntry>>,
-    scan: Mutex<Option<Arc<RangeScan>>>,
+    /// The latest scans, newest first: the cache-aware policy renders with
+    /// and without what is pending at the same call, two sets of chains.
+    scans: Mutex<Vec<(u64, Arc<RangeScan>)>>,
 }
+
+/// How many range scans are kept.
+const SCANS_KEPT: usize = 2;
 
 impl Clone for ChainMemo {
     fn clone(&self) -> Self {
@@ -32,55 +37,101 @@ impl Clone for ChainMemo {
     }
 }
 
-/// One chain's synthetic message and its stripped final assistant. The
-/// stripped copy is kept with the original it was made from.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ChainMemoEntry {
-    pub(crate) generation: u64,
-    pub(crate) synthetic: Option<Message>,
-    pub(crate) stripped: Option<(Message, Message)>,
+/// One chain's synthetic message and its stripped final assistant.
+#[derive(Debug, Default)]
+struct ChainMemoEntry {
+    /// The synthetic as rendered in `generation`.
+    generation: u64,
+    synthetic: Option<Message>,
+    /// The last synthetic built, with its text and timestamp: a state
+    /// change (a flush, at nearly every call) rarely changes a chain's text,
+    /// and the text alone decides the message.
+    built: Option<(String, i64, Message)>,
+    /// The stripped copy, with the original it was made from.
+    stripped: Option<(Message, Message)>,
 }
 
 impl ChainMemo {
-    /// The block's entry for `generation`. A stripped copy outlives the
-    /// generation it was made in: it depends on its original alone (which
-    /// the caller compares), and flushes change the generation at nearly
-    /// every call, so dropping it would strip every chain's final assistant
-    /// again per render.
-    pub(crate) fn get(&self, block: &str, generation: u64) -> ChainMemoEntry {
-        let kept = self.blocks.lock().ok().and_then(|m| m.get(block).cloned());
-        match kept {
-            Some(e) if e.generation == generation => e,
-            kept => ChainMemoEntry {
-                generation,
-                synthetic: None,
-                stripped: kept.and_then(|e| e.stripped),
-            },
+    /// The synthetic message of `block` in `generation`: kept from this
+    /// generation, or from an earlier one when `text` gives the same text
+    /// and timestamp, or made by `make`.
+    pub(crate) fn synthetic(
+        &self,
+        block: &str,
+        generation: u64,
+        compressed_at: i64,
+        text: impl FnOnce() -> String,
+        make: impl FnOnce(&str) -> Message,
+    ) -> Message {
+        let Ok(mut blocks) = self.blocks.lock() else {
+            return make(&text());
+        };
+        let entry = blocks.entry(block.to_owned()).or_default();
+        if entry.generation == generation {
+            if let Some(m) = &entry.synthetic {
+                return m.clone();
+            }
         }
+        let text = text();
+        let m = match &entry.built {
+            Some((t, at, m)) if *t == text && *at == compressed_at => m.clone(),
+            _ => {
+                let m = make(&text);
+                entry.built = Some((text, compressed_at, m.clone()));
+                m
+            }
+        };
+        entry.generation = generation;
+        entry.synthetic = Some(m.clone());
+        m
     }
 
-    pub(crate) fn put(&self, block: &str, entry: ChainMemoEntry) {
-        if let Ok(mut m) = self.blocks.lock() {
-            m.insert(block.to_owned(), entry);
+    /// The stripped copy of `original`, the final assistant of `block`: kept
+    /// (it depends on its original alone, which is compared), or made by
+    /// `make` (`None`: nothing to strip).
+    pub(crate) fn stripped(
+        &self,
+        block: &str,
+        original: &Message,
+        make: impl FnOnce() -> Option<Message>,
+    ) -> Option<Message> {
+        let Ok(mut blocks) = self.blocks.lock() else {
+            return make();
+        };
+        let entry = blocks.entry(block.to_owned()).or_default();
+        if let Some((orig, s)) = &entry.stripped {
+            if orig == original {
+                return Some(s.clone());
+            }
         }
+        let s = make()?;
+        entry.stripped = Some((original.clone(), s.clone()));
+        Some(s)
     }
 
-    /// The scan of `chains` over `input`, from the cache when it was made
-    /// for this generation, these ranges and these messages.
+    /// The scan of `chains` over `input`, from the cache when one was made
+    /// for these chains (in this generation, or with the same entries) over
+    /// these messages.
     pub(crate) fn scan(
         &self,
         generation: u64,
         chains: &[(&ChainEntry, ResolvedRange)],
         input: &[Message],
     ) -> Arc<RangeScan> {
-        if let Ok(guard) = self.scan.lock() {
-            if let Some(s) = guard.as_ref().filter(|s| s.fits(generation, chains, input)) {
-                return Arc::clone(s);
+        if let Ok(mut scans) = self.scans.lock() {
+            let hit = scans
+                .iter()
+                .position(|(g, s)| s.fits(*g == generation, chains, input));
+            if let Some(k) = hit {
+                let (_, s) = scans.remove(k);
+                scans.insert(0, (generation, Arc::clone(&s)));
+                return s;
             }
         }
-        let s = Arc::new(RangeScan::new(generation, chains, input));
-        if let Ok(mut guard) = self.scan.lock() {
-            *guard = Some(Arc::clone(&s));
+        let s = Arc::new(RangeScan::new(chains, input));
+        if let Ok(mut scans) = self.scans.lock() {
+            scans.insert(0, (generation, Arc::clone(&s)));
+            scans.truncate(SCANS_KEPT);
         }
         s
     }
@@ -96,9 +147,9 @@ impl ChainMemo {
 /// list on every render.
 #[derive(Debug)]
 pub(crate) struct RangeScan {
-    generation: u64,
-    /// The accepted chains' block ids and ranges, in order.
-    ranges: Vec<(String, ResolvedRange)>,
+    /// The accepted chains' ranges and what the scan read of their entries
+    /// (block id, protected ids, dropped ids), in order.
+    ranges: Vec<(ScannedEntry, ResolvedRange)>,
     /// The input messages strictly inside the ranges, in range order.
     inside: Vec<Message>,
     /// Per accepted chain: (recorded, actual) id counts when the sets differ.
@@ -115,10 +166,9 @@ pub(crate) struct RangeScan {
 }
 
 impl RangeScan {
-    fn new(generation: u64, chains: &[(&ChainEntry, ResolvedRange)], input: &[Message]) -> Self {
+    fn new(chains: &[(&ChainEntry, ResolvedRange)], input: &[Message]) -> Self {
         let spanned: usize = chains.iter().map(|(_, r)| r.end - r.start).sum();
         let mut scan = RangeScan {
-            generation,
             ranges: Vec::with_capacity(chains.len()),
             inside: Vec::with_capacity(spanned),
             mismatches: Vec::with_capacity(chains.len()),
@@ -174,25 +224,26 @@ impl RangeScan {
             scan.mismatches
                 .push((recorded != actual).then_some((recorded.len(), actual.len())));
             scan.protected_at.push(protected_at);
-            scan.ranges.push((entry.block_id.clone(), *r));
+            scan.ranges.push((ScannedEntry::of(entry), *r));
         }
         scan
     }
 
-    /// True if this scan was made for exactly these chains over these messages.
+    /// True if this scan was made for exactly these chains over these
+    /// messages. `same_generation`: the state has not changed since, so
+    /// entries with the scanned block ids are the scanned entries.
     fn fits(
         &self,
-        generation: u64,
+        same_generation: bool,
         chains: &[(&ChainEntry, ResolvedRange)],
         input: &[Message],
     ) -> bool {
-        self.generation == generation
-            && self.ranges.len() == chains.len()
-            && self
-                .ranges
-                .iter()
-                .zip(chains)
-                .all(|((block, r), (entry, r2))| r == r2 && *block == entry.block_id)
+        self.ranges.len() == chains.len()
+            && self.ranges.iter().zip(chains).all(|((scanned, r), (entry, r2))| {
+                r == r2
+                    && scanned.block_id == entry.block_id
+                    && (same_generation || scanned.is(entry))
+            })
             && chains
                 .iter()
                 .flat_map(|(_, r)| input.get(r.start + 1..r.end).unwrap_or_default())
@@ -209,5 +260,30 @@ impl RangeScan {
     /// True if this tool-call id occurs in a range.
     pub(crate) fn drops_id(&self, id: &str) -> bool {
         self.dropped_ids.contains(id)
+    }
+}
+
+/// What a scan read of a chain entry.
+#[derive(Debug)]
+struct ScannedEntry {
+    block_id: String,
+    protected_tool_call_ids: Option<Vec<String>>,
+    dropped_tool_call_ids: Vec<String>,
+}
+
+impl ScannedEntry {
+    fn of(entry: &ChainEntry) -> Self {
+        ScannedEntry {
+            block_id: entry.block_id.clone(),
+            protected_tool_call_ids: entry.protected_tool_call_ids.clone(),
+            dropped_tool_call_ids: entry.dropped_tool_call_ids.clone(),
+        }
+    }
+
+    /// True if `entry` reads as the scanned one.
+    fn is(&self, entry: &ChainEntry) -> bool {
+        self.block_id == entry.block_id
+            && self.protected_tool_call_ids == entry.protected_tool_call_ids
+            && self.dropped_tool_call_ids == entry.dropped_tool_call_ids
     }
 }

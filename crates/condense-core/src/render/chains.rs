@@ -319,26 +319,26 @@ pub(crate) fn apply(
             })
             .collect();
         // A chain without protected outputs renders the same synthetic until
-        // the state changes: memoized (render runs before every LLM call).
-        let mut memo = state.chain_memo().get(&entry.block_id, state.generation());
-        let synthetic = match (&memo.synthetic, protected_outputs.is_empty()) {
-            (Some(m), true) => m.clone(),
-            (_, cacheable) => {
-                let body = substitute_block_refs(&state.chain_body(entry), &entry.block_id, |b| {
-                    state
-                        .chain_by_block(b)
-                        .map(|e| state.chain_body(e))
-                        .filter(|t| !t.is_empty())
-                });
-                let text =
-                    synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs);
-                let m = synthetic_message(entry, &text);
-                if cacheable {
-                    memo.synthetic = Some(m.clone());
-                    state.chain_memo().put(&entry.block_id, memo.clone());
-                }
-                m
-            }
+        // its text changes: memoized (render runs before every LLM call).
+        let text = || {
+            let body = substitute_block_refs(&state.chain_body(entry), &entry.block_id, |b| {
+                state
+                    .chain_by_block(b)
+                    .map(|e| state.chain_body(e))
+                    .filter(|t| !t.is_empty())
+            });
+            synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs)
+        };
+        let synthetic = if protected_outputs.is_empty() {
+            state.chain_memo().synthetic(
+                &entry.block_id,
+                state.generation(),
+                entry.compressed_at,
+                text,
+                |t| synthetic_message(entry, t),
+            )
+        } else {
+            synthetic_message(entry, &text())
         };
         if strip_final_thinking {
             strip_blocks[r.end] = Some(&entry.block_id);
@@ -386,18 +386,9 @@ pub(crate) fn apply(
         if let Some(block) =
             strip_block.filter(|_| m.is(&Role::Assistant) && m.skeleton().thinking_blocks > 0)
         {
-            let mut memo = state.chain_memo().get(block, state.generation());
-            let cached = memo
-                .stripped
-                .as_ref()
-                .filter(|(orig, _)| orig == m)
-                .map(|(_, s)| s.clone());
-            let s = cached.or_else(|| {
-                let s = without_thinking(m)?;
-                memo.stripped = Some((m.clone(), s.clone()));
-                state.chain_memo().put(block, memo);
-                Some(s)
-            });
+            let s = state
+                .chain_memo()
+                .stripped(block, m, || without_thinking(m));
             if let Some(s) = s {
                 stripped[i] = Some(s);
             }
