@@ -23,6 +23,7 @@ use crate::message::Message;
 use crate::metrics_memo::MetricsMemo;
 use crate::render::chain_memo::ChainMemo;
 use crate::render::purge_memo::PurgeMemo;
+use crate::render::render_memo::RenderMemo;
 
 use crate::occurrence::{split_occurrence, OccurrenceKey};
 use crate::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
@@ -116,6 +117,7 @@ pub struct State {
     chain_memo: ChainMemo,
     purge_memo: PurgeMemo,
     metrics_memo: MetricsMemo,
+    render_memo: RenderMemo,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
     /// Records that seed dedup, in indexing order; hashed on first lookup
@@ -154,6 +156,7 @@ impl State {
     /// cache-aware policy, and failed calls among the first `messages`
     /// messages of the context may have their arguments purged.
     pub fn record_switch(&mut self, messages: usize) {
+        self.render_memo.carry(self.generation, self.generation + 1);
         self.generation += 1;
         self.switches += 1;
         self.purge_horizon = Some(messages);
@@ -369,6 +372,11 @@ impl State {
     /// The error purge's memo.
     pub(crate) fn purge_memo(&self) -> &PurgeMemo {
         &self.purge_memo
+    }
+
+    /// The last render.
+    pub(crate) fn render_memo(&self) -> &RenderMemo {
+        &self.render_memo
     }
 
     /// The context metrics' memo.

@@ -270,7 +270,9 @@ fn warm_renders_equal_cold_ones_across_switches_and_replaced_chains() {
     check(&state, "after a switch");
     let first = state.chains().next().cloned().expect("a chain");
     let mut replaced = first.clone();
-    replaced.dropped_tool_call_ids.push("not_in_the_range".to_owned());
+    replaced
+        .dropped_tool_call_ids
+        .push("not_in_the_range".to_owned());
     state.register_chain(replaced);
     check(&state, "a chain's dropped ids replaced");
     let before = render(&messages, &state, &settings);

@@ -239,11 +239,15 @@ impl RangeScan {
         input: &[Message],
     ) -> bool {
         self.ranges.len() == chains.len()
-            && self.ranges.iter().zip(chains).all(|((scanned, r), (entry, r2))| {
-                r == r2
-                    && scanned.block_id == entry.block_id
-                    && (same_generation || scanned.is(entry))
-            })
+            && self
+                .ranges
+                .iter()
+                .zip(chains)
+                .all(|((scanned, r), (entry, r2))| {
+                    r == r2
+                        && scanned.block_id == entry.block_id
+                        && (same_generation || scanned.is(entry))
+                })
             && chains
                 .iter()
                 .flat_map(|(_, r)| input.get(r.start + 1..r.end).unwrap_or_default())

@@ -23,6 +23,7 @@ pub(crate) mod chains;
 pub(crate) mod grace;
 pub(crate) mod purge;
 pub(crate) mod purge_memo;
+pub(crate) mod render_memo;
 pub(crate) mod stub;
 pub(crate) mod sweep;
 pub(crate) mod thinking;
@@ -221,7 +222,7 @@ pub struct RenderSettings<'a> {
 }
 
 /// What the display policy lets a render show.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Gate {
     /// `false` under the reference policy: everything is shown.
     gated: bool,
@@ -284,6 +285,22 @@ pub fn render_after_switch(
 }
 
 fn render_gated(
+    messages: &[Message],
+    state: &State,
+    settings: &RenderSettings<'_>,
+    gate: Gate,
+) -> Render {
+    state.render_memo().get_or_make(
+        state.generation(),
+        gate,
+        settings.config,
+        settings.protection.fingerprint(),
+        messages,
+        || render_now(messages, state, settings, gate),
+    )
+}
+
+fn render_now(
     messages: &[Message],
     state: &State,
     settings: &RenderSettings<'_>,
