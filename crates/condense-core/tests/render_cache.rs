@@ -10,6 +10,8 @@ use condense_core::{render, RenderSettings};
 use condense_core::{SummaryRef, ToolCallRecord};
 use serde_json::{json, Value};
 
+mod support;
+
 fn branch() -> Vec<Message> {
     [
         json!({"role":"user","content":"go","timestamp":1}),
@@ -154,8 +156,6 @@ fn a_replaced_chain_entry_replaces_the_memoized_synthetic() {
 /// checked against the messages it was made from.
 #[test]
 fn warm_renders_equal_cold_ones_after_the_messages_change() {
-    #[path = "support/mod.rs"]
-    mod support;
     let config = Config::default();
     let protection = Protection::new(&config);
     let settings = RenderSettings {
@@ -240,8 +240,6 @@ fn warm_renders_equal_cold_ones_after_the_messages_change() {
 /// range holds, which the cold render reports).
 #[test]
 fn warm_renders_equal_cold_ones_across_switches_and_replaced_chains() {
-    #[path = "support/mod.rs"]
-    mod support;
     let mut config = Config::default();
     config.economy.policy = condense_core::Policy::CacheAware;
     let protection = Protection::new(&config);
