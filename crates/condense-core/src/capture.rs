@@ -290,6 +290,21 @@ pub fn capture_branch(
     protection: &Protection,
     now: i64,
 ) -> Vec<CapturedBatch> {
+    capture_from_turn(messages, entry_timestamps, state, protection, now, 0)
+}
+
+/// [`capture_branch`] without the batches of turns before `first_turn`
+/// (turns and user-turn groups are still counted from the branch's start):
+/// the frontier trim drops those, and a flush's frontier sits near the end
+/// of the branch, so a flush does not read the settled history.
+fn capture_from_turn(
+    messages: &[Message],
+    entry_timestamps: &[Option<i64>],
+    state: &State,
+    protection: &Protection,
+    now: i64,
+    first_turn: i64,
+) -> Vec<CapturedBatch> {
     let mut batches = Vec::new();
     let mut turn_counter: i64 = 0;
     let mut group: u32 = 0;
@@ -307,6 +322,10 @@ pub fn capture_branch(
         }
         let turn = turn_counter;
         turn_counter += 1;
+        if turn < first_turn {
+            i += 1;
+            continue;
+        }
         // The assistant's own turn: everything up to the next assistant.
         let end = messages[i + 1..]
             .iter()
@@ -446,10 +465,18 @@ pub fn capture_pending(
     now: i64,
 ) -> Vec<CapturedBatch> {
     let frontier = state.frontier();
-    let batches = capture_branch(messages, entry_timestamps, state, protection, now)
-        .into_iter()
-        .filter_map(|b| trim_to_pending(b, state, frontier))
-        .collect();
+    let first_turn = frontier.map_or(0, |f| f.last_attempted_turn_index);
+    let batches = capture_from_turn(
+        messages,
+        entry_timestamps,
+        state,
+        protection,
+        now,
+        first_turn,
+    )
+    .into_iter()
+    .filter_map(|b| trim_to_pending(b, state, frontier))
+    .collect();
     group_by_mode(batches, mode)
 }
 
@@ -615,5 +642,68 @@ mod tests {
             .len(),
             2
         );
+    }
+
+    /// Skipping the turns before the frontier's changes nothing: for every
+    /// frontier on a branch of several groups, the pending capture is the
+    /// whole branch's capture trimmed to the frontier and grouped.
+    #[test]
+    fn pending_capture_equals_the_trimmed_whole_branch() {
+        let mut messages = Vec::new();
+        let mut ts = 0i64;
+        let mut next = || {
+            ts += 1;
+            ts
+        };
+        for group in 0..3 {
+            messages.push(msg(
+                json!({"role":"user","content":"go","timestamp":next()}),
+            ));
+            for turn in 0..3 {
+                let ids: Vec<String> = (0..2).map(|k| format!("g{group}t{turn}c{k}")).collect();
+                messages.push(msg(
+                    json!({"role":"assistant","timestamp":next(),"content":[
+                    {"type":"text","text":format!("turn {group}.{turn}")},
+                    {"type":"toolCall","id":ids[0],"name":"bash","arguments":{"command":"ls"}},
+                    {"type":"toolCall","id":ids[1],"name":"read","arguments":{"path":"a.rs"}}]}),
+                ));
+                for id in &ids {
+                    messages.push(msg(json!({"role":"toolResult","toolCallId":id,"toolName":"bash",
+                        "content":[{"type":"text","text":"out"}],"isError":false,"timestamp":next()})));
+                }
+            }
+            messages.push(msg(json!({"role":"assistant","timestamp":next(),
+                "content":[{"type":"text","text":"done"}]})));
+        }
+        let stamps = vec![None; messages.len()];
+        let protection = Protection::new(&crate::config::Config::default());
+        let mut frontiers: Vec<Option<Frontier>> = vec![None];
+        for turn in -1..14 {
+            for id in ["g0t0c0", "g1t1c1", "g2t0c0", "nowhere"] {
+                frontiers.push(Some(
+                    serde_json::from_value(json!({
+                        "lastAttemptedToolCallId": id, "lastAttemptedTurnIndex": turn}))
+                    .unwrap(),
+                ));
+            }
+        }
+        for frontier in frontiers {
+            let mut state = State::new();
+            if let Some(f) = &frontier {
+                state.set_frontier(f.clone());
+            }
+            for mode in [BatchingMode::Turn, BatchingMode::AgentMessage] {
+                let whole: Vec<CapturedBatch> =
+                    capture_branch(&messages, &stamps, &state, &protection, 7)
+                        .into_iter()
+                        .filter_map(|b| trim_to_pending(b, &state, frontier.as_ref()))
+                        .collect();
+                assert_eq!(
+                    capture_pending(&messages, &stamps, &state, &protection, mode, 7),
+                    group_by_mode(whole, mode),
+                    "{frontier:?} {mode:?}"
+                );
+            }
+        }
     }
 }
