@@ -97,7 +97,7 @@ impl ChainRange {
 }
 
 /// A chain under construction (the start timestamp may be missing).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct OpenChain {
     start_ts: Option<i64>,
     start_index: usize,
@@ -159,40 +159,48 @@ impl OpenChain {
 }
 
 /// A detected span, before the missing-start-timestamp filter.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Span {
     pub(crate) start_ts: Option<i64>,
     pub(crate) range: ChainRange,
 }
 
-/// Walks the messages once and returns every closed or interrupted span,
-/// including spans whose start user message has no timestamp. With
-/// `protection` `None` the protected ids are not computed (no argument is
-/// parsed).
-pub(crate) fn detect_spans(messages: &[Message], protection: Option<&Protection>) -> Vec<Span> {
-    let mut out = Vec::new();
-    let mut open: Option<OpenChain> = None;
-    for (i, m) in messages.iter().enumerate() {
+/// The detection walk, one message at a time (so a walk can be resumed
+/// where it stopped when the branch grows).
+#[derive(Debug, Default)]
+pub(crate) struct Detector {
+    open: Option<OpenChain>,
+}
+
+impl Detector {
+    /// Feeds the message at index `i`; returns the span it ends, if any.
+    /// With `protection` `None` the protected ids are not computed (no
+    /// argument is parsed).
+    pub(crate) fn step(
+        &mut self,
+        i: usize,
+        m: &Message,
+        protection: Option<&Protection>,
+    ) -> Option<Span> {
         let sk = m.skeleton();
         match sk.role.as_ref() {
             Some(Role::User) => {
                 if sk.is_synthetic_chain {
-                    continue;
+                    return None;
                 }
-                if let Some(chain) = open.take() {
-                    // `i > 0`: an open chain started at an earlier index.
-                    out.push(chain.finish(None, i - 1, None));
-                }
-                open = Some(OpenChain::new(m.timestamp(), i));
+                // `i > 0`: an open chain started at an earlier index.
+                let ended = self
+                    .open
+                    .take()
+                    .map(|chain| chain.finish(None, i - 1, None));
+                self.open = Some(OpenChain::new(m.timestamp(), i));
+                ended
             }
             Some(Role::Assistant) => {
-                let Some(chain) = open.as_mut() else {
-                    continue;
-                };
+                let chain = self.open.as_mut()?;
                 if !sk.has_tool_call_block {
-                    let chain = open.take().expect("checked above");
-                    out.push(chain.finish(Some(i), i, m.timestamp()));
-                    continue;
+                    let chain = self.open.take()?;
+                    return Some(chain.finish(Some(i), i, m.timestamp()));
                 }
                 for call in &sk.tool_calls {
                     chain.add_id(&call.id);
@@ -212,14 +220,11 @@ pub(crate) fn detect_spans(messages: &[Message], protection: Option<&Protection>
                         }
                     }
                 }
+                None
             }
             Some(Role::ToolResult) => {
-                let Some(chain) = open.as_mut() else {
-                    continue;
-                };
-                let Some(id) = sk.tool_call_id.as_deref().filter(|id| !id.is_empty()) else {
-                    continue;
-                };
+                let chain = self.open.as_mut()?;
+                let id = sk.tool_call_id.as_deref().filter(|id| !id.is_empty())?;
                 chain.add_id(id);
                 chain.add_key(OccurrenceKey::new(id, m.timestamp()));
                 if let Some(p) = protection {
@@ -227,12 +232,25 @@ pub(crate) fn detect_spans(messages: &[Message], protection: Option<&Protection>
                         chain.add_protected(id);
                     }
                 }
+                None
             }
-            _ => {}
+            _ => None,
         }
     }
-    // A chain still open here is in flight: not emitted.
-    out
+}
+
+/// Walks the messages once and returns every closed or interrupted span,
+/// including spans whose start user message has no timestamp. With
+/// `protection` `None` the protected ids are not computed (no argument is
+/// parsed).
+pub(crate) fn detect_spans(messages: &[Message], protection: Option<&Protection>) -> Vec<Span> {
+    let mut detector = Detector::default();
+    // A chain still open at the end is in flight: not emitted.
+    messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, m)| detector.step(i, m, protection))
+        .collect()
 }
 
 /// Detects the closed and interrupted chains of a branch, oldest first.
@@ -305,8 +323,17 @@ pub fn select_eligible<'c>(
     rolling_window: u32,
     in_grace: &HashSet<OccurrenceKey>,
 ) -> Vec<&'c ChainRange> {
+    select_eligible_among(chains.iter(), state, rolling_window, in_grace)
+}
+
+/// [`select_eligible`] over chains held anywhere.
+pub(crate) fn select_eligible_among<'c>(
+    chains: impl Iterator<Item = &'c ChainRange>,
+    state: &State,
+    rolling_window: u32,
+    in_grace: &HashSet<OccurrenceKey>,
+) -> Vec<&'c ChainRange> {
     let candidates: Vec<&ChainRange> = chains
-        .iter()
         .filter(|c| {
             c.is_resolvable()
                 && !state.is_chain_compressed(c.start_user_timestamp)

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde_json::Value;
 
-use crate::chains::{detect_chains, select_eligible, with_closing_message, ChainRange};
+use crate::chains::{select_eligible_among, with_closing_message, ChainRange};
 use crate::config::Config;
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::flush::{head_preview, FlushEffect, JobResult, WrittenSpill};
@@ -237,9 +237,14 @@ pub fn plan_chains(
     rolling_window: u32,
 ) -> ChainPlan {
     let messages = with_closing_message(messages, closing);
-    let chains = detect_chains(&messages, protection);
+    // Detected as `detect_chains` does, from the state's memo of the walk.
+    let spans = state.chains_memo().spans(&messages, protection);
+    let chains = spans
+        .iter()
+        .filter(|(_, s)| s.start_ts.is_some())
+        .map(|(_, s)| &s.range);
     let grace = in_grace_keys(&messages, config.recovery_grace_turns);
-    let eligible = select_eligible(&chains, state, rolling_window, &grace);
+    let eligible = select_eligible_among(chains, state, rolling_window, &grace);
     let mut plan = ChainPlan::default();
     if eligible.is_empty() {
         return plan;

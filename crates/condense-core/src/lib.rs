@@ -51,6 +51,7 @@
 mod budget;
 mod capture;
 mod chains;
+mod chains_memo;
 mod compress;
 mod config;
 mod dedup;

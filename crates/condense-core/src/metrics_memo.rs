@@ -301,7 +301,7 @@ impl BranchFacts {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
@@ -314,7 +314,7 @@ mod tests {
 
     /// One message of a small vocabulary, so ids collide and chains nest,
     /// interrupt and close in every order.
-    fn message(kind: u8, n: u8, ts: i64) -> Message {
+    pub(crate) fn message(kind: u8, n: u8, ts: i64) -> Message {
         let id = format!("c{}", n % 4);
         let name = ["bash", "read", "todo"][usize::from(n % 3)];
         let thinking = json!({"type": "thinking", "thinking": "x".repeat(usize::from(n) * 7),

@@ -18,6 +18,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
+use crate::chains_memo::ChainsMemo;
 use crate::fxhash::FxHashMap;
 use crate::message::Message;
 use crate::metrics_memo::MetricsMemo;
@@ -118,6 +119,7 @@ pub struct State {
     purge_memo: PurgeMemo,
     metrics_memo: MetricsMemo,
     render_memo: RenderMemo,
+    chains_memo: ChainsMemo,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
     /// Records that seed dedup, in indexing order; hashed on first lookup
@@ -372,6 +374,11 @@ impl State {
     /// The error purge's memo.
     pub(crate) fn purge_memo(&self) -> &PurgeMemo {
         &self.purge_memo
+    }
+
+    /// Chain detection's memo.
+    pub(crate) fn chains_memo(&self) -> &ChainsMemo {
+        &self.chains_memo
     }
 
     /// The last render.
