@@ -16,7 +16,7 @@ use crate::message::{Message, Role};
 use crate::occurrence::bare_id;
 use crate::records::ChainEntry;
 
-use super::chains::ResolvedRange;
+use super::chains::{BoundaryIndex, ResolvedRange};
 
 /// The chain phase's cache inside [`State`](crate::state::State). A clone
 /// starts empty (it belongs to one state value).
@@ -26,6 +26,14 @@ pub(crate) struct ChainMemo {
     /// The latest scans, newest first: the cache-aware policy renders with
     /// and without what is pending at the same call, two sets of chains.
     scans: Mutex<Vec<(u64, Arc<RangeScan>)>>,
+    boundaries: Mutex<IndexedMessages>,
+}
+
+/// The boundary index of the messages last rendered, with those messages.
+#[derive(Debug, Default)]
+struct IndexedMessages {
+    messages: Vec<Message>,
+    index: BoundaryIndex,
 }
 
 /// How many range scans are kept.
@@ -107,6 +115,36 @@ impl ChainMemo {
         let s = make()?;
         entry.stripped = Some((original.clone(), s.clone()));
         Some(s)
+    }
+
+    /// Runs `f` with the boundary index of `input`: the kept one, rolled
+    /// back to the first message that is not the very one indexed there,
+    /// then extended with the rest.
+    pub(crate) fn with_boundaries<T>(
+        &self,
+        input: &[Message],
+        f: impl FnOnce(&BoundaryIndex) -> T,
+    ) -> T {
+        let Ok(mut kept) = self.boundaries.lock() else {
+            return f(&BoundaryIndex::new(input.iter()));
+        };
+        let kept = &mut *kept;
+        let same = kept
+            .messages
+            .iter()
+            .zip(input)
+            .take_while(|(a, b)| a.same(b))
+            .count();
+        while kept.messages.len() > same {
+            if let Some(m) = kept.messages.pop() {
+                kept.index.pop(&m);
+            }
+        }
+        for (i, m) in input.iter().enumerate().skip(same) {
+            kept.index.push(i, m);
+            kept.messages.push(m.clone());
+        }
+        f(&kept.index)
     }
 
     /// The scan of `chains` over `input`, from the cache when one was made
@@ -289,5 +327,37 @@ impl ScannedEntry {
         self.block_id == entry.block_id
             && self.protected_tool_call_ids == entry.protected_tool_call_ids
             && self.dropped_tool_call_ids == entry.dropped_tool_call_ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::ChainMemo;
+    use crate::message::Message;
+    use crate::metrics_memo::tests::message;
+    use crate::render::chains::BoundaryIndex;
+
+    proptest! {
+        /// The kept boundary index, rolled back and extended as the
+        /// messages change between renders, is the index of the messages.
+        /// Timestamps repeat, so counts above one come and go.
+        #[test]
+        fn the_kept_boundary_index_is_a_fresh_one(
+            steps in proptest::collection::vec(
+                (proptest::collection::vec((0u8..8, 0u8..9, 0i64..6), 0..10), 0u8..=100),
+                1..16,
+            ),
+        ) {
+            let memo = ChainMemo::default();
+            let mut input: Vec<Message> = Vec::new();
+            for (append, keep) in steps {
+                input.truncate(input.len() * usize::from(keep) / 100);
+                input.extend(append.into_iter().map(|(kind, n, ts)| message(kind, n, ts)));
+                let fresh = BoundaryIndex::new(input.iter());
+                prop_assert!(memo.with_boundaries(&input, |kept| *kept == fresh));
+            }
+        }
     }
 }

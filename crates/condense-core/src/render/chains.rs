@@ -150,31 +150,57 @@ pub struct ResolvedRange {
     pub end: usize,
 }
 
-/// Index of boundary messages by (role, timestamp): match count and first position.
+/// Index of boundary messages by (role, timestamp): match count and first
+/// position. Kept between renders in the chain memo and extended with the
+/// messages appended since.
+#[derive(Debug, Default, PartialEq)]
 pub struct BoundaryIndex {
-    users: FxHashMap<i64, (u32, usize)>,
-    assistants: FxHashMap<i64, (u32, usize)>,
+    users: ByTimestamp,
+    assistants: ByTimestamp,
 }
+
+/// Per timestamp: how many messages have it, and the first one's position.
+type ByTimestamp = FxHashMap<i64, (u32, usize)>;
 
 impl BoundaryIndex {
     /// Indexes user and assistant messages by timestamp.
     pub fn new<'m>(messages: impl Iterator<Item = &'m Message>) -> Self {
-        let mut users = FxHashMap::default();
-        let mut assistants = FxHashMap::default();
+        let mut index = BoundaryIndex::default();
         let (lower, _) = messages.size_hint();
-        users.reserve(lower / 8);
-        assistants.reserve(lower / 2);
+        index.users.reserve(lower / 8);
+        index.assistants.reserve(lower / 2);
         for (i, m) in messages.enumerate() {
-            let Some(ts) = m.timestamp() else { continue };
-            let map = match m.role() {
-                Some(Role::User) => &mut users,
-                Some(Role::Assistant) => &mut assistants,
-                _ => continue,
-            };
-            let e = map.entry(ts).or_insert((0u32, i));
-            e.0 += 1;
+            index.push(i, m);
         }
-        BoundaryIndex { users, assistants }
+        index
+    }
+
+    fn map_of(&mut self, m: &Message) -> Option<(&mut ByTimestamp, i64)> {
+        let ts = m.timestamp()?;
+        match m.role() {
+            Some(Role::User) => Some((&mut self.users, ts)),
+            Some(Role::Assistant) => Some((&mut self.assistants, ts)),
+            _ => None,
+        }
+    }
+
+    /// Indexes the message at position `i`, after every earlier one.
+    pub(crate) fn push(&mut self, i: usize, m: &Message) {
+        if let Some((map, ts)) = self.map_of(m) {
+            map.entry(ts).or_insert((0u32, i)).0 += 1;
+        }
+    }
+
+    /// Forgets the last message indexed, `m`.
+    pub(crate) fn pop(&mut self, m: &Message) {
+        if let Some((map, ts)) = self.map_of(m) {
+            if let Some(e) = map.get_mut(&ts) {
+                e.0 -= 1;
+                if e.0 == 0 {
+                    map.remove(&ts);
+                }
+            }
+        }
     }
 
     /// Resolves an entry: exactly one user at the start timestamp, exactly
@@ -221,14 +247,17 @@ pub(crate) fn resolve<'s>(
     gate: super::Gate,
     diags: &mut Collector,
 ) -> Resolved<'s> {
-    let boundaries = BoundaryIndex::new(input.iter());
-
-    let mut resolved: Vec<Accepted<'_>> = Vec::new();
     let shown = state
         .chains()
         .filter(|e| gate.shows(state.chain_since(e.start_user_timestamp)));
-    for entry in shown {
-        match boundaries.resolve(entry) {
+    let ranges: Vec<(&ChainEntry, Option<ResolvedRange>)> =
+        state.chain_memo().with_boundaries(input, |boundaries| {
+            shown.map(|e| (e, boundaries.resolve(e))).collect()
+        });
+
+    let mut resolved: Vec<Accepted<'_>> = Vec::new();
+    for (entry, range) in ranges {
+        match range {
             Some(range) => resolved.push(Accepted { entry, range }),
             None => diags.report(
                 DiagnosticKind::UnresolvedRange,
@@ -247,10 +276,34 @@ pub(crate) fn resolve<'s>(
 
     let mut chains: Vec<(&ChainEntry, ResolvedRange)> = Vec::new();
     let mut claimed: FxHashSet<usize> = FxHashSet::default();
+    // A range nests in another when it starts strictly inside it: the
+    // latest end among the ranges starting before it tells, and the one it
+    // nests in is looked up only to name it.
+    let mut by_start: Vec<(usize, usize)> = resolved
+        .iter()
+        .map(|c| (c.range.start, c.range.end))
+        .collect();
+    by_start.sort_unstable();
+    let mut latest_end = Vec::with_capacity(by_start.len());
+    let mut latest = 0usize;
+    for &(_, end) in &by_start {
+        latest = latest.max(end);
+        latest_end.push(latest);
+    }
+    let nests = |start: usize| {
+        let before = by_start.partition_point(|&(s, _)| s < start);
+        before > 0 && latest_end[before - 1] > start
+    };
     for c in &resolved {
-        let nests_in = resolved.iter().find(|o| {
-            !std::ptr::eq(*o, c) && c.range.start > o.range.start && c.range.start < o.range.end
-        });
+        let nests_in = nests(c.range.start)
+            .then(|| {
+                resolved.iter().find(|o| {
+                    !std::ptr::eq(*o, c)
+                        && c.range.start > o.range.start
+                        && c.range.start < o.range.end
+                })
+            })
+            .flatten();
         if nests_in.is_some() || claimed.contains(&c.range.start) {
             let detail = match nests_in {
                 Some(o) => format!(
