@@ -491,10 +491,13 @@ impl Driver {
 
     fn note_removed(&mut self, left_out: &[Message]) {
         for m in left_out.iter().filter(|m| m.is(&Role::ToolResult)) {
-            if let Some(id) = tool_call_id(m) {
-                self.removed
-                    .entry(id.to_owned())
-                    .or_insert_with(|| m.clone());
+            // Nearly every output left out was left out by earlier calls
+            // too: looked up before an id is copied.
+            match tool_call_id(m) {
+                Some(id) if !self.removed.contains_key(id) => {
+                    self.removed.insert(id.to_owned(), m.clone());
+                }
+                _ => {}
             }
         }
     }
