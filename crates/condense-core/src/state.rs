@@ -115,6 +115,8 @@ pub struct State {
     records: Vec<ToolCallRecord>,
     by_id: FxHashMap<String, Vec<Occurrence>>,
     generation: u64,
+    /// Increases with `generation` on every change but a switch.
+    content_generation: u64,
     chain_memo: ChainMemo,
     purge_memo: PurgeMemo,
     metrics_memo: MetricsMemo,
@@ -159,6 +161,7 @@ impl State {
     /// messages of the context may have their arguments purged.
     pub fn record_switch(&mut self, messages: usize) {
         self.render_memo.carry(self.generation, self.generation + 1);
+        // What is shown changes, not what the state holds.
         self.generation += 1;
         self.switches += 1;
         self.purge_horizon = Some(messages);
@@ -229,7 +232,7 @@ impl State {
     }
 
     fn occurrence_mut(&mut self, key: &OccurrenceKey) -> &mut Occurrence {
-        self.generation += 1;
+        self.changed();
         // Looked up before inserting so a known id is not copied again.
         if !self.by_id.contains_key(key.id.as_str()) {
             self.by_id.insert(key.id.clone(), Vec::new());
@@ -394,6 +397,17 @@ impl State {
     /// Increases on every change that can alter a render.
     pub(crate) fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Increases on every change but a switch: what the state holds, as
+    /// opposed to what it shows (a chain's text depends on this alone).
+    pub(crate) fn content_generation(&self) -> u64 {
+        self.content_generation
+    }
+
+    fn changed(&mut self) {
+        self.generation += 1;
+        self.content_generation += 1;
     }
 
     /// The short ref registered for an occurrence.
@@ -571,7 +585,7 @@ impl State {
 
     /// Stores a per-batch summary body keyed by the occurrences it covers.
     pub fn register_summary_body(&mut self, keys: Vec<OccurrenceKey>, text: String) {
-        self.generation += 1;
+        self.changed();
         if text.is_empty() || keys.is_empty() {
             return;
         }
@@ -616,7 +630,7 @@ impl State {
 
     /// Registers a compressed chain (keyed by its start timestamp; last wins).
     pub fn register_chain(&mut self, entry: ChainEntry) {
-        self.generation += 1;
+        self.changed();
         if let Some(n) = entry
             .block_id
             .strip_prefix('b')

@@ -286,3 +286,58 @@ fn warm_renders_equal_cold_ones_across_switches_and_replaced_chains() {
     state.record_switch(messages.len());
     check(&state, "after a second switch");
 }
+
+/// A chain's synthetic is kept across switches (they change what is shown,
+/// not the chain's text), but a summary registered for one of its outputs
+/// changes its text, and the next render shows it.
+#[test]
+fn a_chain_text_follows_its_summaries_across_switches() {
+    let mut config = Config::default();
+    config.economy.policy = condense_core::Policy::CacheAware;
+    let protection = Protection::new(&config);
+    let settings = RenderSettings {
+        config: &config,
+        protection: &protection,
+    };
+    let messages: Vec<Message> = [
+        json!({"role":"user","content":"go","timestamp":1}),
+        json!({"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{}}],"timestamp":2}),
+        json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":3}),
+        json!({"role":"assistant","content":[{"type":"text","text":"done"}],"timestamp":4}),
+    ]
+    .iter()
+    .map(|v| Message::from_value(v).unwrap())
+    .collect();
+    let mut state = State::new();
+    state.register_summary_body(vec![OccurrenceKey::new("c1", Some(3))], "FIRST".to_owned());
+    state.register_chain(
+        serde_json::from_value(json!({"blockId":"b1","startUserTimestamp":1,
+            "droppedToolCallIds":["c1"],"droppedOccurrenceKeys":["c1@3"],
+            "finalAssistantTimestamp":4,"toolRefs":[],"compressedAt":9}))
+        .unwrap(),
+    );
+    let shown = |state: &State| {
+        let r = render(&messages, state, &settings);
+        assert_eq!(
+            r,
+            render(&messages, &state.clone(), &settings),
+            "warm = cold"
+        );
+        r.messages(&messages)
+            .iter()
+            .map(|m| m.json().to_owned())
+            .collect::<String>()
+    };
+    assert!(!shown(&state).contains("FIRST"), "pending before a switch");
+    state.record_switch(messages.len());
+    assert!(shown(&state).contains("FIRST"));
+    state.register_summary_body(vec![OccurrenceKey::new("c1", Some(3))], "SECOND".to_owned());
+    let after = shown(&state);
+    assert!(
+        after.contains("FIRST") && after.contains("SECOND"),
+        "{after}"
+    );
+    state.record_switch(messages.len());
+    let again = shown(&state);
+    assert!(again.contains("SECOND"), "{again}");
+}

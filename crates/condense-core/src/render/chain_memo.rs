@@ -48,7 +48,8 @@ impl Clone for ChainMemo {
 /// One chain's synthetic message and its stripped final assistant.
 #[derive(Debug, Default)]
 struct ChainMemoEntry {
-    /// The synthetic as rendered in `generation`.
+    /// The synthetic as rendered in `generation` (the state's content
+    /// generation: a switch changes no chain's text).
     generation: u64,
     synthetic: Option<Message>,
     /// The last synthetic built, with its text and timestamp: a state

@@ -385,7 +385,7 @@ pub(crate) fn apply(
         let synthetic = if protected_outputs.is_empty() {
             state.chain_memo().synthetic(
                 &entry.block_id,
-                state.generation(),
+                state.content_generation(),
                 entry.compressed_at,
                 text,
                 |t| synthetic_message(entry, t),
