@@ -75,6 +75,9 @@ pub struct SwitchInputs {
     /// Tokens from the first message the switch would change to the end of
     /// that prompt (`S`).
     pub suffix_tokens: u64,
+    /// Tokens of that prompt the previous call did not send (`N`): written
+    /// at this call whether it switches or not, so no part of the rewrite.
+    pub new_tokens: u64,
     /// Tokens the switch removes (`P`).
     pub removed_tokens: u64,
     /// Calls expected from this one on, this one included (`R`, at least 1).
@@ -145,11 +148,14 @@ pub struct SwitchDecision {
 }
 
 /// The extra a switch costs at this call over reading the cached prefix:
-/// `(S − P)·w − S·r`. A cold cache rewrites the suffix anyway, so there a
-/// switch only saves (`−P·w`).
+/// `(S' − P)·w − S'·r`, where `S' = S − N` is the part of the suffix the
+/// previous call sent (the cache holds it; the rest is written either way).
+/// A cold cache rewrites the suffix anyway, so there a switch only saves
+/// (`−P·w`).
 fn rewrite_extra(i: &SwitchInputs, cold: bool) -> f64 {
-    let s = i.suffix_tokens as f64;
-    let p = i.removed_tokens.min(i.suffix_tokens) as f64;
+    let cached = i.suffix_tokens.saturating_sub(i.new_tokens);
+    let s = cached as f64;
+    let p = i.removed_tokens.min(cached) as f64;
     let w = i.prices.write;
     if cold {
         -p * w
@@ -177,7 +183,7 @@ pub fn is_idle_expired(now_ms: i64, previous_call_ms: Option<i64>, ttl_ms: i64) 
 /// pressure (the prompt at `pressure_share` of the window, or the budget
 /// trigger) switches; otherwise the switch happens iff the rewrite's extra
 /// cost now is below the saving over the later expected calls:
-/// `(S − P)·w − S·r < (R − 1)·P·((1 − c)·r + c·w)`.
+/// `(S' − P)·w − S'·r < (R − 1)·P·((1 − c)·r + c·w)`, `S' = S − N`.
 pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
     let later = i.expected_calls.max(1) - 1;
     let projected_saving =
@@ -209,20 +215,31 @@ pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
     }
 }
 
+/// The share of the pressure share at which the cache-aware policy's
+/// budget trigger flushes: the flush runs at a turn's end and the switch
+/// that shows it at the next call, so that turn must still fit under the
+/// pressure limit (at the defaults 8,000 tokens of a 200,000 window).
+/// Measured on generated runs that never reply (docs/economy.md): 1.0 let
+/// prompts pass the limit, 0.9 summarized runs that ended too soon after to
+/// repay it.
+pub const BUDGET_HEADROOM: f64 = 0.95;
+
 /// The share of the context window at which the budget trigger flushes:
 /// `autoBudgetThreshold` as configured, and under the cache-aware policy at
-/// most the pressure share, so a run that never replies (where every other
-/// trigger waits) is summarized before its prompt passes the pressure limit,
-/// and the switch that shows it follows at the next call.
+/// most [`BUDGET_HEADROOM`] of the pressure share, so a run that never
+/// replies (where every other trigger waits) is summarized before its prompt
+/// passes the pressure limit, and the switch that shows it follows at the
+/// next call.
 pub fn budget_threshold(
     policy: Policy,
     configured: Option<f64>,
     pressure_share: f64,
 ) -> Option<f64> {
+    let latest = pressure_share * BUDGET_HEADROOM;
     match (policy, configured) {
         (Policy::Reference, t) => t,
-        (Policy::CacheAware, Some(t)) => Some(t.min(pressure_share)),
-        (Policy::CacheAware, None) => Some(pressure_share),
+        (Policy::CacheAware, Some(t)) => Some(t.min(latest)),
+        (Policy::CacheAware, None) => Some(latest),
     }
 }
 
@@ -303,11 +320,44 @@ pub fn decide_summarize(i: &SummarizeInputs) -> SummarizeDecision {
     }
 }
 
+/// How many times the calls so far [`expected_calls`] takes the calls still
+/// to come to be.
+///
+/// A session that has run `n` calls runs `k` more with a probability of
+/// about `n / (n + k)` (a Lindy estimate: at the median it is halfway
+/// through). Taking `3n` switches when the odds that the session lasts long
+/// enough to repay the rewrite are at least one in four, not one in two:
+/// waiting is not free, since every call in between rewrites a longer
+/// suffix when the switch comes and pays the removed tokens' reads meanwhile.
+/// Measured (docs/economy.md): with `n` the policy billed more than
+/// `reference` on 11 of 60 generated sessions, with `3n` on 1.
+pub const EXPECTED_CALLS_FACTOR: u64 = 3;
+
+/// pi's default `compaction.reserveTokens`: pi compacts once a prompt
+/// passes the context window less this.
+pub const COMPACTION_RESERVE_TOKENS: u64 = 16_384;
+
 /// The LLM calls expected from now on (this one included), estimated from
-/// the calls so far: a session that has run `n` calls is, at the median,
-/// about halfway through (a Lindy estimate), so `n` more, at least 1.
+/// the calls so far ([`EXPECTED_CALLS_FACTOR`] times them, at least 1).
 pub fn expected_calls(calls_so_far: u64) -> u64 {
-    calls_so_far.max(1)
+    calls_so_far.max(1) * EXPECTED_CALLS_FACTOR
+}
+
+/// The calls a stub can still save on before pi's compaction replaces the
+/// history it sits in (this one included): the room left under the
+/// compaction point, at the prompt's growth per call so far. `None` when
+/// the window is unknown.
+pub fn calls_before_compaction(
+    prompt_tokens: u64,
+    calls_so_far: u64,
+    context_window: Option<u64>,
+) -> Option<u64> {
+    let window = context_window.filter(|w| *w > 0)?;
+    let growth = (prompt_tokens / calls_so_far.max(1)).max(1);
+    let room = window
+        .saturating_sub(COMPACTION_RESERVE_TOKENS)
+        .saturating_sub(prompt_tokens);
+    Some(room / growth + 1)
 }
 
 /// The share of calls so far that found the cache cold by idle time.

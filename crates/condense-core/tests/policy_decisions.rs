@@ -24,6 +24,7 @@ fn warm() -> SwitchInputs {
         prices: ANTHROPIC_5M,
         prompt_tokens: 50_000,
         suffix_tokens: 10_000,
+        new_tokens: 0,
         removed_tokens: 4_000,
         expected_calls: 10,
         cold_share: 0.0,
@@ -54,6 +55,26 @@ fn a_warm_switch_waits_until_the_calls_after_it_repay_the_rewrite() {
     });
     assert_eq!(d.switch, Some(SwitchReason::Pays));
     assert!((d.projected_saving - 6_800.0).abs() < 1e-9);
+}
+
+#[test]
+fn what_the_previous_call_did_not_send_is_no_part_of_the_rewrite() {
+    // N = 3,000 of the suffix is new: S' = 7,000.
+    // Rewrite: (7,000 − 4,000)·1.25 − 7,000·0.1 = 3,750 − 700 = 3,050.
+    // R = 10: 9 · 400 = 3,600 > 3,050: the switch pays now.
+    let d = decide_switch(&SwitchInputs {
+        new_tokens: 3_000,
+        ..warm()
+    });
+    assert_eq!(d.switch, Some(SwitchReason::Pays));
+    assert!((d.rewrite_cost - 3_050.0).abs() < 1e-9);
+    // The whole suffix new: the switch only removes (P capped at S' = 0).
+    let d = decide_switch(&SwitchInputs {
+        new_tokens: 10_000,
+        expected_calls: 1,
+        ..warm()
+    });
+    assert_eq!(d.rewrite_cost, 0.0);
 }
 
 #[test]
@@ -264,11 +285,13 @@ fn the_cache_aware_budget_threshold_is_at_most_the_pressure_share() {
         budget_threshold(Policy::Reference, Some(0.9), 0.8),
         Some(0.9)
     );
-    // The cache-aware policy flushes by the pressure share at the latest.
-    assert_eq!(budget_threshold(Policy::CacheAware, None, 0.8), Some(0.8));
+    // The cache-aware policy flushes by 0.95 of the pressure share at the
+    // latest: 0.76 of the window, room for the turn before the switch.
+    let latest = budget_threshold(Policy::CacheAware, None, 0.8).unwrap();
+    assert!((latest - 0.76).abs() < 1e-12);
     assert_eq!(
         budget_threshold(Policy::CacheAware, Some(0.9), 0.8),
-        Some(0.8)
+        Some(latest)
     );
     assert_eq!(
         budget_threshold(Policy::CacheAware, Some(0.5), 0.8),

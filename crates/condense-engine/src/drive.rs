@@ -401,6 +401,17 @@ impl Driver {
                 }
             }
             self.close_turn();
+            if message.is(&Role::User) {
+                // pi's `before_agent_start` comes before the prompt is
+                // persisted: what a flush there appends precedes it.
+                let clock = self.now;
+                let effects = self.runtime.block_on(host::agent_start(
+                    &self.engine,
+                    || self.summarizer(),
+                    &move || clock,
+                ));
+                self.keep(effects);
+            }
             if !message.is(&Role::Assistant) {
                 self.fed.push(entry.raw().to_owned());
             } else {

@@ -119,3 +119,20 @@ pub async fn message_end<L: EngineLock + ?Sized>(
         None => Effects::new(),
     }
 }
+
+/// The start of an agent run: the flush a reply left for it (see
+/// [`crate::Engine::agent_start`]), before the run's first call.
+pub async fn agent_start<L: EngineLock + ?Sized>(
+    lock: &L,
+    summarizer: impl FnOnce() -> Summarizer,
+    clock: &(dyn Fn() -> i64 + Sync),
+) -> Effects {
+    let trigger = lock.engine().agent_start();
+    match trigger {
+        Some(t) => {
+            let summarizer = summarizer();
+            flush(lock, t, Delivery::Session, None, &summarizer, clock).await
+        }
+        None => Effects::new(),
+    }
+}

@@ -119,6 +119,10 @@ pub struct Engine {
     state: State,
     pending: Vec<CapturedBatch>,
     rearmed: bool,
+    /// Under the cache-aware policy, a reply asked for a flush: it runs when
+    /// the next agent run starts, so a session that ends there never pays
+    /// for summaries no call would see.
+    reply_flush: bool,
     flushing: bool,
     budget: BudgetGate,
     diagnostics: DiagnosticSink,
@@ -143,6 +147,7 @@ impl Default for Engine {
             state: State::new(),
             pending: Vec::new(),
             rearmed: false,
+            reply_flush: false,
             flushing: false,
             budget: BudgetGate::new(),
             diagnostics: DiagnosticSink::default(),
@@ -441,6 +446,12 @@ impl Engine {
         };
         let r = render(&self.messages, &self.state, &settings);
         self.report_diagnostics(&r.diagnostics, &mut out);
+        if self.config.economy.policy.gates_on_switch() {
+            self.calls.sent(crate::switch::prompt_tokens(
+                &self.messages,
+                r.plan.as_ref(),
+            ));
+        }
         let steps = r.plan.map(|plan| {
             self.reclaim = Some((plan.before_chars, plan.after_chars));
             plan.steps
@@ -554,11 +565,27 @@ impl Engine {
 
     /// `message_end`: an assistant reply without tool calls flushes in
     /// `agent-message` mode (the reply threaded in as the closing message).
-    pub fn message_end(&self, message: &Message) -> Option<TriggerKind> {
-        (self.config.enabled
+    /// Under the cache-aware policy the flush waits for the next agent run
+    /// ([`Engine::agent_start`]): summaries made at a session's last reply
+    /// would never be shown, and the next run's first call is where a
+    /// switch is cheapest (its cache is often cold after the user's pause).
+    pub fn message_end(&mut self, message: &Message) -> Option<TriggerKind> {
+        let asks = self.config.enabled
             && self.config.prune_on == PruneOn::AgentMessage
-            && message.is_text_only_assistant())
-        .then_some(TriggerKind::MessageEnd)
+            && message.is_text_only_assistant();
+        if asks && self.config.economy.policy.gates_on_switch() {
+            self.reply_flush = true;
+            return None;
+        }
+        asks.then_some(TriggerKind::MessageEnd)
+    }
+
+    /// The start of an agent run (the user's next prompt, before its first
+    /// call): the flush a reply asked for under the cache-aware policy.
+    pub fn agent_start(&mut self) -> Option<TriggerKind> {
+        std::mem::take(&mut self.reply_flush)
+            .then_some(TriggerKind::MessageEnd)
+            .filter(|_| self.config.enabled)
     }
 
     /// `agent_end`: status only.

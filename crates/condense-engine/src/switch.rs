@@ -7,9 +7,9 @@
 //! persists. Time comes in as a value: the engine reads no clock.
 
 use condense_core::{
-    call_history, cold_share, decide_switch, expected_calls, render, render_after_switch,
-    switch_sizes, CacheTerms, ColdEvent, Message, PriceProfile, RenderSettings, Role, State,
-    SwitchInputs,
+    call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_switch,
+    expected_calls, render, render_after_switch, switch_sizes, CacheTerms, ColdEvent, Message,
+    PlanStep, PriceProfile, RenderPlan, RenderSettings, Role, State, SwitchInputs,
 };
 use condense_store::entries::SwitchEntryData;
 
@@ -35,6 +35,8 @@ pub(crate) struct CallLog {
     context_window: Option<u64>,
     /// A budget trigger fired since the previous call.
     budget_hit: bool,
+    /// Tokens of the prompt the previous call sent.
+    last_prompt_tokens: Option<u64>,
 }
 
 impl CallLog {
@@ -52,6 +54,11 @@ impl CallLog {
             self.context_window = Some(context_window);
         }
         self.budget_hit |= budget_hit;
+    }
+
+    /// The size of the prompt this call sent (after any switch).
+    pub(crate) fn sent(&mut self, prompt_tokens: u64) {
+        self.last_prompt_tokens = Some(prompt_tokens);
     }
 
     fn called(&mut self, call: &CallFacts) {
@@ -93,6 +100,28 @@ fn purge_pending(messages: &[Message], state: &State, settings: &RenderSettings<
             })
 }
 
+/// Tokens of a prompt as [`switch_sizes`] counts them (each message's
+/// `chars / 4`): `messages` as sent, or as `plan` renders them.
+pub(crate) fn prompt_tokens(messages: &[Message], plan: Option<&RenderPlan>) -> u64 {
+    let tokens = |m: &Message| chars_to_tokens(m.size());
+    match plan {
+        None => messages.iter().map(tokens).sum(),
+        Some(plan) => plan
+            .steps
+            .iter()
+            .map(|step| match step {
+                PlanStep::Keep(range) => messages
+                    .get(range.clone())
+                    .unwrap_or_default()
+                    .iter()
+                    .map(tokens)
+                    .sum(),
+                PlanStep::New(m) => tokens(m),
+            })
+            .sum(),
+    }
+}
+
 /// Decides at one call; on a switch returns the entry to persist (the
 /// caller records it in the state and appends it).
 pub(crate) fn decide(
@@ -125,8 +154,12 @@ pub(crate) fn decide(
             prices,
             prompt_tokens: sizes.prompt_tokens,
             suffix_tokens: sizes.suffix_tokens,
+            new_tokens: log
+                .last_prompt_tokens
+                .map_or(0, |before| sizes.prompt_tokens.saturating_sub(before)),
             removed_tokens: sizes.removed_tokens,
-            expected_calls: expected_calls(calls),
+            expected_calls: calls_before_compaction(sizes.prompt_tokens, calls, log.context_window)
+                .map_or(expected_calls(calls), |c| c.min(expected_calls(calls))),
             cold_share: cold_share(cold, calls),
             context_window: log.context_window,
             pressure_share: settings.config.economy.pressure_share,
