@@ -280,6 +280,9 @@ pub enum Request {
     TurnEnd(TurnEndParams),
     /// `message.end`: maybe flush on the agent's text reply.
     MessageEnd(MessageEndParams),
+    /// `agent.start`: a run begins (before its first call); runs the flush
+    /// a reply left for it under the cache-aware policy.
+    AgentStart,
     /// `agent.end`: the footer.
     AgentEnd,
     /// `query`: `context_tree_query`.
@@ -301,6 +304,7 @@ impl Request {
             Request::Context(_) => "context",
             Request::TurnEnd(_) => "turn.end",
             Request::MessageEnd(_) => "message.end",
+            Request::AgentStart => "agent.start",
             Request::AgentEnd => "agent.end",
             Request::Query(_) => "query",
             Request::Command(_) => "command",
@@ -320,7 +324,7 @@ impl Request {
             Request::MessageEnd(p) => serde_json::to_value(p),
             Request::Query(p) => serde_json::to_value(p),
             Request::Command(p) => serde_json::to_value(p),
-            Request::AgentEnd | Request::Shutdown | Request::Unknown(_) => {
+            Request::AgentStart | Request::AgentEnd | Request::Shutdown | Request::Unknown(_) => {
                 Ok(Value::Object(Default::default()))
             }
         }
@@ -357,6 +361,7 @@ impl Request {
             "context" => Request::Context(ContextParams::default()),
             "turn.end" => Request::TurnEnd(TurnEndParams::default()),
             "message.end" => Request::MessageEnd(MessageEndParams::default()),
+            "agent.start" => Request::AgentStart,
             "agent.end" => Request::AgentEnd,
             "query" => Request::Query(QueryParams::default()),
             "command" => Request::Command(CommandParams::default()),

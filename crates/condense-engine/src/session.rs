@@ -526,10 +526,14 @@ impl Engine {
             }
             self.refresh_metrics();
         }
-        if !pushed && !self.rearmed {
+        // A reply's flush no agent start ran (a host without the event):
+        // the next run's first turn runs it.
+        let reply_flush = std::mem::take(&mut self.reply_flush) && !self.flushing;
+        if !pushed && !self.rearmed && !reply_flush {
             return (out, None);
         }
-        let trigger = flush_trigger(self.pending.len(), self.rearmed, self.flushing, decision);
+        let trigger = flush_trigger(self.pending.len(), self.rearmed, self.flushing, decision)
+            .or(reply_flush.then_some(TriggerKind::MessageEnd));
         if let Some(t) = trigger {
             let text = match t {
                 TriggerKind::Rearmed => {
@@ -617,6 +621,7 @@ impl Engine {
             return None;
         }
         self.rearmed = false;
+        self.reply_flush = false;
         self.refresh_metrics();
         let batches = self.capture_now(now);
         self.pending.clear();

@@ -230,6 +230,9 @@ export default function condense(pi: ExtensionAPI) {
 	let contextEpoch = 0;
 	/** The last `turn.end` request: `context` waits for it. */
 	let turnEnd: Promise<unknown> | undefined;
+	// The flush a run's start may run (cache-aware policy): the run's first
+	// `context` waits for it, as for `turnEnd`.
+	let agentStart: Promise<unknown> | undefined;
 	let lastCtx: ExtensionContext | undefined;
 	let versionOfPi: Promise<string> | undefined;
 	let reportedMissing = false;
@@ -489,6 +492,15 @@ export default function condense(pi: ExtensionAPI) {
 	);
 
 	pi.on(
+		"before_agent_start",
+		guard("before_agent_start", async (_event: any, ctx) => {
+			if (!sidecar?.alive) return;
+			const res = await (agentStart = call("agent.start", {}));
+			if (res) applyEffects(res.effects, ctx, pi);
+		}) as any,
+	);
+
+	pi.on(
 		"agent_end",
 		guard("agent_end", async (_event: any, ctx) => {
 			if (!sidecar?.alive) return;
@@ -504,6 +516,7 @@ export default function condense(pi: ExtensionAPI) {
 			// wait for: let a flush at turn end finish, so it prunes this call as on
 			// later versions (a no-op there: the turn.end was answered already).
 			if (turnEnd) await turnEnd.catch(() => undefined);
+			if (agentStart) await agentStart.catch(() => undefined);
 			const s = sidecar;
 			const messages = event?.messages;
 			if (!s?.alive || !Array.isArray(messages)) return undefined;

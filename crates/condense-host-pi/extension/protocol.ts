@@ -404,7 +404,7 @@ export interface CommandParams {
 	utcOffsetMinutes: number;
 }
 
-/** The params of `agent.end` and `shutdown`, and `shutdown`'s answer. */
+/** The params of `agent.start`, `agent.end` and `shutdown`, and `shutdown`'s answer. */
 export type Empty = { [key: string]: never };
 
 export interface HelloResult {
@@ -412,7 +412,7 @@ export interface HelloResult {
 	sidecar: string;
 }
 
-/** The answer of `session.start`, `message.end`, `agent.end` and `command`. */
+/** The answer of `session.start`, `message.end`, `agent.start`, `agent.end` and `command`. */
 export interface EffectsResult {
 	effects: RawEffects;
 }
@@ -450,6 +450,7 @@ export interface ShimRequests {
 	context: { params: ContextParams; result: ContextResult };
 	"turn.end": { params: TurnEndParams; result: TurnEndResult };
 	"message.end": { params: MessageEndParams; result: EffectsResult };
+	"agent.start": { params: Empty; result: EffectsResult };
 	"agent.end": { params: Empty; result: EffectsResult };
 	query: { params: QueryParams; result: QueryResult };
 	command: { params: CommandParams; result: EffectsResult };
@@ -520,6 +521,7 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 		params: record<MessageEndParams>({ message: isJson, now: isNumber }),
 		result: isEffectsResult,
 	},
+	"agent.start": { params: isEmpty, result: isEffectsResult },
 	"agent.end": { params: isEmpty, result: isEffectsResult },
 	query: {
 		params: record<QueryParams>({ toolCallIds: listOf(isString), offset: optional(isNumber), limit: optional(isNumber) }),

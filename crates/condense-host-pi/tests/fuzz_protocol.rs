@@ -63,6 +63,7 @@ const METHODS: &[&str] = &[
     "context",
     "turn.end",
     "message.end",
+    "agent.start",
     "agent.end",
     "query",
     "command",

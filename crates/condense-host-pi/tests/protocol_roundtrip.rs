@@ -180,6 +180,7 @@ fn requests() -> Vec<Request> {
             message: Some(raw(message)),
             now: Some(5),
         }),
+        Request::AgentStart,
         Request::AgentEnd,
         Request::Query(QueryParams {
             tool_call_ids: vec!["t1".into(), "call_9".into()],
@@ -211,12 +212,13 @@ fn request_variant(r: &Request) -> Option<usize> {
         Request::Query(_) => 6,
         Request::Command(_) => 7,
         Request::Shutdown => 8,
+        Request::AgentStart => 9,
         // Not a protocol message: what the sidecar makes of a method it
         // does not know.
         Request::Unknown(_) => return None,
     })
 }
-const REQUEST_VARIANTS: usize = 9;
+const REQUEST_VARIANTS: usize = 10;
 
 /// An answer of the sidecar, typed by its request's method.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -234,7 +236,7 @@ enum Answer {
 fn read_answer(method: &str, v: Value) -> serde_json::Result<Answer> {
     Ok(match method {
         "hello" => Answer::Hello(serde_json::from_value(v)?),
-        "session.start" | "message.end" | "agent.end" | "command" => {
+        "session.start" | "message.end" | "agent.start" | "agent.end" | "command" => {
             Answer::Effects(serde_json::from_value(v)?)
         }
         "turn.end" => Answer::TurnEnd(serde_json::from_value(v)?),
@@ -306,6 +308,10 @@ fn answers() -> Vec<(&'static str, Answer)> {
         ),
         (
             "message.end",
+            Answer::Effects(EffectsResult { effects: vec![] }),
+        ),
+        (
+            "agent.start",
             Answer::Effects(EffectsResult { effects: vec![] }),
         ),
         (

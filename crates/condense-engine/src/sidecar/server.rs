@@ -246,6 +246,11 @@ impl Server {
                     host::message_end(&self.engine, message, || self.summarizer(), &now_ms).await;
                 Ok(json!(EffectsResult { effects }))
             }
+            Request::AgentStart => {
+                self.refresh_hold();
+                let effects = host::agent_start(&self.engine, || self.summarizer(), &now_ms).await;
+                Ok(json!(EffectsResult { effects }))
+            }
             Request::AgentEnd => {
                 self.refresh_hold();
                 Ok(json!(EffectsResult {
