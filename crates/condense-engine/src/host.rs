@@ -121,7 +121,10 @@ pub async fn message_end<L: EngineLock + ?Sized>(
 }
 
 /// The start of an agent run: the flush a reply left for it (see
-/// [`crate::Engine::agent_start`]), before the run's first call.
+/// [`crate::Engine::agent_start`]), before the run's first call. Its
+/// messages go through the harness's runtime (pi adds them to the agent's
+/// messages and the session, ahead of the prompt it has not persisted yet),
+/// so the run's first call holds them.
 pub async fn agent_start<L: EngineLock + ?Sized>(
     lock: &L,
     summarizer: impl FnOnce() -> Summarizer,
@@ -131,7 +134,7 @@ pub async fn agent_start<L: EngineLock + ?Sized>(
     match trigger {
         Some(t) => {
             let summarizer = summarizer();
-            flush(lock, t, Delivery::Session, None, &summarizer, clock).await
+            flush(lock, t, Delivery::Runtime, None, &summarizer, clock).await
         }
         None => Effects::new(),
     }

@@ -106,6 +106,20 @@ impl<L: EngineLock + ?Sized> FlushSteps for EngineFlush<'_, L> {
     }
 }
 
+/// Where a flush a reply asked for under the cache-aware policy stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+enum ReplyFlush {
+    /// None asked.
+    #[default]
+    None,
+    /// Asked by this run's reply; its own last `turn_end` is not the next
+    /// run's.
+    ThisRun,
+    /// For the next run: at its start, or its first turn's end when the host
+    /// sends no start.
+    NextRun,
+}
+
 /// One session's condense state. Mutated only through its methods: a
 /// config change goes through [`Engine::set_config`], the one place
 /// protection is recompiled.
@@ -119,10 +133,10 @@ pub struct Engine {
     state: State,
     pending: Vec<CapturedBatch>,
     rearmed: bool,
-    /// Under the cache-aware policy, a reply asked for a flush: it runs when
+    /// Under the cache-aware policy, a flush a reply asked for: it runs when
     /// the next agent run starts, so a session that ends there never pays
     /// for summaries no call would see.
-    reply_flush: bool,
+    reply_flush: ReplyFlush,
     flushing: bool,
     budget: BudgetGate,
     diagnostics: DiagnosticSink,
@@ -147,7 +161,7 @@ impl Default for Engine {
             state: State::new(),
             pending: Vec::new(),
             rearmed: false,
-            reply_flush: false,
+            reply_flush: ReplyFlush::None,
             flushing: false,
             budget: BudgetGate::new(),
             diagnostics: DiagnosticSink::default(),
@@ -245,6 +259,7 @@ impl Engine {
         self.budget.reset();
         self.calls.restart();
         self.rearmed = false;
+        self.reply_flush = ReplyFlush::None;
         self.flushing = false;
         self.reclaim = None;
         if !p.tree {
@@ -252,6 +267,13 @@ impl Engine {
         }
         if self.config.enabled {
             self.rearmed = !self.capture_now(0).is_empty();
+            // Work a reply left for the next run before the process ended.
+            if self.rearmed
+                && self.config.economy.policy.gates_on_switch()
+                && self.config.prune_on == PruneOn::AgentMessage
+            {
+                self.reply_flush = ReplyFlush::NextRun;
+            }
             // A render now fills the state's stub and chain caches, so the
             // first LLM call after a resume costs what later ones do (its
             // result is dropped: `context` renders what pi actually sends).
@@ -528,7 +550,10 @@ impl Engine {
         }
         // A reply's flush no agent start ran (a host without the event):
         // the next run's first turn runs it.
-        let reply_flush = std::mem::take(&mut self.reply_flush) && !self.flushing;
+        let reply_flush = self.reply_flush == ReplyFlush::NextRun && !self.flushing;
+        if reply_flush {
+            self.reply_flush = ReplyFlush::None;
+        }
         if !pushed && !self.rearmed && !reply_flush {
             return (out, None);
         }
@@ -578,7 +603,7 @@ impl Engine {
             && self.config.prune_on == PruneOn::AgentMessage
             && message.is_text_only_assistant();
         if asks && self.config.economy.policy.gates_on_switch() {
-            self.reply_flush = true;
+            self.reply_flush = ReplyFlush::ThisRun;
             return None;
         }
         asks.then_some(TriggerKind::MessageEnd)
@@ -587,13 +612,16 @@ impl Engine {
     /// The start of an agent run (the user's next prompt, before its first
     /// call): the flush a reply asked for under the cache-aware policy.
     pub fn agent_start(&mut self) -> Option<TriggerKind> {
-        std::mem::take(&mut self.reply_flush)
-            .then_some(TriggerKind::MessageEnd)
-            .filter(|_| self.config.enabled)
+        let asked = std::mem::take(&mut self.reply_flush) != ReplyFlush::None;
+        (asked && self.config.enabled).then_some(TriggerKind::MessageEnd)
     }
 
-    /// `agent_end`: status only.
+    /// `agent_end`: status; a flush the run's reply asked for now waits
+    /// for the next run.
     pub fn agent_end(&mut self) -> Effects {
+        if self.reply_flush == ReplyFlush::ThisRun {
+            self.reply_flush = ReplyFlush::NextRun;
+        }
         if !self.config.enabled || !self.config.show_prune_status_line {
             return Effects::new();
         }
@@ -621,7 +649,7 @@ impl Engine {
             return None;
         }
         self.rearmed = false;
-        self.reply_flush = false;
+        self.reply_flush = ReplyFlush::None;
         self.refresh_metrics();
         let batches = self.capture_now(now);
         self.pending.clear();

@@ -1,7 +1,7 @@
 //! The engine driven through a recorded session as the live sidecar would
-//! (`condense_engine::drive`): the final reply flushes, the next call's
-//! prompt shows the summary (at once under `reference`, at the cold call
-//! after an idle gap under `cache-aware`), the summarizer's tokens are
+//! (`condense_engine::drive`): the final reply flushes (under `reference`
+//! at once, under `cache-aware` when the next run starts), the next call's
+//! prompt shows the summary, the summarizer's tokens are
 //! counted, every output left out can be read back, and a reload of the
 //! session the run would have left renders the same.
 
@@ -123,29 +123,27 @@ fn reference_shows_the_summary_at_the_call_after_the_reply() {
 }
 
 #[test]
-fn cache_aware_waits_for_the_cold_call_then_shows_the_same() {
-    // A warm call a minute later keeps the output: the calls left cannot
-    // repay rewriting the long prompt after it.
-    let s = session(MIN);
-    let branch = s.branch(None);
-    let mut d = driver("cache-aware");
-    let prompts = play(&mut d, &branch);
-    assert!(shows_output(&prompts[2]) && shows_output(&prompts[3]));
-    assert_eq!((d.flushes(), d.switches()), (3, 0));
-    assert_eq!(d.unrecoverable(), 0);
-    d.reload_renders_the_same().expect("same render");
-
-    // After an idle gap past the TTL the cache is cold: the switch is free.
-    let s = session(10 * MIN);
-    let branch = s.branch(None);
-    let mut d = driver("cache-aware");
-    let prompts = play(&mut d, &branch);
-    assert!(!shows_output(&prompts[2]));
-    assert_eq!((d.flushes(), d.switches()), (3, 1));
-    let mut r = driver("reference");
-    assert_eq!(play(&mut r, &branch)[2], prompts[2]);
-    assert_eq!(d.unrecoverable(), 0);
-    d.reload_renders_the_same().expect("same render");
+fn cache_aware_summarizes_a_reply_when_the_next_run_starts() {
+    for gap in [MIN, 10 * MIN] {
+        let s = session(gap);
+        let branch = s.branch(None);
+        let mut d = driver("cache-aware");
+        let prompts = play(&mut d, &branch);
+        // The reply's flush runs before the next run's first call, which
+        // shows it: the rewrite is the output alone (the long prompt after it
+        // is new to this call either way), warm or cold.
+        assert!(shows_output(&prompts[1]));
+        assert!(!shows_output(&prompts[2]) && !shows_output(&prompts[3]));
+        let mut r = driver("reference");
+        assert_eq!(play(&mut r, &branch)[2], prompts[2]);
+        // The last reply starts no run: it is never summarized (reference
+        // flushes at each of the three replies).
+        assert_eq!((d.flushes(), d.switches()), (2, 1));
+        assert_eq!(r.flushes(), 3);
+        assert_eq!(d.summarizer_tokens(), r.summarizer_tokens());
+        assert_eq!(d.unrecoverable(), 0);
+        d.reload_renders_the_same().expect("same render");
+    }
 }
 
 #[test]

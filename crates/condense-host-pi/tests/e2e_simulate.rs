@@ -554,9 +554,9 @@ fn status_shows_the_resume_switch(pi: &PiEnv, session: &Path) {
     assert_eq!(e["switches"], 1, "{e}");
     assert_eq!(e["switchReasons"], json!({"resume": 1}), "{e}");
     assert_eq!(e["calls"], 5, "{e}");
-    // The second run's final reply summarized the read of c.txt; no call
-    // came after it to show it.
-    assert_eq!(e["pending"], 1, "{e}");
+    // The second run's final reply left its flush (the read of c.txt) to a
+    // next run; none came, so nothing was summarized for nothing.
+    assert_eq!(e["pending"], 0, "{e}");
 }
 
 fn cache_aware() -> Value {
@@ -576,4 +576,49 @@ fn status_of_a_cache_aware_session_played_through_pi() {
     };
     let session = play(&pi, &llm);
     status_shows_the_resume_switch(&pi, &session);
+}
+
+/// Both runs in one pi process (print mode takes several prompts), so the
+/// second run's first call is warm: under the cache-aware policy the first
+/// run's reply leaves its flush to the second run's start (pi's
+/// `before_agent_start`, which pi awaits before it persists the prompt).
+/// The simulator, which runs that flush before the recorded prompt, must
+/// agree with what the server received.
+fn agree_in_one_process(policy: &str, settings: Value) -> Option<(Received, usize)> {
+    let llm = server();
+    let pi = pi_env(&llm, settings, true)?.with_args(["Read a.txt and b.txt."]);
+    for (name, marker) in [("a.txt", "ALPHA"), ("b.txt", "BRAVO"), ("c.txt", "CHARLIE")] {
+        std::fs::write(pi.work_dir.join(name), big_file(marker, 6000)).expect("write");
+    }
+    let run = pi.prompt("Now read c.txt.");
+    run.assert_success();
+    llm.assert_script_consumed();
+    let session = pi.session_file(&run);
+    let requests = llm.requests();
+    let main: Vec<RecordedRequest> = llm.main_requests();
+    assert_eq!(main.len(), 5);
+    assert_eq!(check_the_run(&main), 0, "every call is warm");
+    let overhead = overhead_tokens(&main[0]);
+    let profile = profile();
+    let received = price_received(&requests, &profile, overhead);
+    assert_agrees(
+        policy,
+        &simulate(&session, policy, overhead),
+        &received,
+        &profile,
+    );
+    Some((received, requests.len() - main.len()))
+}
+
+#[test]
+fn a_replys_flush_at_the_next_runs_start_agrees_with_what_the_server_received() {
+    let Some((received, summary_requests)) = agree_in_one_process("cache-aware", cache_aware())
+    else {
+        return;
+    };
+    // The first run's two reads (one batch each), summarized at the second
+    // run's start; the last reply starts no run, so the read of c.txt is
+    // never summarized.
+    assert!(received.totals.summarizer_input > 0);
+    assert_eq!(summary_requests, 2);
 }
