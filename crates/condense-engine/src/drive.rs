@@ -383,6 +383,18 @@ impl Driver {
                 .message
                 .as_ref()
                 .is_some_and(|m| m.is(&Role::Assistant));
+            if entry.message.as_ref().is_some_and(|m| m.is(&Role::User)) {
+                // pi's `before_agent_start` comes before the prompt is
+                // persisted: what a flush there adds precedes it.
+                self.close_turn();
+                let clock = self.now;
+                let effects = self.runtime.block_on(host::agent_start(
+                    &self.engine,
+                    || self.summarizer(),
+                    &move || clock,
+                ));
+                self.keep(effects);
+            }
             if !is_assistant {
                 self.recorded_messages += adds;
             }
@@ -401,17 +413,6 @@ impl Driver {
                 }
             }
             self.close_turn();
-            if message.is(&Role::User) {
-                // pi's `before_agent_start` comes before the prompt is
-                // persisted: what a flush there appends precedes it.
-                let clock = self.now;
-                let effects = self.runtime.block_on(host::agent_start(
-                    &self.engine,
-                    || self.summarizer(),
-                    &move || clock,
-                ));
-                self.keep(effects);
-            }
             if !message.is(&Role::Assistant) {
                 self.fed.push(entry.raw().to_owned());
             } else {

@@ -558,7 +558,8 @@ impl Engine {
             return (out, None);
         }
         let trigger = flush_trigger(self.pending.len(), self.rearmed, self.flushing, decision)
-            .or(reply_flush.then_some(TriggerKind::MessageEnd));
+            .or(reply_flush.then_some(TriggerKind::MessageEnd))
+            .or_else(|| self.long_run_flush(turn_index));
         if let Some(t) = trigger {
             let text = match t {
                 TriggerKind::Rearmed => {
@@ -577,6 +578,26 @@ impl Engine {
             out.push(Effect::info(text));
         }
         (out, trigger)
+    }
+
+    /// Under the cache-aware policy, a flush at the end of a long run's
+    /// turn when summarizing what is pending pays now
+    /// ([`crate::switch::turn_flush_pays`]); reported as `delta` (the
+    /// context grew), the trigger pi-condense knows for a mid-run flush.
+    fn long_run_flush(&self, turn_index: i64) -> Option<TriggerKind> {
+        let eligible = self.config.economy.policy.gates_on_switch()
+            && turn_index >= crate::switch::LONG_RUN_TURNS
+            && !self.flushing
+            && !self.pending.is_empty();
+        if !eligible {
+            return None;
+        }
+        let settings = RenderSettings {
+            config: &self.config,
+            protection: &self.protection,
+        };
+        crate::switch::turn_flush_pays(&self.messages, &self.pending, &settings, &self.calls)
+            .then_some(TriggerKind::Delta)
     }
 
     /// Eager spill of oversized results: the blob is written first and the

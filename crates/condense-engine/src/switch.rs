@@ -7,9 +7,10 @@
 //! persists. Time comes in as a value: the engine reads no clock.
 
 use condense_core::{
-    call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_switch,
-    expected_calls, render, render_after_switch, switch_sizes, CacheTerms, ColdEvent, Message,
-    PlanStep, PriceProfile, RenderPlan, RenderSettings, Role, State, SwitchInputs,
+    call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
+    decide_switch, expected_calls, js_len, render, render_after_switch, switch_sizes, CacheTerms,
+    CapturedBatch, ColdEvent, Message, PlanStep, PriceProfile, RenderPlan, RenderSettings, Role,
+    State, SummarizeInputs, SwitchInputs,
 };
 use condense_store::entries::SwitchEntryData;
 
@@ -179,4 +180,78 @@ pub(crate) fn decide(
     };
     log.called(call);
     outcome
+}
+
+/// The turn of an agent run from which the cache-aware policy may flush at
+/// a turn's end: runs that long rarely end in a reply soon (an autonomous
+/// run may never reply), and their outputs would otherwise wait for the
+/// pressure limit, to be shown by a switch that rewrites everything after
+/// the oldest of them.
+pub(crate) const LONG_RUN_TURNS: i64 = 10;
+
+/// What the summarizer reads of one output: the prompt cuts results at
+/// 2,000 characters (`condense_summarizer::prompt::RESULT_CUT`).
+const SUMMARIZER_RESULT_CUT: usize = 2_000;
+/// Tokens of the summarizer's instructions, per batch.
+const SUMMARIZER_PROMPT_TOKENS: u64 = 250;
+/// Tokens a summarized output still shows (its stub), and a batch's
+/// summary, as written by the summarizer.
+const STUB_TOKENS: u64 = 40;
+const SUMMARY_TOKENS: u64 = 150;
+
+/// Whether summarizing `batches` (captured, not yet flushed) now, at a turn
+/// end of a long run, pays ([`decide_summarize`]): their outputs sit at the
+/// end of the prompt, so the switch that shows them rewrites little.
+pub(crate) fn turn_flush_pays(
+    messages: &[Message],
+    batches: &[CapturedBatch],
+    settings: &RenderSettings<'_>,
+    log: &CallLog,
+) -> bool {
+    let calls = batches.iter().flat_map(|b| &b.calls);
+    let outputs: u64 = calls
+        .clone()
+        .map(|c| chars_to_tokens(js_len(&c.result_text)))
+        .sum();
+    let read: u64 = calls
+        .clone()
+        .map(|c| chars_to_tokens(js_len(&c.result_text).min(SUMMARIZER_RESULT_CUT)))
+        .sum();
+    let call_count = calls.count() as u64;
+    let batch_count = batches.len() as u64;
+    let first: Option<&str> = batches
+        .first()
+        .and_then(|b| b.calls.first())
+        .map(|c| c.tool_call_id.as_str());
+    let from = first
+        .and_then(|id| {
+            messages
+                .iter()
+                .rposition(|m| m.skeleton().tool_call_id.as_deref() == Some(id))
+        })
+        .unwrap_or(messages.len());
+    let tokens = |ms: &[Message]| ms.iter().map(|m| chars_to_tokens(m.size())).sum::<u64>();
+    let prompt_tokens = tokens(messages);
+    let prices = cache_terms(settings.config.economy.profile);
+    let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
+    decide_summarize(&SummarizeInputs {
+        prices,
+        summarizer_input_price: 1.0,
+        summarizer_output_price: 1.0,
+        summarizer_input_tokens: read + batch_count * SUMMARIZER_PROMPT_TOKENS,
+        summarizer_output_tokens: batch_count * SUMMARY_TOKENS,
+        suffix_tokens: tokens(messages.get(from..).unwrap_or_default()),
+        removed_tokens: outputs
+            .saturating_sub(call_count * STUB_TOKENS + batch_count * SUMMARY_TOKENS),
+        expected_calls: calls_before_compaction(prompt_tokens, calls_so_far, log.context_window)
+            .map_or(expected_calls(calls_so_far), |c| {
+                c.min(expected_calls(calls_so_far))
+            }),
+        cold_share: cold_share(cold, calls_so_far),
+        prompt_tokens,
+        context_window: log.context_window,
+        pressure_share: settings.config.economy.pressure_share,
+        budget_triggered: false,
+    })
+    .summarize
 }

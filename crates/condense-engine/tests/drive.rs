@@ -134,8 +134,14 @@ fn cache_aware_summarizes_a_reply_when_the_next_run_starts() {
         // is new to this call either way), warm or cold.
         assert!(shows_output(&prompts[1]));
         assert!(!shows_output(&prompts[2]) && !shows_output(&prompts[3]));
+        // Its summary comes where pi puts a message added at
+        // `before_agent_start`: after the reply, before the new prompt.
+        let at = |needle: &str| prompts[2].iter().position(|m| m.json().contains(needle));
+        let summary = at("Summarized tool refs").expect("the summary is in the prompt");
+        assert_eq!(at("Done."), Some(summary - 1));
+        assert_eq!(at("next next"), Some(summary + 1));
         let mut r = driver("reference");
-        assert_eq!(play(&mut r, &branch)[2], prompts[2]);
+        play(&mut r, &branch);
         // The last reply starts no run: it is never summarized (reference
         // flushes at each of the three replies).
         assert_eq!((d.flushes(), d.switches()), (2, 1));
@@ -227,4 +233,62 @@ fn a_failed_calls_arguments_are_purged_at_the_cold_call_under_cache_aware() {
     assert_eq!(by_aware[last], by_reference[last]);
     assert_eq!(aware.switches(), 1);
     aware.reload_renders_the_same().expect("same render");
+}
+
+/// One prompt and `turns` tool turns a second apart, each reading an
+/// 8,000-character file, and no reply (an autonomous run).
+fn long_run(turns: usize) -> Session {
+    let mut messages =
+        vec![json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0})];
+    for n in 0..turns {
+        let at = T0 + 1_000 * (2 * n as i64 + 1);
+        let id = format!("r{n}");
+        messages.push(
+            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
+            "name": "read", "arguments": {"path": format!("f{n}.txt")}}], "stopReason": "toolUse",
+            "timestamp": at, "provider": "anthropic", "model": "claude-x"}),
+        );
+        let text: String = (0..400).map(|l| format!("f{n} line {l:04}\n")).collect();
+        messages.push(
+            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
+            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
+        );
+    }
+    let mut text = json!({"type": "session", "version": 3, "id": "r", "timestamp": "", "cwd": "/"})
+        .to_string();
+    let mut parent = Value::Null;
+    for (n, m) in messages.into_iter().enumerate() {
+        let id = format!("x{n:04}");
+        let at = m["timestamp"].as_i64().unwrap_or(T0);
+        let e = json!({"type": "message", "id": id, "parentId": parent,
+            "timestamp": condense_store::time::format_iso(at), "message": m});
+        parent = json!(id);
+        text.push('\n');
+        text.push_str(&e.to_string());
+    }
+    Session::parse(&text)
+}
+
+#[test]
+fn a_long_run_that_never_replies_is_summarized_at_turn_ends_under_cache_aware() {
+    let s = long_run(30);
+    let branch = s.branch(None);
+    let shows = |p: &[Message], n: usize| {
+        p.iter()
+            .any(|m| m.json().contains(&format!("f{n} line 0399")))
+    };
+    // Reference waits for a reply that never comes.
+    let mut r = driver("reference");
+    let prompts = play(&mut r, &branch);
+    assert!(shows(&prompts[29], 0));
+    assert_eq!(r.flushes(), 0);
+    // Cache-aware flushes from the tenth turn on, when summarizing pays,
+    // and shows it at the next call.
+    let mut d = driver("cache-aware");
+    let prompts = play(&mut d, &branch);
+    assert!(shows(&prompts[10], 0), "turns before the tenth wait");
+    assert!(!shows(&prompts[29], 0) && !shows(&prompts[29], 20));
+    assert!(d.flushes() > 0 && d.switches() > 0);
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same().expect("same render");
 }
