@@ -4,8 +4,8 @@
 //! 0.1 (units of one uncached input token).
 
 use condense_core::{
-    cold_share, decide_summarize, decide_switch, expected_calls, CacheTerms, ColdEvent, Policy,
-    SummarizeInputs, SwitchInputs, SwitchReason,
+    calls_before_compaction, cold_share, decide_summarize, decide_switch, expected_calls,
+    CacheTerms, ColdEvent, Policy, SummarizeInputs, SwitchInputs, SwitchReason,
 };
 
 const ANTHROPIC_5M: CacheTerms = CacheTerms {
@@ -213,9 +213,18 @@ fn pressure_summarizes_whatever_it_costs_but_never_for_nothing() {
 
 #[test]
 fn estimates_from_the_session_so_far() {
-    assert_eq!(expected_calls(0), 1);
-    assert_eq!(expected_calls(1), 1);
-    assert_eq!(expected_calls(12), 12);
+    // Three times the calls so far, at least as many as one call's.
+    assert_eq!(expected_calls(0), 3);
+    assert_eq!(expected_calls(1), 3);
+    assert_eq!(expected_calls(12), 36);
+    // Capped by pi's compaction: 100,000 tokens in 20 calls (5,000 a
+    // call) leave (200,000 − 16,384 − 100,000) / 5,000 = 16 calls, and this one.
+    assert_eq!(
+        calls_before_compaction(100_000, 20, Some(200_000)),
+        Some(17)
+    );
+    assert_eq!(calls_before_compaction(190_000, 20, Some(200_000)), Some(1));
+    assert_eq!(calls_before_compaction(100_000, 20, None), None);
     assert_eq!(cold_share(0, 0), 0.0);
     assert_eq!(cold_share(1, 4), 0.25);
     assert_eq!(cold_share(9, 4), 1.0);
