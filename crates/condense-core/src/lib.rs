@@ -146,7 +146,7 @@ pub use policy::{
     budget_threshold, call_history, calls_before_compaction, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, switch_sizes, under_pressure, ColdEvent,
     Policy, SummarizeDecision, SummarizeInputs, SwitchDecision, SwitchInputs, SwitchReason,
-    SwitchSizes, COMPACTION_RESERVE_TOKENS, EXPECTED_CALLS_FACTOR,
+    SwitchSizes, BUDGET_HEADROOM, COMPACTION_RESERVE_TOKENS, EXPECTED_CALLS_FACTOR,
 };
 
 // What the user is told, and how numbers read.
