@@ -188,6 +188,12 @@ impl Message {
         Arc::as_ptr(&self.0) as usize
     }
 
+    /// True when no other handle to this very message exists: a memo
+    /// holding the only one keeps a message nothing else can render again.
+    pub(crate) fn is_unshared(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+
     /// Reads a message from its JSON text. The text is kept as given.
     pub fn from_json(json: &str) -> Result<Message, MessageError> {
         let skeleton = parse_skeleton(json)?;

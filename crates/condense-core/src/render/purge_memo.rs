@@ -8,6 +8,11 @@
 //! The copy depends only on the message, which of its calls are ripe and
 //! the size threshold, so it is kept under exactly those. A render never
 //! depends on the memo being warm: a miss recomputes the same copy.
+//!
+//! The memo holds its originals, so copies of messages that left the
+//! branch (a compaction, a host that rewrote its context) would stay for
+//! the session's life: whenever the memo has doubled since it was last
+//! trimmed, the copies whose original only the memo still holds go.
 
 use std::sync::Mutex;
 
@@ -20,7 +25,24 @@ use crate::message::Message;
 pub(crate) struct PurgeMemo {
     /// By the original's identity ([`Message::identity`]); the entry holds
     /// the original, so the identity cannot be reused while it is kept.
-    copies: Mutex<FxHashMap<usize, PurgedCopy>>,
+    copies: Mutex<Copies>,
+}
+
+#[derive(Debug, Default)]
+struct Copies {
+    by_identity: FxHashMap<usize, PurgedCopy>,
+    /// How many copies were kept after the last trim.
+    kept: usize,
+}
+
+impl Copies {
+    fn insert(&mut self, key: usize, copy: PurgedCopy) {
+        self.by_identity.insert(key, copy);
+        if self.by_identity.len() > 2 * self.kept.max(8) {
+            self.by_identity.retain(|_, c| !c.original.is_unshared());
+            self.kept = self.by_identity.len();
+        }
+    }
 }
 
 impl Clone for PurgeMemo {
@@ -51,7 +73,7 @@ impl PurgeMemo {
     ) -> Option<Message> {
         let key = original.identity();
         if let Ok(copies) = self.copies.lock() {
-            if let Some(c) = copies.get(&key).filter(|c| {
+            if let Some(c) = copies.by_identity.get(&key).filter(|c| {
                 c.original.same(original)
                     && c.min_arg_chars == min_arg_chars
                     && c.ripe.iter().map(String::as_str).eq(ripe.iter().copied())
@@ -72,5 +94,48 @@ impl PurgeMemo {
             );
         }
         purged
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::PurgeMemo;
+    use crate::message::Message;
+
+    fn assistant(n: usize) -> Message {
+        Message::from_value(&serde_json::json!({"role": "assistant", "timestamp": n,
+            "content": [{"type": "toolCall", "id": "c", "name": "write", "arguments": {}}]}))
+        .expect("a message")
+    }
+
+    /// Copies of messages nothing else holds any more are dropped as the
+    /// memo grows; copies of messages still held stay and are reused.
+    #[test]
+    fn copies_of_messages_gone_from_the_branch_are_trimmed() {
+        let memo = PurgeMemo::default();
+        let made = Cell::new(0usize);
+        let get = |m: &Message| {
+            memo.get_or_make(m, &["c"], 0, || {
+                made.set(made.get() + 1);
+                None
+            })
+        };
+        let held: Vec<Message> = (0..10).map(assistant).collect();
+        for m in &held {
+            get(m);
+        }
+        for n in 10..1000 {
+            // Rendered once, then gone (a compaction dropped it).
+            get(&assistant(n));
+        }
+        let kept = memo.copies.lock().expect("lock").by_identity.len();
+        assert!(kept <= 2 * 8 + 10, "{kept} copies kept");
+        let before = made.get();
+        for m in &held {
+            get(m);
+        }
+        assert_eq!(made.get(), before, "the held messages' copies were reused");
     }
 }
