@@ -29,11 +29,102 @@ pub(crate) struct ChainMemo {
     boundaries: Mutex<IndexedMessages>,
 }
 
-/// The boundary index of the messages last rendered, with those messages.
+/// The indexes of the messages last rendered, with those messages.
 #[derive(Debug, Default)]
 struct IndexedMessages {
     messages: Vec<Message>,
     index: BoundaryIndex,
+    ids: IdIndex,
+}
+
+/// Where each tool-call id occurs among the messages, and where condense's
+/// summary messages are: what the chain phase asks to suppress the
+/// summaries covering a dropped result.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct IdIndex {
+    /// Tool results by `toolCallId` (empty when missing): positions and
+    /// timestamps, in order.
+    results: FxHashMap<String, Vec<(usize, Option<i64>)>>,
+    /// Assistants' tool calls by id: positions, in order.
+    calls: FxHashMap<String, Vec<usize>>,
+    /// Positions of the summary messages, in order.
+    pub(crate) summaries: Vec<usize>,
+}
+
+impl IdIndex {
+    fn push(&mut self, i: usize, m: &Message) {
+        let sk = m.skeleton();
+        match m.role() {
+            Some(Role::ToolResult) => {
+                let id = sk.tool_call_id.as_deref().unwrap_or_default();
+                match self.results.get_mut(id) {
+                    Some(at) => at.push((i, sk.timestamp)),
+                    None => {
+                        self.results.insert(id.to_owned(), vec![(i, sk.timestamp)]);
+                    }
+                }
+            }
+            Some(Role::Assistant) => {
+                for c in &sk.tool_calls {
+                    self.calls.entry(c.id.clone()).or_default().push(i);
+                }
+            }
+            _ => {}
+        }
+        if m.is_summary_message() {
+            self.summaries.push(i);
+        }
+    }
+
+    /// Forgets the last message indexed, `m`.
+    fn pop(&mut self, m: &Message) {
+        let sk = m.skeleton();
+        match m.role() {
+            Some(Role::ToolResult) => {
+                let id = sk.tool_call_id.as_deref().unwrap_or_default();
+                if let Some(at) = self.results.get_mut(id) {
+                    at.pop();
+                    if at.is_empty() {
+                        self.results.remove(id);
+                    }
+                }
+            }
+            Some(Role::Assistant) => {
+                for c in &sk.tool_calls {
+                    if let Some(at) = self.calls.get_mut(&c.id) {
+                        at.pop();
+                        if at.is_empty() {
+                            self.calls.remove(&c.id);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        if m.is_summary_message() {
+            self.summaries.pop();
+        }
+    }
+
+    /// True if a tool result with this id and timestamp is at a position
+    /// `inside` accepts.
+    pub(crate) fn has_result(&self, id: &str, ts: i64, inside: impl Fn(usize) -> bool) -> bool {
+        self.results
+            .get(id)
+            .is_some_and(|at| at.iter().any(|&(i, t)| t == Some(ts) && inside(i)))
+    }
+
+    /// True if a tool result or call with this id is at a position `inside`
+    /// accepts.
+    pub(crate) fn has_id(&self, id: &str, inside: impl Fn(usize) -> bool) -> bool {
+        self.results
+            .get(id)
+            .is_some_and(|at| at.iter().any(|&(i, _)| inside(i)))
+            || self
+                .calls
+                .get(id)
+                .is_some_and(|at| at.iter().any(|&i| inside(i)))
+    }
 }
 
 /// How many range scans are kept.
@@ -118,16 +209,21 @@ impl ChainMemo {
         Some(s)
     }
 
-    /// Runs `f` with the boundary index of `input`: the kept one, rolled
-    /// back to the first message that is not the very one indexed there,
-    /// then extended with the rest.
-    pub(crate) fn with_boundaries<T>(
+    /// Runs `f` with the indexes of `input`: the kept ones, rolled back to
+    /// the first message that is not the very one indexed there, then
+    /// extended with the rest.
+    pub(crate) fn with_index<T>(
         &self,
         input: &[Message],
-        f: impl FnOnce(&BoundaryIndex) -> T,
+        f: impl FnOnce(&BoundaryIndex, &IdIndex) -> T,
     ) -> T {
         let Ok(mut kept) = self.boundaries.lock() else {
-            return f(&BoundaryIndex::new(input.iter()));
+            let mut fresh = IndexedMessages::default();
+            for (i, m) in input.iter().enumerate() {
+                fresh.index.push(i, m);
+                fresh.ids.push(i, m);
+            }
+            return f(&fresh.index, &fresh.ids);
         };
         let kept = &mut *kept;
         let same = kept
@@ -139,13 +235,15 @@ impl ChainMemo {
         while kept.messages.len() > same {
             if let Some(m) = kept.messages.pop() {
                 kept.index.pop(&m);
+                kept.ids.pop(&m);
             }
         }
         for (i, m) in input.iter().enumerate().skip(same) {
             kept.index.push(i, m);
+            kept.ids.push(i, m);
             kept.messages.push(m.clone());
         }
-        f(&kept.index)
+        f(&kept.index, &kept.ids)
     }
 
     /// The scan of `chains` over `input`, from the cache when one was made
@@ -198,10 +296,6 @@ pub(crate) struct RangeScan {
     /// Positions of the tool results the chains drop (all inside the
     /// ranges but the protected ones), for the stub phase to skip.
     pub(crate) unprotected_results_at: Vec<usize>,
-    /// Tool results inside the ranges: tool-call id → result timestamps.
-    dropped_results: FxHashMap<String, Vec<Option<i64>>>,
-    /// Every tool-call id inside the ranges (results and assistants' calls).
-    dropped_ids: FxHashSet<String>,
 }
 
 impl RangeScan {
@@ -213,8 +307,6 @@ impl RangeScan {
             mismatches: Vec::with_capacity(chains.len()),
             protected_at: Vec::with_capacity(chains.len()),
             unprotected_results_at: Vec::with_capacity(spanned / 2),
-            dropped_results: FxHashMap::default(),
-            dropped_ids: FxHashSet::default(),
         };
         let mut actual: Vec<&str> = Vec::new();
         let mut recorded: Vec<&str> = Vec::new();
@@ -239,16 +331,10 @@ impl RangeScan {
                             scan.unprotected_results_at.push(i);
                         }
                         actual.push(id);
-                        scan.dropped_results
-                            .entry(id.to_owned())
-                            .or_default()
-                            .push(sk.timestamp);
-                        scan.dropped_ids.insert(id.to_owned());
                     }
                     Some(Role::Assistant) => {
                         for c in &sk.tool_calls {
                             actual.push(&c.id);
-                            scan.dropped_ids.insert(c.id.clone());
                         }
                     }
                     _ => {}
@@ -291,18 +377,6 @@ impl RangeScan {
                 .iter()
                 .flat_map(|(_, r)| input.get(r.start + 1..r.end).unwrap_or_default())
                 .eq(self.inside.iter())
-    }
-
-    /// True if a tool result with this id and timestamp lies in a range.
-    pub(crate) fn drops_result(&self, id: &str, ts: i64) -> bool {
-        self.dropped_results
-            .get(id)
-            .is_some_and(|t| t.contains(&Some(ts)))
-    }
-
-    /// True if this tool-call id occurs in a range.
-    pub(crate) fn drops_id(&self, id: &str) -> bool {
-        self.dropped_ids.contains(id)
     }
 }
 
@@ -357,7 +431,11 @@ mod tests {
                 input.truncate(input.len() * usize::from(keep) / 100);
                 input.extend(append.into_iter().map(|(kind, n, ts)| message(kind, n, ts)));
                 let fresh = BoundaryIndex::new(input.iter());
-                prop_assert!(memo.with_boundaries(&input, |kept| *kept == fresh));
+                let mut ids = super::IdIndex::default();
+                for (i, m) in input.iter().enumerate() {
+                    ids.push(i, m);
+                }
+                prop_assert!(memo.with_index(&input, |kept, kept_ids| *kept == fresh && *kept_ids == ids));
             }
         }
     }

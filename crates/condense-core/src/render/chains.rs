@@ -164,6 +164,7 @@ type ByTimestamp = FxHashMap<i64, (u32, usize)>;
 
 impl BoundaryIndex {
     /// Indexes user and assistant messages by timestamp.
+    #[cfg(test)]
     pub fn new<'m>(messages: impl Iterator<Item = &'m Message>) -> Self {
         let mut index = BoundaryIndex::default();
         let (lower, _) = messages.size_hint();
@@ -225,6 +226,9 @@ struct Accepted<'s> {
 pub(crate) struct Resolved<'s> {
     chains: Vec<(&'s ChainEntry, ResolvedRange)>,
     scan: Option<Arc<RangeScan>>,
+    /// Positions of the summary messages covering a result the chains drop,
+    /// in order.
+    suppressed: Vec<usize>,
 }
 
 impl Resolved<'_> {
@@ -251,7 +255,7 @@ pub(crate) fn resolve<'s>(
         .chains()
         .filter(|e| gate.shows(state.chain_since(e.start_user_timestamp)));
     let ranges: Vec<(&ChainEntry, Option<ResolvedRange>)> =
-        state.chain_memo().with_boundaries(input, |boundaries| {
+        state.chain_memo().with_index(input, |boundaries, _| {
             shown.map(|e| (e, boundaries.resolve(e))).collect()
         });
 
@@ -327,7 +331,53 @@ pub(crate) fn resolve<'s>(
     }
     let scan =
         (!chains.is_empty()).then(|| state.chain_memo().scan(state.generation(), &chains, input));
-    Resolved { chains, scan }
+    let suppressed = if chains.is_empty() {
+        Vec::new()
+    } else {
+        suppressed_summaries(input, state, &chains)
+    };
+    Resolved {
+        chains,
+        scan,
+        suppressed,
+    }
+}
+
+/// Positions of the summary messages covering a result that lies inside an
+/// accepted range: per-batch summaries covering a dropped result are
+/// suppressed wherever they are (agent-message batching appends them after
+/// the range). A ref with a result timestamp names that result; a bare one
+/// any result or call of its id.
+fn suppressed_summaries(
+    input: &[Message],
+    state: &State,
+    chains: &[(&ChainEntry, ResolvedRange)],
+) -> Vec<usize> {
+    // Accepted ranges never nest nor share a start, so their insides are
+    // disjoint: the range holding a position is the last starting before it.
+    let mut ranges: Vec<(usize, usize)> = chains.iter().map(|(_, r)| (r.start, r.end)).collect();
+    ranges.sort_unstable();
+    let inside = |i: usize| {
+        let k = ranges.partition_point(|&(start, _)| start < i);
+        k > 0 && i < ranges[k - 1].1
+    };
+    state.chain_memo().with_index(input, |_, ids| {
+        ids.summaries
+            .iter()
+            .copied()
+            .filter(|&i| {
+                input.get(i).is_some_and(|m| {
+                    m.skeleton()
+                        .summary_refs
+                        .iter()
+                        .any(|r| match r.result_timestamp {
+                            Some(ts) => ids.has_result(&r.tool_call_id, ts, inside),
+                            None => ids.has_id(bare_id(&r.tool_call_id), inside),
+                        })
+                })
+            })
+            .collect()
+    })
 }
 
 /// Collapses each resolved chain into its synthetic message.
@@ -412,17 +462,9 @@ pub(crate) fn apply(
         }
     }
 
-    // Per-batch summaries covering a dropped result are suppressed wherever
-    // they are (agent-message batching appends them after the range).
-    let overlaps_dropped = |m: &Message| {
-        m.skeleton()
-            .summary_refs
-            .iter()
-            .any(|r| match r.result_timestamp {
-                Some(ts) => scan.drops_result(&r.tool_call_id, ts),
-                None => scan.drops_id(bare_id(&r.tool_call_id)),
-            })
-    };
+    // The stub and purge phases replace only tool results and assistants,
+    // so the summaries sit where `resolve` found them in the input.
+    let overlaps_dropped = |i: usize| resolved.suppressed.binary_search(&i).is_ok();
 
     // Decide per position before rebuilding (the closure below owns the items).
     let mut keep = vec![true; n];
@@ -431,7 +473,7 @@ pub(crate) fn apply(
         let m = work.get(i);
         let is_summary = m.is_summary_message();
         let droppable = m.is(&Role::Assistant) || m.is(&Role::ToolResult) || is_summary;
-        if (in_range[i] && droppable) || (is_summary && overlaps_dropped(m)) {
+        if (in_range[i] && droppable) || (is_summary && overlaps_dropped(i)) {
             *k = false;
             continue;
         }
