@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use support::{condense, json_of, temp_dir};
+use support::{condense, generate, json_of, temp_dir, Generated};
 
 const RESERVE: u64 = 16_384;
 
@@ -17,26 +17,15 @@ const RESERVE: u64 = 16_384;
 /// prompts.
 fn generated(dir: &Path, shape: &str, seed: u64, tokens: u64) -> PathBuf {
     let file = dir.join(format!("{shape}-{seed}-{tokens}.jsonl"));
-    let out = condense(
+    generate(
         dir,
-        &[
-            "gen",
-            "--tokens",
-            &tokens.to_string(),
-            "--shape",
-            shape,
-            "--seed",
-            &seed.to_string(),
-            "--idle-gaps",
-            "30",
-            "-o",
-            file.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &file,
+        &Generated {
+            tokens,
+            seed,
+            idle_gaps: 30,
+            shape: Some(shape),
+        },
     );
     file
 }

@@ -8,30 +8,21 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use support::{condense, json_of, temp_dir};
+use support::{condense, generate, json_of, temp_dir, Generated};
 
 /// A generated session of `tokens` with idle gaps before a third of the
 /// prompts.
 fn generated(dir: &Path, seed: u64, tokens: u64) -> PathBuf {
     let file = dir.join(format!("gen-{seed}.jsonl"));
-    let out = condense(
+    generate(
         dir,
-        &[
-            "gen",
-            "--tokens",
-            &tokens.to_string(),
-            "--seed",
-            &seed.to_string(),
-            "--idle-gaps",
-            "33",
-            "-o",
-            file.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &file,
+        &Generated {
+            tokens,
+            seed,
+            idle_gaps: 33,
+            shape: None,
+        },
     );
     file
 }

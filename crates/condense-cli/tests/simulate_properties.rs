@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use support::condense;
+use support::{condense, generate, Generated};
 
 fn dir() -> PathBuf {
     let d = std::env::temp_dir().join(format!(
@@ -31,26 +31,15 @@ fn dir() -> PathBuf {
 fn simulate(seed: u64, tokens: u64, gaps: u64, shape: &str) -> Value {
     let dir = dir();
     let file = dir.join(format!("s{seed}-{tokens}-{gaps}-{shape}.jsonl"));
-    let out = condense(
+    generate(
         &dir,
-        &[
-            "gen",
-            "--tokens",
-            &tokens.to_string(),
-            "--seed",
-            &seed.to_string(),
-            "--idle-gaps",
-            &gaps.to_string(),
-            "--shape",
-            shape,
-            "-o",
-            file.to_str().unwrap(),
-        ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+        &file,
+        &Generated {
+            tokens,
+            seed,
+            idle_gaps: gaps,
+            shape: Some(shape),
+        },
     );
     let out = condense(&dir, &["simulate", file.to_str().unwrap(), "--json"]);
     assert!(

@@ -27,7 +27,7 @@ fn output() -> String {
 /// minute later.
 fn session(gap_ms: i64) -> Session {
     let t1 = T0 + 3_000 + gap_ms;
-    let messages = [
+    let messages = vec![
         json!({"role": "user", "content": [{"type": "text", "text": "read f"}], "timestamp": T0}),
         json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read",
             "arguments": {"path": "f.txt"}}], "stopReason": "toolUse", "timestamp": T0 + 1_000,
@@ -43,15 +43,21 @@ fn session(gap_ms: i64) -> Session {
         json!({"role": "assistant", "content": [{"type": "text", "text": "Yes."}],
             "stopReason": "stop", "timestamp": t1 + MIN + 1_000, "provider": "anthropic", "model": "claude-x"}),
     ];
-    let mut text = json!({"type": "session", "version": 3, "id": "d", "timestamp": "", "cwd": "/"})
-        .to_string();
+    session_of("d", "e", messages)
+}
+
+/// A session file of `messages`, one entry each in a chain, the entries'
+/// ids `<prefix>0000`, `<prefix>0001`, ….
+fn session_of(id: &str, prefix: &str, messages: Vec<Value>) -> Session {
+    let mut text =
+        json!({"type": "session", "version": 3, "id": id, "timestamp": "", "cwd": "/"}).to_string();
     let mut parent = Value::Null;
     for (n, m) in messages.into_iter().enumerate() {
-        let id = format!("e{n:04}");
+        let entry_id = format!("{prefix}{n:04}");
         let at = m["timestamp"].as_i64().unwrap_or(T0);
-        let e = json!({"type": "message", "id": id, "parentId": parent,
+        let e = json!({"type": "message", "id": entry_id, "parentId": parent,
             "timestamp": condense_store::time::format_iso(at), "message": m});
-        parent = json!(id);
+        parent = json!(entry_id);
         text.push('\n');
         text.push_str(&e.to_string());
     }
@@ -201,19 +207,7 @@ fn session_with_a_failed_write() -> Session {
         json!({"role": "assistant", "content": [{"type": "text", "text": "Ok."}],
         "stopReason": "stop", "timestamp": t1 + 1_000}),
     );
-    let mut text = json!({"type": "session", "version": 3, "id": "w", "timestamp": "", "cwd": "/"})
-        .to_string();
-    let mut parent = Value::Null;
-    for (n, m) in messages.into_iter().enumerate() {
-        let id = format!("w{n:04}");
-        let at = m["timestamp"].as_i64().unwrap_or(T0);
-        let e = json!({"type": "message", "id": id, "parentId": parent,
-            "timestamp": condense_store::time::format_iso(at), "message": m});
-        parent = json!(id);
-        text.push('\n');
-        text.push_str(&e.to_string());
-    }
-    Session::parse(&text)
+    session_of("w", "w", messages)
 }
 
 #[test]
@@ -254,19 +248,7 @@ fn long_run(turns: usize) -> Session {
             "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
         );
     }
-    let mut text = json!({"type": "session", "version": 3, "id": "r", "timestamp": "", "cwd": "/"})
-        .to_string();
-    let mut parent = Value::Null;
-    for (n, m) in messages.into_iter().enumerate() {
-        let id = format!("x{n:04}");
-        let at = m["timestamp"].as_i64().unwrap_or(T0);
-        let e = json!({"type": "message", "id": id, "parentId": parent,
-            "timestamp": condense_store::time::format_iso(at), "message": m});
-        parent = json!(id);
-        text.push('\n');
-        text.push_str(&e.to_string());
-    }
-    Session::parse(&text)
+    session_of("r", "x", messages)
 }
 
 #[test]

@@ -41,3 +41,43 @@ pub fn json_of(out: &Output) -> Value {
     );
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
+
+/// What `condense gen` is asked for: `tokens` of `shape` (the default when
+/// `None`) from `seed`, with idle gaps before `idle_gaps` percent of the
+/// prompts.
+pub struct Generated<'a> {
+    pub tokens: u64,
+    pub seed: u64,
+    pub idle_gaps: u64,
+    pub shape: Option<&'a str>,
+}
+
+/// Writes the session `g` asks for to `file`, asserting `condense gen`
+/// succeeded.
+pub fn generate(dir: &Path, file: &Path, g: &Generated<'_>) {
+    let (tokens, seed, gaps) = (
+        g.tokens.to_string(),
+        g.seed.to_string(),
+        g.idle_gaps.to_string(),
+    );
+    let mut args = vec![
+        "gen",
+        "--tokens",
+        &tokens,
+        "--seed",
+        &seed,
+        "--idle-gaps",
+        &gaps,
+    ];
+    if let Some(shape) = g.shape {
+        args.extend(["--shape", shape]);
+    }
+    let path = file.to_str().expect("a UTF-8 path");
+    args.extend(["-o", path]);
+    let out = condense(dir, &args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
