@@ -5,8 +5,9 @@
 // - `experimental.chat.messages.transform` (once per LLM call of the main
 //   loop): finished assistant messages not yet reported go to the sidecar as
 //   `message.end` / `turn.end` (OpenCode's one assistant message is one LLM
-//   call, pi's turn), then the whole list as `context`; the render comes back
-//   onto OpenCode's messages (messages.ts). OpenCode hands the hook copies:
+//   call, pi's turn), then, at a run's first call, `agent.start` (pi's
+//   `before_agent_start`), then the whole list as `context`; the render
+//   comes back onto OpenCode's messages (messages.ts). OpenCode hands the hook copies:
 //   what is changed here reaches this one LLM call only.
 //   `context` is incremental as in pi (`keep`: the prefix the sidecar still
 //   holds, by sync.ts's keys; `base`: the render steps held, so an answer
@@ -262,9 +263,14 @@ class SessionLink {
 
 	/** `message.end` / `turn.end` for each finished assistant message not reported yet. */
 	async reportTurns(sidecar: Sidecar, messages: readonly OcMessage[]): Promise<void> {
+		// pi's turnIndex: the assistant message's place in its run (from the user message before it).
+		let runTurn = 0;
 		for (const m of messages) {
 			const info = m.info;
-			if (info.role !== "assistant" || this.reported.has(info.id) || !info.time.completed) continue;
+			if (info.role === "user") runTurn = 0;
+			if (info.role !== "assistant") continue;
+			const turnIndex = runTurn++;
+			if (this.reported.has(info.id) || !info.time.completed) continue;
 			this.reported.add(info.id);
 			this.anchor = info.id;
 			if (info.providerID && info.modelID) this.model = { providerID: info.providerID, modelID: info.modelID };
@@ -281,7 +287,7 @@ class SessionLink {
 				sidecar,
 				"turn.end",
 				{
-					turnIndex: this.reported.size,
+					turnIndex,
 					message,
 					toolResults,
 					usage: { tokens, contextWindow },
@@ -397,6 +403,12 @@ class CondenseState {
 		if (!sidecar) return undefined;
 		try {
 			await link.reportTurns(sidecar, messages);
+			if (messages.at(-1)?.info.role === "user") {
+				// A run's first call: the flush its previous run's reply left
+				// (cache-aware policy) runs now, anchored after that reply.
+				const started = await ask(sidecar, "agent.start", {}, REQUEST_TIMEOUT_MS);
+				link.carryOut(started.effects, false);
+			}
 			link.anchor = messages.at(-1)?.info.id ?? link.anchor;
 			const converted = convert(messages);
 			// Only what changed since the sidecar's copy (sync.ts's keys).

@@ -768,3 +768,47 @@ fn an_unreachable_summarizer_falls_back_to_extractive() {
         "the extractive summary is persisted"
     );
 }
+
+/// Under the cache-aware policy a reply's flush waits for the next run: the
+/// plugin reports the reply at the next run's first call, then sends
+/// `agent.start`, and that call already shows the stub.
+#[test]
+fn cache_aware_summarizes_a_reply_at_the_next_runs_first_call() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "cache-aware"}}));
+    let file = env.project.join("alpha.txt");
+    fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
+    llm.push(Reply::tool_call(
+        "call_a",
+        "read",
+        json!({"filePath": file}),
+    ));
+    llm.push(Reply::text("I read alpha.txt."));
+    env.run("Read alpha.txt.", false).assert_success();
+    assert!(
+        llm.summary_requests().is_empty(),
+        "nothing is summarized before a next run"
+    );
+
+    llm.push(Reply::text("Done."));
+    let run2 = env.run("Thanks.", true);
+    run2.assert_success();
+    assert!(!llm.summary_requests().is_empty(), "{}", dump(&llm));
+    let first = llm
+        .main_requests()
+        .into_iter()
+        .find(|r| r.any_message_contains("Thanks."))
+        .unwrap_or_else(|| panic!("prompt 2 reached the model\n{}", dump(&llm)));
+    let stub = tool_result(&first, "call_a").expect("the read is still answered");
+    assert!(
+        stub.starts_with("[Summarized in pruner summary, ref `t1`."),
+        "stubbed at the run's first call: {stub}\n{}\n{}",
+        run2.report(),
+        env.protocol_log()
+    );
+}
