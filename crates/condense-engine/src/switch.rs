@@ -123,6 +123,14 @@ pub(crate) fn prompt_tokens(messages: &[Message], plan: Option<&RenderPlan>) -> 
     }
 }
 
+/// The calls expected from this one on ([`expected_calls`]), no more than
+/// pi's compaction point leaves ([`calls_before_compaction`]).
+fn calls_ahead(prompt_tokens: u64, calls_so_far: u64, context_window: Option<u64>) -> u64 {
+    let expected = expected_calls(calls_so_far);
+    calls_before_compaction(prompt_tokens, calls_so_far, context_window)
+        .map_or(expected, |c| c.min(expected))
+}
+
 /// Decides at one call; on a switch returns the entry to persist (the
 /// caller records it in the state and appends it).
 pub(crate) fn decide(
@@ -159,8 +167,7 @@ pub(crate) fn decide(
                 .last_prompt_tokens
                 .map_or(0, |before| sizes.prompt_tokens.saturating_sub(before)),
             removed_tokens: sizes.removed_tokens,
-            expected_calls: calls_before_compaction(sizes.prompt_tokens, calls, log.context_window)
-                .map_or(expected_calls(calls), |c| c.min(expected_calls(calls))),
+            expected_calls: calls_ahead(sizes.prompt_tokens, calls, log.context_window),
             cold_share: cold_share(cold, calls),
             context_window: log.context_window,
             pressure_share: settings.config.economy.pressure_share,
@@ -236,6 +243,9 @@ pub(crate) fn turn_flush_pays(
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
     decide_summarize(&SummarizeInputs {
         prices,
+        // The session's own model summarizes (pi-condense's default); the
+        // output counts like input, as the figure policies are compared by
+        // is billed input (docs/economy.md).
         summarizer_input_price: 1.0,
         summarizer_output_price: 1.0,
         summarizer_input_tokens: read + batch_count * SUMMARIZER_PROMPT_TOKENS,
@@ -243,10 +253,7 @@ pub(crate) fn turn_flush_pays(
         suffix_tokens: tokens(messages.get(from..).unwrap_or_default()),
         removed_tokens: outputs
             .saturating_sub(call_count * STUB_TOKENS + batch_count * SUMMARY_TOKENS),
-        expected_calls: calls_before_compaction(prompt_tokens, calls_so_far, log.context_window)
-            .map_or(expected_calls(calls_so_far), |c| {
-                c.min(expected_calls(calls_so_far))
-            }),
+        expected_calls: calls_ahead(prompt_tokens, calls_so_far, log.context_window),
         cold_share: cold_share(cold, calls_so_far),
         prompt_tokens,
         context_window: log.context_window,
