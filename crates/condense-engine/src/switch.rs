@@ -13,6 +13,8 @@ use condense_core::{
     State, SummarizeInputs, SwitchInputs,
 };
 use condense_store::entries::SwitchEntryData;
+// What the summarizer reads of one output: its prompt cuts results there.
+use condense_summarizer::prompt::RESULT_CUT;
 
 /// What the host says about the LLM call a `context` request precedes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -196,9 +198,6 @@ pub(crate) fn decide(
 /// the oldest of them.
 pub(crate) const LONG_RUN_TURNS: i64 = 10;
 
-/// What the summarizer reads of one output: the prompt cuts results at
-/// 2,000 characters (`condense_summarizer::prompt::RESULT_CUT`).
-const SUMMARIZER_RESULT_CUT: usize = 2_000;
 /// Tokens of the summarizer's instructions, per batch.
 const SUMMARIZER_PROMPT_TOKENS: u64 = 250;
 /// Tokens a summarized output still shows (its stub), and a batch's
@@ -222,7 +221,7 @@ pub(crate) fn turn_flush_pays(
         .sum();
     let read: u64 = calls
         .clone()
-        .map(|c| chars_to_tokens(js_len(&c.result_text).min(SUMMARIZER_RESULT_CUT)))
+        .map(|c| chars_to_tokens(js_len(&c.result_text).min(RESULT_CUT)))
         .sum();
     let call_count = calls.count() as u64;
     let batch_count = batches.len() as u64;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
-use support::opencode_env::{require_opencode, OpenCodeEnv};
+use support::opencode_env::{require_opencode, OpenCodeEnv, OpenCodeRun};
 
 const SUMMARY_TEXT: &str = "- alpha.txt holds numbered ALPHA lines.";
 
@@ -56,19 +56,12 @@ fn dump(llm: &FakeLlm) -> String {
         .join("\n---\n")
 }
 
-#[test]
-fn stubs_query_and_restart() {
-    let Some(install) = require_opencode() else {
-        return;
-    };
-    let llm = FakeLlm::start([]);
-    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
-    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true}));
+/// Prompt 1 of a session with `condense.json` `config`: a read of a 6 KB
+/// `alpha.txt`, then a text reply. Returns the run.
+fn read_alpha(env: &OpenCodeEnv, llm: &FakeLlm, config: &serde_json::Value) -> OpenCodeRun {
+    env.write_condense_config(config);
     let file = env.project.join("alpha.txt");
     fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
-
-    // Prompt 1: a read, then a text reply.
     llm.push(Reply::tool_call(
         "call_a",
         "read",
@@ -77,6 +70,19 @@ fn stubs_query_and_restart() {
     llm.push(Reply::text("I read alpha.txt."));
     let run = env.run("Read alpha.txt.", false);
     run.assert_success();
+    run
+}
+
+#[test]
+fn stubs_query_and_restart() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    // Prompt 1: a read, then a text reply.
+    let run = read_alpha(&env, &llm, &json!({"enabled": true}));
     let original = requests_with_result(&llm, "call_a");
     let (_, original) = original.first().unwrap_or_else(|| {
         panic!(
@@ -780,16 +786,11 @@ fn cache_aware_summarizes_a_reply_at_the_next_runs_first_call() {
     let llm = FakeLlm::start([]);
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "cache-aware"}}));
-    let file = env.project.join("alpha.txt");
-    fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
-    llm.push(Reply::tool_call(
-        "call_a",
-        "read",
-        json!({"filePath": file}),
-    ));
-    llm.push(Reply::text("I read alpha.txt."));
-    env.run("Read alpha.txt.", false).assert_success();
+    read_alpha(
+        &env,
+        &llm,
+        &json!({"enabled": true, "economy": {"policy": "cache-aware"}}),
+    );
     assert!(
         llm.summary_requests().is_empty(),
         "nothing is summarized before a next run"

@@ -37,7 +37,7 @@ pub struct CompactionSettings {
 }
 
 /// pi's defaults.
-pub const DEFAULT_RESERVE_TOKENS: u64 = 16_384;
+pub const DEFAULT_RESERVE_TOKENS: u64 = condense_core::COMPACTION_RESERVE_TOKENS;
 /// pi's default.
 pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
 /// The summary a compaction writes, in tokens: about what pi's two
