@@ -45,6 +45,19 @@ impl Sidecar {
     }
 
     fn call(&mut self, method: &str, params: Value) -> Value {
+        self.call_answering(method, params, |_| {
+            panic!("no request of the sidecar expected")
+        })
+    }
+
+    /// [`Sidecar::call`], answering each `llm.complete` the sidecar sends
+    /// meanwhile with `complete(params)`'s result.
+    fn call_answering(
+        &mut self,
+        method: &str,
+        params: Value,
+        mut complete: impl FnMut(&Value) -> Value,
+    ) -> Value {
         self.next += 1;
         let id = self.next;
         self.send_line(&json!({"id": id, "method": method, "params": params}).to_string());
@@ -52,6 +65,10 @@ impl Sidecar {
             let v = self.read();
             if v["id"] == json!(id) {
                 return v;
+            }
+            if v["method"] == "llm.complete" {
+                let result = complete(&v["params"]);
+                self.send_line(&json!({"id": v["id"], "result": result}).to_string());
             }
         }
     }
@@ -280,4 +297,145 @@ fn lone_surrogates_pass_through_and_queries_page() {
     assert!(again.get("result").is_some(), "{again}");
     let bye = s.call("shutdown", json!({}));
     assert!(bye["result"].is_object());
+}
+
+/// `hello` lists `/pruner`'s subcommands (the shim's completions) in the
+/// order the bare `/pruner` picker offers them: one list.
+#[test]
+fn hello_lists_the_pruner_subcommands_of_the_picker() {
+    let mut s = Sidecar::start();
+    let hello = s.call(
+        "hello",
+        json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+    );
+    let commands = hello["result"]["commands"].as_array().expect("commands");
+    s.call(
+        "session.start",
+        json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
+               "sessionId": "hello", "branch": []}),
+    );
+    let picker = s.call("command", json!({"args": "", "utcOffsetMinutes": 0}));
+    let select = &picker["result"]["effects"][0];
+    assert_eq!(select["kind"], "select", "{picker}");
+    let names: Vec<&Value> = commands.iter().map(|c| &c["name"]).collect();
+    let values: Vec<&Value> = select["values"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .collect();
+    assert_eq!(names, values);
+    assert!(names.contains(&&json!("compact")), "{names:?}");
+    for (command, option) in commands
+        .iter()
+        .zip(select["options"].as_array().expect("options"))
+    {
+        let description = command["description"].as_str().expect("description");
+        assert!(!description.is_empty(), "{command}");
+        let option = option.as_str().expect("option text");
+        assert!(
+            option.ends_with(&format!(" — {description}")),
+            "{option} / {command}"
+        );
+    }
+}
+
+/// The summarizer's thinking setting reaches `llm.complete` resolved, as
+/// pi-ai's `reasoningEffort` (`null`: none), for the session model and for a
+/// model named with a `:thinking` suffix.
+#[test]
+fn llm_complete_carries_the_resolved_effort() {
+    let mut s = Sidecar::start();
+    s.call(
+        "hello",
+        json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+    );
+    let start = s.call(
+        "session.start",
+        json!({"reason": "startup",
+               "settings": {"contextPrune": {"enabled": true, "pruneOn": "on-demand",
+                                             "summarizerThinking": "lots"}},
+               "model": {"provider": "fake", "id": "fake-1"},
+               "sessionId": "effort", "branch": []}),
+    );
+    assert!(start["result"]["effects"].is_array(), "{start}");
+    let mut turn = 0;
+    // One pending turn, then `/pruner now`: the params of its summarizer call.
+    let mut summarize = |s: &mut Sidecar| -> Vec<Value> {
+        turn += 1;
+        let call = format!("call_{turn}");
+        // A different output each turn: a repeated one would be deduplicated.
+        let big = format!("line of file {turn}, worth a summary\n").repeat(200);
+        let end = s.call(
+            "turn.end",
+            json!({
+                "turnIndex": turn,
+                "message": {"role": "assistant", "timestamp": turn * 10,
+                            "content": [{"type": "toolCall", "id": call, "name": "read",
+                                         "arguments": {"path": format!("f{turn}.txt")}}]},
+                "toolResults": [{"role": "toolResult", "toolCallId": call, "toolName": "read",
+                                 "content": [{"type": "text", "text": big}],
+                                 "isError": false, "timestamp": turn * 10 + 1}],
+                "usage": {"tokens": 1000, "contextWindow": 200000},
+                "now": turn * 10 + 2,
+            }),
+        );
+        assert!(end.get("result").is_some(), "{end}");
+        let mut seen = Vec::new();
+        let now = s.call_answering(
+            "command",
+            json!({"args": "now", "utcOffsetMinutes": 0}),
+            |params| {
+                seen.push(params.clone());
+                json!({"text": "- [[1:read]] Read a file.", "stopReason": "stop",
+                       "usage": {"input": 10, "output": 5, "cost": 0}})
+            },
+        );
+        assert!(now.get("result").is_some(), "{now}");
+        seen
+    };
+    let effort = |seen: &[Value]| -> (Value, Value) {
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(seen[0].get("thinking").is_none(), "{seen:?}");
+        (seen[0]["model"].clone(), seen[0]["reasoningEffort"].clone())
+    };
+
+    // A level the config does not know reads as `default`: no effort.
+    assert_eq!(effort(&summarize(&mut s)), (json!("default"), Value::Null));
+    for (level, expected) in [
+        ("default", Value::Null),
+        ("off", Value::Null),
+        ("minimal", json!("minimal")),
+        ("low", json!("low")),
+        ("medium", json!("medium")),
+        ("high", json!("high")),
+        ("xhigh", json!("xhigh")),
+    ] {
+        let set = s.call(
+            "command",
+            json!({"args": format!("thinking {level}"), "utcOffsetMinutes": 0}),
+        );
+        assert!(set.get("result").is_some(), "{set}");
+        assert_eq!(
+            effort(&summarize(&mut s)),
+            (json!("default"), expected),
+            "summarizerThinking {level}"
+        );
+    }
+    // `/pruner model id:thinking` sets both.
+    s.call(
+        "command",
+        json!({"args": "model openai/gpt-4.1-mini:low", "utcOffsetMinutes": 0}),
+    );
+    assert_eq!(
+        effort(&summarize(&mut s)),
+        (json!("openai/gpt-4.1-mini"), json!("low"))
+    );
+    s.call(
+        "command",
+        json!({"args": "model openai/gpt-4.1-mini:off", "utcOffsetMinutes": 0}),
+    );
+    assert_eq!(
+        effort(&summarize(&mut s)),
+        (json!("openai/gpt-4.1-mini"), Value::Null)
+    );
 }
