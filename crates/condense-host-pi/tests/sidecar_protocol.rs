@@ -44,6 +44,24 @@ impl Sidecar {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"))
     }
 
+    /// A sidecar past `hello`, with an empty session `session_id` started:
+    /// `contextPrune` settings `context_prune`, session model `model`.
+    fn with_empty_session(session_id: &str, context_prune: Value, model: Value) -> Sidecar {
+        let mut s = Sidecar::start();
+        let hello = s.call(
+            "hello",
+            json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+        );
+        assert_eq!(hello["result"]["protocol"], 1, "{hello}");
+        let start = s.call(
+            "session.start",
+            json!({"reason": "startup", "settings": {"contextPrune": context_prune},
+                   "model": model, "sessionId": session_id, "branch": []}),
+        );
+        assert!(start["result"]["effects"].is_array(), "{start}");
+        s
+    }
+
     fn call(&mut self, method: &str, params: Value) -> Value {
         self.call_answering(method, params, |_| {
             panic!("no request of the sidecar expected")
@@ -88,6 +106,38 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(p).unwrap()
 }
 
+/// The pi-condense 2.9.1 session fixture as the tests feed it.
+struct Session {
+    /// Its header's `id`.
+    id: Value,
+    /// Its entries after the header: `session.start`'s `branch`.
+    branch: Vec<Value>,
+    /// The messages pi hands to `context` (message entries and custom
+    /// messages), built the way pi builds them.
+    messages: Vec<Value>,
+    /// What pi-condense rendered from them.
+    expected: Vec<Value>,
+}
+
+fn pi_condense_session() -> Session {
+    let text = fixture("pi-condense-2.9.1.jsonl");
+    let mut lines = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let id = lines.next().expect("a header")["id"].clone();
+    let store_session = condense_store::session::Session::parse(&text);
+    let messages = condense_store::context::branch_messages(&store_session.branch(None))
+        .iter()
+        .map(|c| serde_json::from_str(c.message.json()).unwrap())
+        .collect();
+    Session {
+        id,
+        branch: lines.collect(),
+        messages,
+        expected: serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap(),
+    }
+}
+
 fn apply(steps: &[Value], input: &[Value]) -> Vec<Value> {
     let mut out = Vec::new();
     for s in steps {
@@ -106,15 +156,12 @@ fn apply(steps: &[Value], input: &[Value]) -> Vec<Value> {
 
 #[test]
 fn renders_and_queries_the_fixture_like_pi_condense() {
-    let text = fixture("pi-condense-2.9.1.jsonl");
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let branch: Vec<Value> = lines[1..].to_vec();
-    // The messages pi hands to `context`: message entries and custom messages.
-    let expected: Vec<Value> =
-        serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap();
+    let Session {
+        id,
+        branch,
+        messages,
+        expected,
+    } = pi_condense_session();
 
     let mut s = Sidecar::start();
     let hello = s.call(
@@ -128,17 +175,9 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
     let start = s.call(
         "session.start",
         json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
-               "sessionId": lines[0]["id"], "branch": branch}),
+               "sessionId": id, "branch": branch}),
     );
     assert!(start["result"]["effects"].is_array());
-
-    // pi's view of the branch, built the way pi builds it.
-    let store_session = condense_store::session::Session::parse(&text);
-    let b = store_session.branch(None);
-    let messages: Vec<Value> = condense_store::context::branch_messages(&b)
-        .iter()
-        .map(|c| serde_json::from_str(c.message.json()).unwrap())
-        .collect();
 
     let r = s.call("context", json!({"keep": 0, "append": messages}));
     let steps = r["result"]["steps"].as_array().expect("steps").clone();
@@ -212,27 +251,19 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
 /// same state (checked through the render of the fixture).
 #[test]
 fn session_start_reads_the_same_either_way() {
-    let text = fixture("pi-condense-2.9.1.jsonl");
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let branch: Vec<Value> = lines[1..].to_vec();
-    let expected: Vec<Value> =
-        serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap();
-    let store_session = condense_store::session::Session::parse(&text);
-    let b = store_session.branch(None);
-    let messages: Vec<Value> = condense_store::context::branch_messages(&b)
-        .iter()
-        .map(|c| serde_json::from_str(c.message.json()).unwrap())
-        .collect();
+    let Session {
+        id,
+        branch,
+        messages,
+        expected,
+    } = pi_condense_session();
     let settings = json!({"contextPrune": {"enabled": true}});
     let variants = [
         // Expected types: the raw path.
-        json!({"reason": "startup", "settings": settings, "sessionId": lines[0]["id"],
+        json!({"reason": "startup", "settings": settings, "sessionId": id,
                "model": null, "branch": branch, "messages": null, "tree": false}),
         // `tree` of another type and the keys in another order: the Value path.
-        json!({"tree": 0, "branch": branch, "sessionId": lines[0]["id"], "settings": settings}),
+        json!({"tree": 0, "branch": branch, "sessionId": id, "settings": settings}),
     ];
     for (i, params) in variants.into_iter().enumerate() {
         let mut s = Sidecar::start();
@@ -252,18 +283,11 @@ fn session_start_reads_the_same_either_way() {
 /// serving: a paged `query` finds the raw result on the branch it holds.
 #[test]
 fn lone_surrogates_pass_through_and_queries_page() {
-    let mut s = Sidecar::start();
-    s.call(
-        "hello",
-        json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+    let mut s = Sidecar::with_empty_session(
+        "lone",
+        json!({"enabled": true, "thinkingStrip": {"enabled": true, "keepLastTurns": 0}}),
+        Value::Null,
     );
-    let start = s.call(
-        "session.start",
-        json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true,
-               "thinkingStrip": {"enabled": true, "keepLastTurns": 0}}},
-               "sessionId": "lone", "branch": []}),
-    );
-    assert!(start["result"]["effects"].is_array(), "{start}");
     let assistant = r#"{"role":"assistant","content":[{"type":"thinking","thinking":"half \ud83d","thinkingSignature":"s"},{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"echo \ud83d"}}],"stopReason":"toolUse","timestamp":2}"#;
     let result = r#"{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"one\ntwo \udc00\nthree"}],"isError":false,"timestamp":3}"#;
     let messages = [
@@ -303,17 +327,12 @@ fn lone_surrogates_pass_through_and_queries_page() {
 /// order the bare `/pruner` picker offers them: one list.
 #[test]
 fn hello_lists_the_pruner_subcommands_of_the_picker() {
-    let mut s = Sidecar::start();
+    let mut s = Sidecar::with_empty_session("hello", json!({"enabled": true}), Value::Null);
     let hello = s.call(
         "hello",
         json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
     );
     let commands = hello["result"]["commands"].as_array().expect("commands");
-    s.call(
-        "session.start",
-        json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
-               "sessionId": "hello", "branch": []}),
-    );
     let picker = s.call("command", json!({"args": "", "utcOffsetMinutes": 0}));
     let select = &picker["result"]["effects"][0];
     assert_eq!(select["kind"], "select", "{picker}");
@@ -344,20 +363,11 @@ fn hello_lists_the_pruner_subcommands_of_the_picker() {
 /// model named with a `:thinking` suffix.
 #[test]
 fn llm_complete_carries_the_resolved_effort() {
-    let mut s = Sidecar::start();
-    s.call(
-        "hello",
-        json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+    let mut s = Sidecar::with_empty_session(
+        "effort",
+        json!({"enabled": true, "pruneOn": "on-demand", "summarizerThinking": "lots"}),
+        json!({"provider": "fake", "id": "fake-1"}),
     );
-    let start = s.call(
-        "session.start",
-        json!({"reason": "startup",
-               "settings": {"contextPrune": {"enabled": true, "pruneOn": "on-demand",
-                                             "summarizerThinking": "lots"}},
-               "model": {"provider": "fake", "id": "fake-1"},
-               "sessionId": "effort", "branch": []}),
-    );
-    assert!(start["result"]["effects"].is_array(), "{start}");
     let mut turn = 0;
     // One pending turn, then `/pruner now`: the params of its summarizer call.
     let mut summarize = |s: &mut Sidecar| -> Vec<Value> {
