@@ -601,7 +601,7 @@ impl Sidecar {
     }
 
     /// Sends `hello` with `id` and reads until its answer.
-    fn call_raw_until(&mut self, id: &str) -> (Value, Vec<Value>) {
+    fn hello_until(&mut self, id: &str) -> (Value, Vec<Value>) {
         self.send(
             json!({"id": id, "method": "hello", "params": {"protocol": 1}})
                 .to_string()
@@ -661,12 +661,7 @@ fn a_70_mb_line_is_refused_and_memory_stays_bounded() {
     assert_eq!(hello["result"]["protocol"], 1, "still answering");
     let after = s.status("VmHWM:");
     // The refusal: the line got no result (an error answer at most)…
-    s.send(
-        json!({"id": "h3", "method": "hello", "params": {"protocol": 1}})
-            .to_string()
-            .as_bytes(),
-    );
-    let (_, before_h3) = s.until("h3");
+    let (_, before_h3) = s.hello_until("h3");
     assert!(
         before_h3
             .iter()
@@ -702,12 +697,7 @@ fn an_over_long_line_gets_a_protocol_error() {
     let mut line = vec![b'y'; MAX_LINE + 10];
     line.push(b'\n');
     s.stdin.write_all(&line).expect("write");
-    s.send(
-        json!({"id": "h", "method": "hello", "params": {"protocol": 1}})
-            .to_string()
-            .as_bytes(),
-    );
-    let (_, before) = s.until("h");
+    let (_, before) = s.hello_until("h");
     assert!(
         before.iter().any(|v| v["method"] == "protocol.error"),
         "no protocol.error before the next answer: {before:?}"
@@ -856,7 +846,7 @@ fn json_serde_refuses_is_answered_with_an_error() {
     );
     // A line with no id to recover still gets the notification.
     s.send(b"{not json");
-    let (_, before) = s.call_raw_until("h3");
+    let (_, before) = s.hello_until("h3");
     assert!(before.iter().any(|v| v["method"] == "protocol.error"));
 }
 
