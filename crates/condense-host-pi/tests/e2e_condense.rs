@@ -301,7 +301,7 @@ fn summarizer_thinking_reaches_the_provider() {
     let mut models = models_json(&llm.base_url());
     models["providers"][PROVIDER]["models"][0]["reasoning"] = json!(true);
     pi.write_models(&models);
-    fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA-5d21", 5000)).unwrap();
+    fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA-e41c", 5000)).unwrap();
     fs::write(pi.work_dir.join("bravo.txt"), big_file("BRAVO-8e07", 5000)).unwrap();
 
     let run = pi.prompt("Read alpha.txt.");
