@@ -10,9 +10,11 @@
 //! grows by far less than the line), the sidecar opens no socket and starts
 //! no process, and spill paths from a crafted session are not read.
 
-use std::io::{BufRead, BufReader, Write};
+mod support;
+
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -22,6 +24,8 @@ use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestRunner}
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
+
+use support::sidecar::Sidecar;
 
 // ---- inputs -----------------------------------------------------------------------------
 
@@ -555,51 +559,7 @@ fn the_line_limit_is_exact() {
 
 // ---- the real binary ----------------------------------------------------------------------
 
-struct Sidecar {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
 impl Sidecar {
-    fn start() -> Sidecar {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_condense-pi"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sidecar starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Sidecar {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    fn send(&mut self, line: &[u8]) {
-        self.stdin.write_all(line).expect("write");
-        self.stdin.write_all(b"\n").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// Reads lines until the answer with `id`; returns it and the lines before it.
-    fn until(&mut self, id: impl Into<Value>) -> (Value, Vec<Value>) {
-        let id: Value = id.into();
-        let mut before = Vec::new();
-        loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "the sidecar exited");
-            let v: Value = serde_json::from_str(&line).expect("a JSON line");
-            if v["id"] == id && v.get("method").is_none() {
-                return (v, before);
-            }
-            before.push(v);
-        }
-    }
-
     /// Sends `hello` with `id` and reads until its answer.
     fn hello_until(&mut self, id: &str) -> (Value, Vec<Value>) {
         self.send(
@@ -627,13 +587,6 @@ impl Sidecar {
             .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or_else(|| panic!("{field} in /proc status"))
-    }
-}
-
-impl Drop for Sidecar {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

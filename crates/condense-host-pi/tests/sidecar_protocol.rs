@@ -2,48 +2,17 @@
 //! pi-condense fixture's branch, a `context` that must render what
 //! pi-condense rendered, an incremental `context`, a `query`, bad input.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Value};
+use support::sidecar::Sidecar;
 
-struct Sidecar {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: u64,
-}
+/// Request ids, unique across the test process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Sidecar {
-    fn start() -> Sidecar {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_condense-pi"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sidecar starts");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Sidecar {
-            child,
-            stdin,
-            stdout,
-            next: 0,
-        }
-    }
-
-    fn send_line(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"))
-    }
-
     /// A sidecar past `hello`, with an empty session `session_id` started:
     /// `contextPrune` settings `context_prune`, session model `model`.
     fn with_empty_session(session_id: &str, context_prune: Value, model: Value) -> Sidecar {
@@ -76,9 +45,12 @@ impl Sidecar {
         params: Value,
         mut complete: impl FnMut(&Value) -> Value,
     ) -> Value {
-        self.next += 1;
-        let id = self.next;
-        self.send_line(&json!({"id": id, "method": method, "params": params}).to_string());
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.send(
+            json!({"id": id, "method": method, "params": params})
+                .to_string()
+                .as_bytes(),
+        );
         loop {
             let v = self.read();
             if v["id"] == json!(id) {
@@ -86,16 +58,13 @@ impl Sidecar {
             }
             if v["method"] == "llm.complete" {
                 let result = complete(&v["params"]);
-                self.send_line(&json!({"id": v["id"], "result": result}).to_string());
+                self.send(
+                    json!({"id": v["id"], "result": result})
+                        .to_string()
+                        .as_bytes(),
+                );
             }
         }
-    }
-}
-
-impl Drop for Sidecar {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -234,7 +203,7 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
     );
 
     // Garbage does not kill it.
-    s.send_line("{not json");
+    s.send(b"{not json");
     let n = s.read();
     assert_eq!(n["method"], "protocol.error");
     let unknown = s.call("frobnicate", json!({}));
@@ -300,7 +269,7 @@ fn lone_surrogates_pass_through_and_queries_page() {
         r#"{{"id":100,"method":"context","params":{{"keep":0,"append":[{}]}}}}"#,
         messages.join(",")
     );
-    s.send_line(&line);
+    s.send(line.as_bytes());
     let rendered = loop {
         let v = s.read();
         if v["id"] == json!(100) {
