@@ -570,6 +570,15 @@ impl Sidecar {
         self.until(id)
     }
 
+    /// A sidecar past `hello`, its session started with `params`.
+    fn with_session(params: Value) -> Sidecar {
+        let mut s = Sidecar::start();
+        s.call("1", "hello", json!({"protocol": 1}));
+        let start = s.call("2", "session.start", params);
+        assert!(start["result"]["effects"].is_array(), "{start}");
+        s
+    }
+
     fn call(&mut self, id: &str, method: &str, params: Value) -> Value {
         self.send(
             json!({"id": id, "method": method, "params": params})
@@ -839,11 +848,7 @@ fn crafted_session(dir: &Path) -> (String, Vec<Value>, PathBuf) {
 fn the_sidecar_refuses_crafted_spill_paths_opens_no_socket_and_runs_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (session_id, branch, _) = crafted_session(dir.path());
-    let mut s = Sidecar::start();
-    s.call("1", "hello", json!({"protocol": 1}));
-    s.call(
-        "2",
-        "session.start",
+    let mut s = Sidecar::with_session(
         json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
                "sessionId": session_id, "sessionDir": dir.path(), "branch": branch, "messages": null}),
     );
@@ -901,11 +906,7 @@ fn the_sidecar_never_reads_through_a_symlinked_blob_directory_and_holds_its_sess
         .collect();
     std::fs::write(&file, lines).expect("session");
 
-    let mut s = Sidecar::start();
-    s.call("1", "hello", json!({"protocol": 1}));
-    s.call(
-        "2",
-        "session.start",
+    let mut s = Sidecar::with_session(
         json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
                "sessionId": session_id, "sessionDir": dir.path(), "sessionFile": file,
                "branch": branch, "messages": null}),
@@ -982,11 +983,7 @@ fn a_crafted_session_id_cannot_move_spills_out_of_the_session_directory() {
     let sessions = dir.path().join("sessions");
     std::fs::create_dir_all(&sessions).expect("sessions dir");
     let escape = dir.path().join("escaped");
-    let mut s = Sidecar::start();
-    s.call("1", "hello", json!({"protocol": 1}));
-    s.call(
-        "2",
-        "session.start",
+    let mut s = Sidecar::with_session(
         json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true, "spillThreshold": 100}},
                "sessionId": escape.display().to_string(), "sessionDir": sessions, "branch": [], "messages": null}),
     );
