@@ -286,6 +286,7 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
     let batches = capture_pending(
         &loaded.messages,
         &[],
+        loaded.turns_before,
         &state,
         &loaded.protection,
         config.batching_mode,

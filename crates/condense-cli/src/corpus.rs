@@ -202,10 +202,8 @@ fn analyze(path: &Path, config: &Config, protection: &Protection) -> Outcome {
         ..Figures::default()
     };
     let branch = session.branch(None);
-    let messages: Vec<Message> = condense_store::context::branch_messages(&branch)
-        .into_iter()
-        .map(|m| m.message)
-        .collect();
+    let context = condense_store::context::build_context(&branch);
+    let messages: Vec<Message> = context.messages;
     let (state, problems) = condense_store::replay::replay_branch(&branch);
     f.problems.extend(
         problems
@@ -224,7 +222,13 @@ fn analyze(path: &Path, config: &Config, protection: &Protection) -> Outcome {
     };
     drop(r);
     walk(&messages, &state, &mut f);
-    f.metrics = compute_context_metrics(&messages, state.frontier(), &state, protection);
+    f.metrics = compute_context_metrics(
+        &messages,
+        context.turns_before,
+        state.frontier(),
+        &state,
+        protection,
+    );
     Outcome::Read(f)
 }
 

@@ -24,6 +24,7 @@ fn pending(loaded: &Loaded) -> (usize, usize, usize) {
     let batches = capture_pending(
         &loaded.messages,
         &[],
+        loaded.turns_before,
         &loaded.state,
         &loaded.protection,
         loaded.config.batching_mode,
@@ -82,6 +83,7 @@ pub fn status_value(loaded: &Loaded) -> Value {
     };
     let metrics = compute_context_metrics(
         &loaded.messages,
+        loaded.turns_before,
         loaded.state.frontier(),
         &loaded.state,
         &loaded.protection,

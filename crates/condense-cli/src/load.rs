@@ -18,6 +18,9 @@ pub struct Loaded {
     pub blob_dir: PathBuf,
     /// The branch's messages as pi hands them to `context`.
     pub messages: Vec<Message>,
+    /// The branch's assistant messages before them (what a compaction
+    /// left out): the first of `messages` is turn `turns_before`.
+    pub turns_before: i64,
     /// The pruning state folded from the branch's entries.
     pub state: State,
     /// The normalized config.
@@ -166,10 +169,7 @@ pub fn rebuild(
         eprintln!("condense: {}: {p}", path.display());
     }
     let branch = session.branch(None);
-    let messages = condense_store::context::branch_messages(&branch)
-        .into_iter()
-        .map(|m| m.message)
-        .collect();
+    let context = condense_store::context::build_context(&branch);
     let (state, problems) = condense_store::replay::replay_branch(&branch);
     for p in problems {
         eprintln!(
@@ -189,7 +189,8 @@ pub fn rebuild(
     Loaded {
         blob_dir: condense_store::spill::blob_dir(&path, &session_id),
         path,
-        messages,
+        messages: context.messages,
+        turns_before: context.turns_before,
         state,
         config,
         protection,

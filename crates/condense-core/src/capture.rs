@@ -290,23 +290,25 @@ pub fn capture_branch(
     protection: &Protection,
     now: i64,
 ) -> Vec<CapturedBatch> {
-    capture_from_turn(messages, entry_timestamps, state, protection, now, 0)
+    capture_from_turn(messages, entry_timestamps, 0, state, protection, now, 0)
 }
 
 /// [`capture_branch`] without the batches of turns before `first_turn`
 /// (turns and user-turn groups are still counted from the branch's start):
 /// the frontier trim drops those, and a flush's frontier sits near the end
-/// of the branch, so a flush does not read the settled history.
+/// of the branch, so a flush does not read the settled history. The first
+/// assistant of `messages` is turn `turns_before`.
 fn capture_from_turn(
     messages: &[Message],
     entry_timestamps: &[Option<i64>],
+    turns_before: i64,
     state: &State,
     protection: &Protection,
     now: i64,
     first_turn: i64,
 ) -> Vec<CapturedBatch> {
     let mut batches = Vec::new();
-    let mut turn_counter: i64 = 0;
+    let mut turn_counter: i64 = turns_before;
     let mut group: u32 = 0;
     let mut i = 0;
     while i < messages.len() {
@@ -456,9 +458,17 @@ pub fn group_by_mode(batches: Vec<CapturedBatch>, mode: BatchingMode) -> Vec<Cap
 
 /// What a flush would work on now: the branch rescanned, trimmed to what
 /// lies past the frontier, grouped by the batching mode.
+///
+/// `messages` is the context pi builds from the branch; `turns_before` is
+/// the number of assistant messages on the branch before it (the ones pi's
+/// compaction left out). Turns are numbered over the
+/// whole branch, as pi-condense's rescan of `getBranch()` numbers them, so
+/// the frontier, which both write in that numbering, still holds after a
+/// compaction.
 pub fn capture_pending(
     messages: &[Message],
     entry_timestamps: &[Option<i64>],
+    turns_before: i64,
     state: &State,
     protection: &Protection,
     mode: BatchingMode,
@@ -469,6 +479,7 @@ pub fn capture_pending(
     let batches = capture_from_turn(
         messages,
         entry_timestamps,
+        turns_before,
         state,
         protection,
         now,
@@ -699,7 +710,7 @@ mod tests {
                         .filter_map(|b| trim_to_pending(b, &state, frontier.as_ref()))
                         .collect();
                 assert_eq!(
-                    capture_pending(&messages, &stamps, &state, &protection, mode, 7),
+                    capture_pending(&messages, &stamps, 0, &state, &protection, mode, 7),
                     group_by_mode(whole, mode),
                     "{frontier:?} {mode:?}"
                 );

@@ -101,18 +101,29 @@ pub(crate) fn rounded_pct(part: u64, total: u64) -> u64 {
 /// and the arguments of the call with its id in the nearest preceding
 /// assistant.
 ///
+/// `branch` is the context pi builds from the branch; `turns_before` is
+/// the number of assistant messages on the branch before it (the ones pi's
+/// compaction left out), so the frontier's turn, numbered over the whole
+/// branch, is found in it; a frontier before it leaves the whole context in
+/// the window.
+///
 /// The state keeps what it read off the messages between calls (a memo
 /// checked against the very messages), so measuring a branch that grew
 /// reads only the new messages and the frontier window.
 pub fn compute_context_metrics(
     branch: &[Message],
+    turns_before: i64,
     frontier: Option<&Frontier>,
     state: &State,
     protection: &Protection,
 ) -> ContextMetrics {
+    let frontier = frontier.map(|f| Frontier {
+        last_attempted_turn_index: f.last_attempted_turn_index - turns_before,
+        ..f.clone()
+    });
     state
         .metrics_memo()
-        .measure(branch, frontier, state, protection)
+        .measure(branch, frontier.as_ref(), state, protection)
 }
 
 /// [`compute_context_metrics`] by a rescan of the whole branch: the

@@ -547,6 +547,7 @@ fn metrics_table() {
         let frontier = case.frontier.map(|(id, turn)| frontier(id, turn));
         let got = compute_context_metrics(
             &messages,
+            0,
             frontier.as_ref(),
             &state_with(case.summarized),
             &protection(case.tools, case.paths),
@@ -559,6 +560,7 @@ fn metrics_table() {
 fn empty_branch_is_all_zeros() {
     let got = compute_context_metrics(
         &[],
+        0,
         Some(&frontier("x", 0)),
         &State::new(),
         &Protection::default(),
@@ -591,7 +593,7 @@ fn exact_values() {
             vec![call("c2", "bash", json!({}))],
         )),
     ];
-    let got = compute_context_metrics(&messages, None, &State::new(), &Protection::default());
+    let got = compute_context_metrics(&messages, 0, None, &State::new(), &Protection::default());
     assert_eq!(got.open_cycle_thinking_tokens, 31, "summed, then rounded");
     assert_eq!(got.frontier_gap_tokens, 34);
     assert_eq!(got.largest_chain_share_pct, 100);

@@ -36,6 +36,7 @@ pub mod request;
 pub mod session;
 pub mod sidecar;
 pub mod switch;
+mod turns;
 
 pub use flush::{run_flush, Blobs, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
 pub use protocol::{Delivery, Effect, Effects, Placement};

@@ -130,6 +130,9 @@ pub struct Engine {
     protection: Protection,
     messages: Vec<Message>,
     entry_ts: Vec<Option<i64>>,
+    /// The branch's assistant messages before `messages` (see
+    /// [`crate::turns`]).
+    turns_before: i64,
     state: State,
     pending: Vec<CapturedBatch>,
     rearmed: bool,
@@ -158,6 +161,7 @@ impl Default for Engine {
             config,
             messages: Vec::new(),
             entry_ts: Vec::new(),
+            turns_before: 0,
             state: State::new(),
             pending: Vec::new(),
             rearmed: false,
@@ -244,6 +248,7 @@ impl Engine {
                 .and_then(|e| condense_store::time::parse_iso(&e.timestamp))
         };
         self.entry_ts = ctx.entry_ids.iter().map(|id| ts_of(id)).collect();
+        self.turns_before = ctx.turns_before;
         self.messages = ctx.messages;
         let (state, _problems) = condense_store::replay::replay_branch(&branch);
         self.state = state;
@@ -322,6 +327,7 @@ impl Engine {
         capture_pending(
             &self.messages,
             &self.entry_ts,
+            self.turns_before,
             &self.state,
             &self.protection,
             self.config.batching_mode,
@@ -330,12 +336,18 @@ impl Engine {
     }
 
     fn refresh_metrics(&mut self) {
-        self.metrics = compute_context_metrics(
+        self.metrics = self.measure_context();
+    }
+
+    /// The context's metrics, measured now.
+    pub fn measure_context(&self) -> ContextMetrics {
+        compute_context_metrics(
             &self.messages,
+            self.turns_before,
             self.state.frontier(),
             &self.state,
             &self.protection,
-        );
+        )
     }
 
     /// The footer text.
@@ -435,6 +447,10 @@ impl Engine {
         call: &CallFacts,
     ) -> (Option<Vec<PlanStep>>, Effects) {
         let keep = keep.min(self.messages.len());
+        if keep == 0 && !self.messages.is_empty() {
+            self.turns_before =
+                crate::turns::turns_before_replacing(&self.messages, self.turns_before, &append);
+        }
         self.messages.truncate(keep);
         self.entry_ts.truncate(keep);
         self.entry_ts
@@ -523,8 +539,12 @@ impl Engine {
         self.calls.turn(context_window, decision.budget_hit);
         let mut pushed = false;
         if !results.is_empty() {
+            // Numbered over the branch as the frontier is (pi's `turnIndex`
+            // counts within the run: every turn of a later run would number
+            // below the frontier and never queue).
+            let turn = self.turns_before + crate::turns::assistants(&self.messages) - 1;
             let batch = without_protected(
-                capture_turn(assistant, results, turn_index, now),
+                capture_turn(assistant, results, turn, now),
                 &self.protection,
             );
             let batch = self.spill(batch, &mut out);

@@ -47,7 +47,8 @@ fn session(gap_ms: i64) -> Session {
 }
 
 /// A session file of `messages`, one entry each in a chain, the entries'
-/// ids `<prefix>0000`, `<prefix>0001`, ….
+/// ids `<prefix>0000`, `<prefix>0001`, …; a value with a `type` is an
+/// entry of its own (a compaction).
 fn session_of(id: &str, prefix: &str, messages: Vec<Value>) -> Session {
     let mut text =
         json!({"type": "session", "version": 3, "id": id, "timestamp": "", "cwd": "/"}).to_string();
@@ -55,8 +56,17 @@ fn session_of(id: &str, prefix: &str, messages: Vec<Value>) -> Session {
     for (n, m) in messages.into_iter().enumerate() {
         let entry_id = format!("{prefix}{n:04}");
         let at = m["timestamp"].as_i64().unwrap_or(T0);
-        let e = json!({"type": "message", "id": entry_id, "parentId": parent,
-            "timestamp": condense_store::time::format_iso(at), "message": m});
+        // An entry other than a message comes whole (its id and parent set).
+        let e = if m.get("type").is_some() {
+            let mut e = m;
+            e["id"] = json!(entry_id);
+            e["parentId"] = parent;
+            e["timestamp"] = json!(condense_store::time::format_iso(at));
+            e
+        } else {
+            json!({"type": "message", "id": entry_id, "parentId": parent,
+                "timestamp": condense_store::time::format_iso(at), "message": m})
+        };
         parent = json!(entry_id);
         text.push('\n');
         text.push_str(&e.to_string());
@@ -273,4 +283,151 @@ fn a_long_run_that_never_replies_is_summarized_at_turn_ends_under_cache_aware() 
     assert!(d.flushes() > 0 && d.switches() > 0);
     assert_eq!(d.unrecoverable(), 0);
     d.reload_renders_the_same().expect("same render");
+}
+
+/// A run of `turns` tool turns (ids `<tag>0`, `<tag>1`, …, each reading an
+/// 8,000-character file) from `t`, with a reply when `reply`.
+fn run(tag: &str, turns: usize, t: i64, reply: bool) -> Vec<Value> {
+    let mut messages = vec![
+        json!({"role": "user", "content": [{"type": "text", "text": format!("go {tag}")}], "timestamp": t}),
+    ];
+    for n in 0..turns {
+        let at = t + 1_000 * (2 * n as i64 + 1);
+        let id = format!("{tag}{n}");
+        messages.push(
+            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
+            "name": "read", "arguments": {"path": format!("{id}.txt")}}], "stopReason": "toolUse",
+            "timestamp": at, "provider": "anthropic", "model": "claude-x"}),
+        );
+        let text: String = (0..400).map(|l| format!("{id} line {l:04}\n")).collect();
+        messages.push(
+            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
+            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
+        );
+    }
+    if reply {
+        let at = t + 1_000 * (2 * turns as i64 + 1);
+        messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": format!("{tag} done")}],
+            "stopReason": "stop", "timestamp": at, "provider": "anthropic", "model": "claude-x"}));
+    }
+    messages
+}
+
+fn shows_read(prompt: &[Message], id: &str) -> bool {
+    prompt
+        .iter()
+        .any(|m| m.json().contains(&format!("{id} line 0399")))
+}
+
+#[test]
+fn a_later_runs_turns_queue_at_their_turn_ends_whatever_the_earlier_runs_length() {
+    // pi numbers turns within a run; the frontier counts them over the
+    // branch. Run 1's 25 turns put the frontier at turn 24: run 2's turns
+    // must still queue from its first, so its long run is summarized from
+    // its tenth turn as run 1's was.
+    let mut messages = run("a", 25, T0, true);
+    messages.extend(run("b", 20, T0 + 10 * MIN, false));
+    let s = session_of("l", "y", messages);
+    let branch = s.branch(None);
+    let mut d = driver("cache-aware");
+    let prompts = play(&mut d, &branch);
+    // Calls 0..=25 are run 1's (25 tool turns and the reply), 26.. run 2's.
+    assert_eq!(prompts.len(), 46);
+    assert!(!shows_read(&prompts[26], "a0"), "run 1 is summarized");
+    assert!(
+        shows_read(&prompts[26 + 5], "b0"),
+        "run 2's first turns wait"
+    );
+    assert!(
+        !shows_read(&prompts[45], "b0") && !shows_read(&prompts[45], "b10"),
+        "run 2's long run is summarized at its turn ends"
+    );
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same().expect("same render");
+}
+
+#[test]
+fn turns_after_pis_compaction_are_captured_and_summarized() {
+    // Run 1 (six reads, a reply) is summarized; pi then compacts all of it
+    // away. Run 2's read is the context's first assistant, but the branch's
+    // seventh: numbered from the context, it would sit below the frontier
+    // (turn 5) and never be summarized.
+    let mut messages = run("a", 6, T0, true);
+    messages.push(json!({"type": "compaction", "summary": "earlier work",
+        "firstKeptEntryId": null, "tokensBefore": 50_000}));
+    messages.extend(run("b", 1, T0 + 10 * MIN, true));
+    messages.extend(run("c", 0, T0 + 20 * MIN, true));
+    let s = session_of("k", "z", messages);
+    let branch = s.branch(None);
+    for policy in ["reference", "cache-aware"] {
+        let mut d = driver(policy);
+        let mut prompts = Vec::new();
+        let mut context: Vec<Message> = Vec::new();
+        let mut fed = 0;
+        for (i, e) in branch.iter().enumerate() {
+            if e.kind == condense_store::session::EntryType::Compaction {
+                let summary = json!({"role": "compactionSummary", "summary": "earlier work",
+                    "tokensBefore": 50_000, "timestamp": T0 + 5 * MIN});
+                context = vec![Message::from_value(&summary).expect("a message")];
+                continue;
+            }
+            let Some(m) = &e.message else { continue };
+            if m.is(&condense_core::Role::Assistant) {
+                d.feed(&branch[fed..i], Some(1_000), 200_000);
+                fed = i;
+                let facts = CallFacts {
+                    now_ms: m.timestamp(),
+                    model: Some("anthropic/claude-x".into()),
+                };
+                prompts.push(d.context(&context, &facts));
+            }
+            context.push(m.clone());
+        }
+        d.finish(&branch[fed..], Some(1_000));
+        // Calls: run 1's six reads and reply, run 2's read and reply, run 3's reply.
+        assert_eq!(prompts.len(), 10, "{policy}");
+        assert!(
+            shows_read(&prompts[8], "b0"),
+            "{policy}: shown until its reply"
+        );
+        assert!(
+            !shows_read(&prompts[9], "b0"),
+            "{policy}: run 2's read is summarized after the compaction"
+        );
+        assert_eq!(d.unrecoverable(), 0, "{policy}");
+    }
+}
+
+#[test]
+fn a_resumed_compacted_session_finds_the_work_after_the_compaction() {
+    // The frontier (turn 5, written before pi compacted run 1 away) is
+    // numbered over the branch: run 2's unsummarized read is turn 6 there,
+    // not the context's turn 0, so a resume finds it pending.
+    let mut messages = run("a", 6, T0, true);
+    messages.push(
+        json!({"type": "custom", "customType": "context-prune-frontier",
+        "data": {"lastAttemptedToolCallId": "a5", "lastAttemptedToolName": "read",
+            "lastAttemptedTurnIndex": 5, "lastAttemptedTimestamp": T0 + 12_000,
+            "attemptedBatchCount": 1, "attemptedToolCallCount": 6, "rawCharCount": 1,
+            "summaryCharCount": 1, "outcome": "summarized"}}),
+    );
+    messages.push(json!({"type": "compaction", "summary": "earlier work",
+        "firstKeptEntryId": null, "tokensBefore": 50_000}));
+    messages.extend(run("b", 1, T0 + 10 * MIN, true));
+    let s = session_of("k", "w", messages);
+    let branch: Vec<String> = s.entries.iter().map(|e| e.raw().to_owned()).collect();
+    let mut e = condense_engine::Engine::default();
+    e.start(condense_engine::StartParams {
+        settings: json!({"contextPrune": {"enabled": true}}),
+        session_id: "k".into(),
+        session_dir: None,
+        branch: branch.join("\n"),
+        tree: false,
+    });
+    assert_eq!(e.messages().len(), 5, "the summary and run 2");
+    assert_eq!(
+        e.state().frontier().map(|f| f.last_attempted_turn_index),
+        Some(5)
+    );
+    assert!(e.is_rearmed(), "run 2's read is pending");
 }

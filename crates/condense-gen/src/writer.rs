@@ -393,6 +393,7 @@ impl<'a> Writer<'a> {
         let config = &opts.config;
         let metrics = compute_context_metrics(
             &self.messages,
+            0,
             self.state.frontier(),
             &self.state,
             &self.protection,

@@ -188,7 +188,10 @@ export async function complete(
 		if (auth.headers !== undefined) options.headers = auth.headers;
 	}
 	if (params.maxTokens !== null && params.maxTokens > 0) options.maxTokens = params.maxTokens;
-	if (typeof params.reasoningEffort === "string") options.reasoningEffort = params.reasoningEffort;
+	const thinking = params.thinking;
+	if (thinking !== "" && thinking !== "default" && thinking !== "off") {
+		options.reasoningEffort = thinking;
+	}
 	const system = params.system !== null && params.system !== "" ? params.system : undefined;
 	const user = params.user;
 	const context: Record<string, unknown> = {

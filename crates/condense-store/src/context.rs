@@ -37,6 +37,11 @@ pub struct SessionContext {
     pub messages: Vec<Message>,
     /// For each message, the id of the entry it came from.
     pub entry_ids: Vec<String>,
+    /// The assistant messages on the branch before the context's own: those
+    /// a compaction left out. pi-condense numbers turns over the whole
+    /// branch (its frontier is written so), so the context's first
+    /// assistant is turn `turns_before`.
+    pub turns_before: i64,
     /// The last `thinking_level_change` on the branch (`"off"` if none).
     pub thinking_level: String,
     /// The last `model_change` or assistant message's provider and model.
@@ -115,6 +120,8 @@ pub fn build_context(branch: &[&Entry]) -> SessionContext {
                 }
                 if kept {
                     push_entry(&mut ctx, entry);
+                } else if is_assistant(entry) {
+                    ctx.turns_before += 1;
                 }
             }
             for entry in &branch[at + 1..] {
@@ -123,6 +130,14 @@ pub fn build_context(branch: &[&Entry]) -> SessionContext {
         }
     }
     ctx
+}
+
+fn is_assistant(entry: &Entry) -> bool {
+    entry.kind == EntryType::Message
+        && entry
+            .message
+            .as_ref()
+            .is_some_and(|m| m.is(&Role::Assistant))
 }
 
 /// Appends the message an entry contributes, if any.
@@ -356,6 +371,37 @@ mod tests {
         // On the branch ending before the assistant, the model_change wins.
         let ctx = s.context(Some("b1"));
         assert_eq!(ctx.model, Some(ModelRef::new("p", "m1")));
+    }
+
+    #[test]
+    fn turns_before_counts_the_assistants_a_compaction_left_out() {
+        let msg = |id: &str, parent: &str, role: &str| {
+            format!(
+                r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"t","message":{{"role":"{role}","content":[],"timestamp":1}}}}"#
+            )
+        };
+        let lines = [
+            msg("u1", "", "user"),
+            msg("a1", "u1", "assistant"),
+            msg("a2", "a1", "assistant"),
+            msg("u2", "a2", "user"),
+            msg("a3", "u2", "assistant"),
+            r#"{"type":"compaction","id":"c","parentId":"a3","timestamp":"t","summary":"S","firstKeptEntryId":"u2","tokensBefore":50}"#.to_owned(),
+            msg("a4", "c", "assistant"),
+        ];
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let s = session(&lines);
+        let ctx = s.context(None);
+        // a1 and a2 are left out; a3 (kept) and a4 are turns 2 and 3.
+        assert_eq!(ctx.turns_before, 2);
+        assert_eq!(ctx.entry_ids, vec!["c", "u2", "a3", "a4"]);
+        // Without a compaction nothing is left out.
+        assert_eq!(s.context(Some("a3")).turns_before, 0);
+        // A compaction that kept nothing leaves out every earlier assistant.
+        let mut lines = lines.clone();
+        let none_kept = r#"{"type":"compaction","id":"c","parentId":"a3","timestamp":"t","summary":"S","firstKeptEntryId":"gone","tokensBefore":50}"#;
+        lines[5] = none_kept;
+        assert_eq!(session(&lines).context(None).turns_before, 3);
     }
 
     #[test]

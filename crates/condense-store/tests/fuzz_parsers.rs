@@ -462,6 +462,7 @@ fn exercise(session: &Session, bytes: &[u8]) {
     let _ = condense_core::capture_pending(
         &ctx.messages,
         &vec![None; ctx.messages.len()],
+        ctx.turns_before,
         &state,
         &protection,
         config.batching_mode,

@@ -203,6 +203,7 @@ mod repro {
         let batches = capture_pending(
             &messages,
             &ts,
+            0,
             &state,
             &protection,
             config.batching_mode,
@@ -336,6 +337,7 @@ fn bug_spilled_output_in_a_compressed_chain_has_no_visible_ref() {
     let batches = capture_pending(
         &messages,
         &ts,
+        0,
         &state,
         &protection,
         config.batching_mode,

@@ -1136,6 +1136,7 @@ impl Sim {
         let batches = capture_pending(
             &self.messages,
             &self.entry_ts,
+            0,
             &self.state,
             &self.protection,
             self.config.batching_mode,
@@ -1221,6 +1222,7 @@ impl Sim {
             let pending: HashSet<OccurrenceKey> = capture_pending(
                 &self.messages,
                 &self.entry_ts,
+                0,
                 &self.state,
                 &self.protection,
                 self.config.batching_mode,

@@ -3,7 +3,7 @@
 //! economics and the display policy's decisions.
 
 use crate::Engine;
-use condense_core::{compute_context_metrics, format_count};
+use condense_core::format_count;
 
 use super::settings::{label_of, on_off, seconds, BATCHING_CHOICES, PRUNE_ON_CHOICES};
 
@@ -46,12 +46,7 @@ pub fn status_text(e: &Engine) -> String {
         t.push_str("\n  (no summarizer calls yet)");
     }
     // Measured now, not the cached snapshot: status is rare and should be exact.
-    let m = compute_context_metrics(
-        e.messages(),
-        e.state().frontier(),
-        e.state(),
-        e.protection(),
-    );
+    let m = e.measure_context();
     t.push_str(&format!(
         "\n  --- context ---\n  thinking:     {} tokens (open segment)\n  chain share:  {}%\n  frontier gap: {} tokens",
         format_count(m.open_cycle_thinking_tokens),
