@@ -183,6 +183,20 @@ pub struct HelloResult {
     pub protocol: u64,
     /// The sidecar's version.
     pub sidecar: String,
+    /// `/pruner`'s subcommands, in the picker's order: the shim completes
+    /// `/pruner <sub>` from them, so the list exists once, in the sidecar
+    /// (absent from a sidecar older than the field: no completions).
+    #[serde(default)]
+    pub commands: Vec<CommandInfo>,
+}
+
+/// One `/pruner` subcommand as `hello` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandInfo {
+    /// What follows `/pruner` (`status`, `now`, …).
+    pub name: String,
+    /// One line saying what it does (the picker's and the completion's).
+    pub description: String,
 }
 
 /// The answer of `session.start`, `message.end`, `agent.end` and `command`.
@@ -261,8 +275,12 @@ pub struct ErrorBody {
 pub struct LlmCompleteParams {
     /// `"default"` (the session model) or `provider/id`.
     pub model: String,
-    /// The thinking level.
-    pub thinking: String,
+    /// The effort to ask of the model, as pi-ai's `reasoningEffort`
+    /// (`minimal` … `xhigh`), resolved by the sidecar from
+    /// `summarizerThinking` ([`condense_core::ThinkingLevel::effort`]);
+    /// `null`: send none (`default`, `off`). The shim passes it on as it is.
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
     /// The system prompt (`null`: none).
     pub system: Option<String>,
     /// The user prompt.

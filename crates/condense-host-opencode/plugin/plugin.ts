@@ -240,7 +240,7 @@ class SessionLink {
 				return;
 			}
 			if (!e) continue;
-			if (e.kind === "notify") this.plugin.notify(e.text, e.level === "warning" ? "warning" : e.level);
+			if (e.kind === "notify") this.plugin.notify(e.text, e.level);
 			if (uiOnly) continue;
 			if (e.kind === "append") entries.push({ type: "custom", customType: e.customType, data: e.data, after: this.anchor });
 			else if (e.kind === "appendMessage") {

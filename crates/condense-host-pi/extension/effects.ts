@@ -2,7 +2,7 @@
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { parseEffect } from "./protocol";
-import type { Effect, InputEffect, Placement, SelectEffect } from "./protocol";
+import type { Effect, InputEffect, Level, Placement, SelectEffect } from "./protocol";
 import { saveContextPrune } from "./settings";
 import { errorText, logError } from "./sidecar";
 
@@ -29,11 +29,10 @@ function hasUI(ctx: ExtensionContext | undefined): boolean {
 
 const debug = process.env.CONDENSE_PI_DEBUG === "1";
 
-function notify(ctx: ExtensionContext | undefined, text: string, level: string): void {
+function notify(ctx: ExtensionContext | undefined, text: string, level: Level): void {
 	if (debug) logError(`condense notify [${level}]: ${text}`);
 	if (!hasUI(ctx)) return;
-	const type = level === "warning" || level === "error" ? level : "info";
-	(ctx as any).ui.notify(text, type);
+	(ctx as any).ui.notify(text, level);
 }
 
 function setWidget(ctx: ExtensionContext | undefined, key: string, lines: string[] | undefined, placement: Placement): void {

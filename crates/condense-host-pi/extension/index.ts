@@ -12,7 +12,7 @@ import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimers } from "./effects";
 import { complete, LlmCalls } from "./llm";
-import type { ContextParams, Json, QueryParams, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "./protocol";
+import type { CommandInfo, ContextParams, Json, QueryParams, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "./protocol";
 import { readSettings } from "./settings";
 import { findBinary, missingNotice } from "./locate";
 import type { Lookup } from "./locate";
@@ -40,26 +40,6 @@ const SHUTDOWN_GRACE_UI_MS = 2_000;
 
 const QUERY_TOOL = "context_tree_query";
 const SUMMARY_TYPE = "context-prune-summary";
-const PRUNER_SUBCOMMANDS: [string, string][] = [
-	["settings", "Open the settings"],
-	["on", "Enable context pruning"],
-	["off", "Disable context pruning"],
-	["status", "Show configuration and state"],
-	["model", "Show or set the summarizer model"],
-	["thinking", "Show or set the summarizer thinking level"],
-	["prune-on", "When pending tool output is summarized"],
-	["batching", "Summarize per turn or per agent message"],
-	["stats", "Summarizer calls, tokens and cost"],
-	["tree", "Browse pruned tool calls"],
-	["now", "Summarize pending tool output now"],
-	["compact", "Compress every eligible chain now"],
-	["protected-tools", "Tools whose output is never pruned"],
-	["protected-paths", "Path globs whose reads are never pruned"],
-	["min-batch-chars", "Smallest batch worth a summarizer call"],
-	["recovery-grace", "Turns a recovered output stays verbatim"],
-	["dedup", "Content-hash deduplication on/off"],
-	["help", "Usage"],
-];
 
 function extensionDir(): string | undefined {
 	try {
@@ -236,6 +216,8 @@ export default function condense(pi: ExtensionAPI) {
 	let lastCtx: ExtensionContext | undefined;
 	let versionOfPi: Promise<string> | undefined;
 	let reportedMissing = false;
+	/** `/pruner`'s subcommands, as the sidecar's `hello` lists them (its completions). */
+	let prunerSubcommands: CommandInfo[] = [];
 	const loggedErrors = new Set<string>();
 	/** Forwarded event requests still waiting for their answer (flushes among them). */
 	const inflight = new Set<Promise<unknown>>();
@@ -325,6 +307,7 @@ export default function condense(pi: ExtensionAPI) {
 				s.fail(`the sidecar speaks protocol ${JSON.stringify(hello.protocol)}, the shim ${PROTOCOL_VERSION}`);
 				return undefined;
 			}
+			prunerSubcommands = hello.commands ?? [];
 		} catch (err) {
 			if (s.alive) s.fail(`the sidecar refused the handshake: ${errorText(err)}`);
 			return undefined;
@@ -685,7 +668,7 @@ export default function condense(pi: ExtensionAPI) {
 		getArgumentCompletions(prefix: string) {
 			const p = (prefix ?? "").trimStart();
 			if (p.includes(" ")) return null;
-			const items = PRUNER_SUBCOMMANDS.filter(([name]) => name.startsWith(p)).map(([name, description]) => ({
+			const items = prunerSubcommands.filter(({ name }) => name.startsWith(p)).map(({ name, description }) => ({
 				value: name,
 				label: name,
 				description,

@@ -188,10 +188,7 @@ export async function complete(
 		if (auth.headers !== undefined) options.headers = auth.headers;
 	}
 	if (params.maxTokens !== null && params.maxTokens > 0) options.maxTokens = params.maxTokens;
-	const thinking = params.thinking;
-	if (thinking !== "" && thinking !== "default" && thinking !== "off") {
-		options.reasoningEffort = thinking;
-	}
+	if (typeof params.reasoningEffort === "string") options.reasoningEffort = params.reasoningEffort;
 	const system = params.system !== null && params.system !== "" ? params.system : undefined;
 	const user = params.user;
 	const context: Record<string, unknown> = {

@@ -116,8 +116,12 @@ test("a known effect with a missing or mistyped field is refused", () => {
 	assert.equal(parseEffect({ kind: "fromTheFuture", x: 1 }), undefined);
 });
 
-/** The fields the protocol lets the sidecar leave out of an answer. */
-const OPTIONAL_ANSWER_FIELDS = new Set(["unchanged", "seq", "reuse", "steps", "micros", "synced"]);
+/**
+ * The fields the protocol lets the sidecar leave out of an answer (`commands`
+ * and `reasoningEffort`: a sidecar older than them leaves them out).
+ */
+const OPTIONAL_ANSWER_FIELDS = new Set(["unchanged", "seq", "reuse", "steps", "micros", "synced", "commands"]);
+const OPTIONAL_SIDECAR_PARAMS = new Set(["reasoningEffort"]);
 
 function without(o: unknown, key: string): { [key: string]: unknown } {
 	const copy: { [key: string]: unknown } = { ...(o as object) };
@@ -135,7 +139,8 @@ test("an answer or a sidecar message without a required field is refused", () =>
 	}
 	for (const { method, params } of samples.sidecarRequests) {
 		for (const key of Object.keys(params as object)) {
-			assert.throws(() => readSidecarRequest(method, without(params, key)), ProtocolError, `${method} without ${key}`);
+			if (OPTIONAL_SIDECAR_PARAMS.has(key)) readSidecarRequest(method, without(params, key));
+			else assert.throws(() => readSidecarRequest(method, without(params, key)), ProtocolError, `${method} without ${key}`);
 		}
 	}
 	for (const { method, params } of samples.sidecarNotifications) {
@@ -144,6 +149,9 @@ test("an answer or a sidecar message without a required field is refused", () =>
 		}
 	}
 	assert.throws(() => SHIM_REQUESTS.hello.result({ protocol: "1", sidecar: "x" }, "hello"), ProtocolError);
+	assert.throws(() => SHIM_REQUESTS.hello.result({ protocol: 1, sidecar: "x", commands: [{ name: "now" }] }, "hello"), ProtocolError);
+	const complete = { model: "default", system: null, user: "", maxTokens: null };
+	assert.throws(() => readSidecarRequest("llm.complete", { ...complete, reasoningEffort: 3 }), ProtocolError);
 	assert.throws(() => SHIM_REQUESTS.context.result({ steps: [{ keep: [1] }], effects: [] }, "context"), ProtocolError);
 	assert.throws(() => SHIM_REQUESTS.context.result({ effects: {} }, "context"), ProtocolError);
 	assert.equal(readSidecarRequest("llm.fromTheFuture", {}), undefined);

@@ -410,6 +410,14 @@ export type Empty = { [key: string]: never };
 export interface HelloResult {
 	protocol: number;
 	sidecar: string;
+	/** `/pruner`'s subcommands, for its completions (absent from older sidecars). */
+	commands?: CommandInfo[];
+}
+
+/** One `/pruner` subcommand as `hello` lists it. */
+export interface CommandInfo {
+	name: string;
+	description: string;
 }
 
 /** The answer of `session.start`, `message.end`, `agent.start`, `agent.end` and `command`. */
@@ -474,7 +482,11 @@ const isStep: Check<Step> = (v, where) => {
 export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRequests[M]["params"]>; result: Check<ShimRequests[M]["result"]> } } = {
 	hello: {
 		params: record<HelloParams>({ protocol: isNumber, shim: isString, pi: isString }),
-		result: record<HelloResult>({ protocol: isNumber, sidecar: isString }),
+		result: record<HelloResult>({
+			protocol: isNumber,
+			sidecar: isString,
+			commands: optional(listOf(record<CommandInfo>({ name: isString, description: isString }))),
+		}),
 	},
 	"session.start": {
 		params: record<SessionStartParams>({
@@ -540,7 +552,11 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 export interface LlmCompleteParams {
 	/** `"default"` (the session model) or `provider/id`. */
 	model: string;
-	thinking: string;
+	/**
+	 * pi-ai's `reasoningEffort`, resolved by the sidecar from the thinking
+	 * setting; `null` (or absent, from older sidecars): send none.
+	 */
+	reasoningEffort?: string | null;
 	/** The system prompt; `null`: none. */
 	system: string | null;
 	user: string;
@@ -618,7 +634,7 @@ export const SIDECAR_REQUESTS: {
 	"llm.complete": {
 		params: record<LlmCompleteParams>({
 			model: isString,
-			thinking: isString,
+			reasoningEffort: optional(nullable(isString)),
 			system: nullable(isString),
 			user: isString,
 			maxTokens: nullable(isNumber),

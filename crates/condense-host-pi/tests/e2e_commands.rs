@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::fake_llm::{FakeLlm, Reply};
-use support::pi_env::{read_jsonl, require_pi, PiEnv, PiRun, MODEL, PROVIDER};
+use support::pi_env::{read_jsonl, require_pi, PiEnv, PiInstall, PiRun, MODEL, PROVIDER};
 
 fn extension_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("extension")
@@ -87,23 +87,14 @@ fn big_file(marker: &str, bytes: usize) -> String {
     out
 }
 
-#[test]
-fn pruner_commands_in_pi() {
-    let Some(install) = require_pi() else {
-        return;
-    };
-    // Usage as a caching provider reports it (pi records the split).
-    let llm = FakeLlm::start([
-        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"}))
-            .with_usage(2000, 10)
-            .with_cache(0, 2000),
-        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"}))
-            .with_usage(3000, 10)
-            .with_cache(2000, 1000),
-        Reply::text("Read both.")
-            .with_usage(3200, 10)
-            .with_cache(3000, 200),
-    ]);
+/// pi with the shim and `pruneOn: on-demand`, `alpha.txt` and `bravo.txt`
+/// (big files) in its work dir, and an LLM that answers with `replies`;
+/// its summaries are one bullet.
+fn on_demand_pi(
+    install: &'static PiInstall,
+    replies: impl IntoIterator<Item = Reply>,
+) -> (FakeLlm, PiEnv) {
+    let llm = FakeLlm::start(replies);
     llm.set_default_summary(Reply::text(
         "- [[1:read]] Read a text file: one marker line repeated.",
     ));
@@ -113,10 +104,33 @@ fn pruner_commands_in_pi() {
             "compaction": {"enabled": false},
         }))
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
-        .with_env("CONDENSE_PI_DEBUG", "1");
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
     fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA", 5000)).expect("write");
     fs::write(pi.work_dir.join("bravo.txt"), big_file("BRAVO", 5000)).expect("write");
+    (llm, pi)
+}
+
+#[test]
+fn pruner_commands_in_pi() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    // Usage as a caching provider reports it (pi records the split).
+    let (llm, pi) = on_demand_pi(
+        install,
+        [
+            Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"}))
+                .with_usage(2000, 10)
+                .with_cache(0, 2000),
+            Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"}))
+                .with_usage(3000, 10)
+                .with_cache(2000, 1000),
+            Reply::text("Read both.")
+                .with_usage(3200, 10)
+                .with_cache(3000, 200),
+        ],
+    );
+    let pi = pi.with_env("CONDENSE_PI_DEBUG", "1");
 
     // Two tool turns; on-demand: nothing is summarized.
     let run = pi.prompt("Read alpha.txt and bravo.txt.");
@@ -381,23 +395,14 @@ fn pruner_dialogs_and_progress_over_rpc() {
     let Some(install) = require_pi() else {
         return;
     };
-    let llm = FakeLlm::start([
-        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
-        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"})),
-        Reply::text("Read both."),
-    ]);
-    llm.set_default_summary(Reply::text(
-        "- [[1:read]] Read a text file: one marker line repeated.",
-    ));
-    let pi = PiEnv::new(install, &llm.base_url())
-        .with_settings(json!({
-            "contextPrune": {"enabled": true, "pruneOn": "on-demand"},
-            "compaction": {"enabled": false},
-        }))
-        .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
-    fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA", 5000)).expect("write");
-    fs::write(pi.work_dir.join("bravo.txt"), big_file("BRAVO", 5000)).expect("write");
+    let (llm, pi) = on_demand_pi(
+        install,
+        [
+            Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
+            Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"})),
+            Reply::text("Read both."),
+        ],
+    );
     let run = pi.prompt("Read alpha.txt and bravo.txt.");
     run.assert_success();
     let session = pi.session_file(&run);

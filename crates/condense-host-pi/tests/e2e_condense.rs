@@ -14,6 +14,9 @@
 //!   first flush's entries whole and nothing of the second.
 //! * `missing_sidecar_fails_open`: no binary at all; pi runs as if condense
 //!   were not there.
+//! * `summarizer_thinking_reaches_the_provider`: `summarizerThinking` reaches
+//!   the summarizer's HTTP request as pi-ai's `reasoning_effort` (resolved by
+//!   the sidecar, passed on by the shim), and `off` sends none.
 //!
 //! `CONDENSE_PI_TIMING=1` is set for the first test; the shim's per-`context`
 //! round-trip times are summarized on stderr (run with `--nocapture`).
@@ -25,7 +28,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
-use support::pi_env::{pi_message_text, read_jsonl, require_pi, session_messages, PiEnv};
+use support::pi_env::{
+    models_json, pi_message_text, read_jsonl, require_pi, session_messages, PiEnv, MODEL, PROVIDER,
+};
 use support::scenario::{
     self, big_file, budget_env, budget_script, condense_entries, condense_settings, custom_entries,
     custom_messages, debug_dump, extension_dir, index_records, sidecar_bin, stub_prefix,
@@ -269,6 +274,65 @@ fn missing_sidecar_fails_open() {
     assert!(llm.summary_requests().is_empty());
     let entries = read_jsonl(&pi.session_file(&run));
     assert!(condense_entries(&entries).is_empty());
+}
+
+/// The summarizer's thinking setting, resolved by the sidecar into
+/// `llm.complete`'s `reasoningEffort`, is what pi-ai sends the provider as
+/// `reasoning_effort` (the model is marked as reasoning, so pi-ai sends one
+/// when asked): `high` for the session model, none for `off` with the model
+/// named `provider/id`.
+#[test]
+fn summarizer_thinking_reaches_the_provider() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let llm = FakeLlm::start([
+        Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
+        Reply::text("Read alpha."),
+        Reply::tool_call("call_b", "read", json!({"path": "bravo.txt"})),
+        Reply::text("Read bravo."),
+    ]);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(condense_settings())
+        .with_settings(json!({"contextPrune": {"summarizerThinking": "high"}}))
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+    let mut models = models_json(&llm.base_url());
+    models["providers"][PROVIDER]["models"][0]["reasoning"] = json!(true);
+    pi.write_models(&models);
+    fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA-e41c", 5000)).unwrap();
+    fs::write(pi.work_dir.join("bravo.txt"), big_file("BRAVO-8e07", 5000)).unwrap();
+
+    let run = pi.prompt("Read alpha.txt.");
+    run.assert_success();
+    let summaries = llm.summary_requests();
+    assert_eq!(summaries.len(), 1, "{}", run.report());
+    assert_eq!(summaries[0].body["model"], MODEL);
+    assert_eq!(
+        summaries[0].body["reasoning_effort"], "high",
+        "{}",
+        summaries[0].body
+    );
+
+    let session = pi.session_file(&run);
+    pi.write_settings(&{
+        let mut settings = pi.settings();
+        settings["contextPrune"]["summarizerThinking"] = json!("off");
+        settings["contextPrune"]["summarizerModel"] = json!(format!("{PROVIDER}/{MODEL}"));
+        settings
+    });
+    let run = pi.prompt_in_session(&session, "Read bravo.txt.");
+    run.assert_success();
+    llm.assert_script_consumed();
+    let summaries = llm.summary_requests();
+    assert_eq!(summaries.len(), 2, "{}", run.report());
+    assert!(summaries[1].any_message_contains("BRAVO-8e07"));
+    assert!(
+        summaries[1].body.get("reasoning_effort").is_none(),
+        "{}",
+        summaries[1].body
+    );
 }
 
 /// A sidecar that misses the `context` deadline, then one that answers

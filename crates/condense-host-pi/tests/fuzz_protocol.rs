@@ -10,9 +10,11 @@
 //! grows by far less than the line), the sidecar opens no socket and starts
 //! no process, and spill paths from a crafted session are not read.
 
-use std::io::{BufRead, BufReader, Write};
+mod support;
+
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -22,6 +24,8 @@ use proptest::test_runner::{Config as ProptestConfig, TestCaseError, TestRunner}
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
+
+use support::sidecar::Sidecar;
 
 // ---- inputs -----------------------------------------------------------------------------
 
@@ -555,59 +559,24 @@ fn the_line_limit_is_exact() {
 
 // ---- the real binary ----------------------------------------------------------------------
 
-struct Sidecar {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-}
-
 impl Sidecar {
-    fn start() -> Sidecar {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_condense-pi"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sidecar starts");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Sidecar {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    fn send(&mut self, line: &[u8]) {
-        self.stdin.write_all(line).expect("write");
-        self.stdin.write_all(b"\n").expect("write");
-        self.stdin.flush().expect("flush");
-    }
-
-    /// Reads lines until the answer with `id`; returns it and the lines before it.
-    fn until(&mut self, id: impl Into<Value>) -> (Value, Vec<Value>) {
-        let id: Value = id.into();
-        let mut before = Vec::new();
-        loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "the sidecar exited");
-            let v: Value = serde_json::from_str(&line).expect("a JSON line");
-            if v["id"] == id && v.get("method").is_none() {
-                return (v, before);
-            }
-            before.push(v);
-        }
-    }
-
     /// Sends `hello` with `id` and reads until its answer.
-    fn call_raw_until(&mut self, id: &str) -> (Value, Vec<Value>) {
+    fn hello_until(&mut self, id: &str) -> (Value, Vec<Value>) {
         self.send(
             json!({"id": id, "method": "hello", "params": {"protocol": 1}})
                 .to_string()
                 .as_bytes(),
         );
         self.until(id)
+    }
+
+    /// A sidecar past `hello`, its session started with `params`.
+    fn with_session(params: Value) -> Sidecar {
+        let mut s = Sidecar::start();
+        s.call("1", "hello", json!({"protocol": 1}));
+        let start = s.call("2", "session.start", params);
+        assert!(start["result"]["effects"].is_array(), "{start}");
+        s
     }
 
     fn call(&mut self, id: &str, method: &str, params: Value) -> Value {
@@ -627,13 +596,6 @@ impl Sidecar {
             .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .unwrap_or_else(|| panic!("{field} in /proc status"))
-    }
-}
-
-impl Drop for Sidecar {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -661,12 +623,7 @@ fn a_70_mb_line_is_refused_and_memory_stays_bounded() {
     assert_eq!(hello["result"]["protocol"], 1, "still answering");
     let after = s.status("VmHWM:");
     // The refusal: the line got no result (an error answer at most)…
-    s.send(
-        json!({"id": "h3", "method": "hello", "params": {"protocol": 1}})
-            .to_string()
-            .as_bytes(),
-    );
-    let (_, before_h3) = s.until("h3");
+    let (_, before_h3) = s.hello_until("h3");
     assert!(
         before_h3
             .iter()
@@ -702,12 +659,7 @@ fn an_over_long_line_gets_a_protocol_error() {
     let mut line = vec![b'y'; MAX_LINE + 10];
     line.push(b'\n');
     s.stdin.write_all(&line).expect("write");
-    s.send(
-        json!({"id": "h", "method": "hello", "params": {"protocol": 1}})
-            .to_string()
-            .as_bytes(),
-    );
-    let (_, before) = s.until("h");
+    let (_, before) = s.hello_until("h");
     assert!(
         before.iter().any(|v| v["method"] == "protocol.error"),
         "no protocol.error before the next answer: {before:?}"
@@ -856,7 +808,7 @@ fn json_serde_refuses_is_answered_with_an_error() {
     );
     // A line with no id to recover still gets the notification.
     s.send(b"{not json");
-    let (_, before) = s.call_raw_until("h3");
+    let (_, before) = s.hello_until("h3");
     assert!(before.iter().any(|v| v["method"] == "protocol.error"));
 }
 
@@ -896,11 +848,7 @@ fn crafted_session(dir: &Path) -> (String, Vec<Value>, PathBuf) {
 fn the_sidecar_refuses_crafted_spill_paths_opens_no_socket_and_runs_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (session_id, branch, _) = crafted_session(dir.path());
-    let mut s = Sidecar::start();
-    s.call("1", "hello", json!({"protocol": 1}));
-    s.call(
-        "2",
-        "session.start",
+    let mut s = Sidecar::with_session(
         json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
                "sessionId": session_id, "sessionDir": dir.path(), "branch": branch, "messages": null}),
     );
@@ -958,11 +906,7 @@ fn the_sidecar_never_reads_through_a_symlinked_blob_directory_and_holds_its_sess
         .collect();
     std::fs::write(&file, lines).expect("session");
 
-    let mut s = Sidecar::start();
-    s.call("1", "hello", json!({"protocol": 1}));
-    s.call(
-        "2",
-        "session.start",
+    let mut s = Sidecar::with_session(
         json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
                "sessionId": session_id, "sessionDir": dir.path(), "sessionFile": file,
                "branch": branch, "messages": null}),
@@ -1039,11 +983,7 @@ fn a_crafted_session_id_cannot_move_spills_out_of_the_session_directory() {
     let sessions = dir.path().join("sessions");
     std::fs::create_dir_all(&sessions).expect("sessions dir");
     let escape = dir.path().join("escaped");
-    let mut s = Sidecar::start();
-    s.call("1", "hello", json!({"protocol": 1}));
-    s.call(
-        "2",
-        "session.start",
+    let mut s = Sidecar::with_session(
         json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true, "spillThreshold": 100}},
                "sessionId": escape.display().to_string(), "sessionDir": sessions, "branch": [], "messages": null}),
     );

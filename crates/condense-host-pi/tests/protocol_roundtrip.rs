@@ -16,9 +16,9 @@ use std::time::Duration;
 
 use condense_core::NoticeLevel;
 use condense_engine::protocol::{
-    ContextResult, EffectsResult, ErrorBody, HelloResult, LlmCancelParams, LlmCompleteParams,
-    LlmCompleteResult, LlmUsage, ProtocolErrorParams, QueryResult, Step, TurnEndResult,
-    UiEffectsParams,
+    CommandInfo, ContextResult, EffectsResult, ErrorBody, HelloResult, LlmCancelParams,
+    LlmCompleteParams, LlmCompleteResult, LlmUsage, ProtocolErrorParams, QueryResult, Step,
+    TurnEndResult, UiEffectsParams,
 };
 use condense_engine::request::{
     CommandParams, ContextParams, HelloParams, Incoming, LlmEventParams, MessageEndParams,
@@ -261,6 +261,16 @@ fn answers() -> Vec<(&'static str, Answer)> {
             Answer::Hello(HelloResult {
                 protocol: 1,
                 sidecar: "0.1.0".into(),
+                commands: vec![
+                    CommandInfo {
+                        name: "status".into(),
+                        description: "settings, summarizer usage and context metrics".into(),
+                    },
+                    CommandInfo {
+                        name: "now".into(),
+                        description: "summarize pending tool output now".into(),
+                    },
+                ],
             }),
         ),
         (
@@ -339,7 +349,7 @@ fn llm_completes() -> Vec<(LlmCompleteParams, LlmCompleteResult)> {
         (
             LlmCompleteParams {
                 model: "anthropic/claude".into(),
-                thinking: "low".into(),
+                reasoning_effort: Some("low".into()),
                 system: Some("Summarize.".into()),
                 user: "tool output".into(),
                 max_tokens: Some(2048),
@@ -357,7 +367,7 @@ fn llm_completes() -> Vec<(LlmCompleteParams, LlmCompleteResult)> {
         (
             LlmCompleteParams {
                 model: "default".into(),
-                thinking: "off".into(),
+                reasoning_effort: None,
                 system: None,
                 user: "".into(),
                 max_tokens: None,

@@ -2,65 +2,69 @@
 //! pi-condense fixture's branch, a `context` that must render what
 //! pi-condense rendered, an incremental `context`, a `query`, bad input.
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+mod support;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{json, Value};
+use support::sidecar::Sidecar;
 
-struct Sidecar {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next: u64,
-}
+/// Request ids, unique across the test process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Sidecar {
-    fn start() -> Sidecar {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_condense-pi"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("sidecar starts");
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Sidecar {
-            child,
-            stdin,
-            stdout,
-            next: 0,
-        }
-    }
-
-    fn send_line(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.write_all(b"\n").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"))
+    /// A sidecar past `hello`, with an empty session `session_id` started:
+    /// `contextPrune` settings `context_prune`, session model `model`.
+    fn with_empty_session(session_id: &str, context_prune: Value, model: Value) -> Sidecar {
+        let mut s = Sidecar::start();
+        let hello = s.call(
+            "hello",
+            json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+        );
+        assert_eq!(hello["result"]["protocol"], 1, "{hello}");
+        let start = s.call(
+            "session.start",
+            json!({"reason": "startup", "settings": {"contextPrune": context_prune},
+                   "model": model, "sessionId": session_id, "branch": []}),
+        );
+        assert!(start["result"]["effects"].is_array(), "{start}");
+        s
     }
 
     fn call(&mut self, method: &str, params: Value) -> Value {
-        self.next += 1;
-        let id = self.next;
-        self.send_line(&json!({"id": id, "method": method, "params": params}).to_string());
+        self.call_answering(method, params, |_| {
+            panic!("no request of the sidecar expected")
+        })
+    }
+
+    /// [`Sidecar::call`], answering each `llm.complete` the sidecar sends
+    /// meanwhile with `complete(params)`'s result.
+    fn call_answering(
+        &mut self,
+        method: &str,
+        params: Value,
+        mut complete: impl FnMut(&Value) -> Value,
+    ) -> Value {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        self.send(
+            json!({"id": id, "method": method, "params": params})
+                .to_string()
+                .as_bytes(),
+        );
         loop {
             let v = self.read();
             if v["id"] == json!(id) {
                 return v;
             }
+            if v["method"] == "llm.complete" {
+                let result = complete(&v["params"]);
+                self.send(
+                    json!({"id": v["id"], "result": result})
+                        .to_string()
+                        .as_bytes(),
+                );
+            }
         }
-    }
-}
-
-impl Drop for Sidecar {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -69,6 +73,38 @@ fn fixture(name: &str) -> String {
         .join("../condense-store/tests/fixtures")
         .join(name);
     std::fs::read_to_string(p).unwrap()
+}
+
+/// The pi-condense 2.9.1 session fixture as the tests feed it.
+struct Session {
+    /// Its header's `id`.
+    id: Value,
+    /// Its entries after the header: `session.start`'s `branch`.
+    branch: Vec<Value>,
+    /// The messages pi hands to `context` (message entries and custom
+    /// messages), built the way pi builds them.
+    messages: Vec<Value>,
+    /// What pi-condense rendered from them.
+    expected: Vec<Value>,
+}
+
+fn pi_condense_session() -> Session {
+    let text = fixture("pi-condense-2.9.1.jsonl");
+    let mut lines = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap());
+    let id = lines.next().expect("a header")["id"].clone();
+    let store_session = condense_store::session::Session::parse(&text);
+    let messages = condense_store::context::branch_messages(&store_session.branch(None))
+        .iter()
+        .map(|c| serde_json::from_str(c.message.json()).unwrap())
+        .collect();
+    Session {
+        id,
+        branch: lines.collect(),
+        messages,
+        expected: serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap(),
+    }
 }
 
 fn apply(steps: &[Value], input: &[Value]) -> Vec<Value> {
@@ -89,15 +125,12 @@ fn apply(steps: &[Value], input: &[Value]) -> Vec<Value> {
 
 #[test]
 fn renders_and_queries_the_fixture_like_pi_condense() {
-    let text = fixture("pi-condense-2.9.1.jsonl");
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let branch: Vec<Value> = lines[1..].to_vec();
-    // The messages pi hands to `context`: message entries and custom messages.
-    let expected: Vec<Value> =
-        serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap();
+    let Session {
+        id,
+        branch,
+        messages,
+        expected,
+    } = pi_condense_session();
 
     let mut s = Sidecar::start();
     let hello = s.call(
@@ -111,17 +144,9 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
     let start = s.call(
         "session.start",
         json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true}},
-               "sessionId": lines[0]["id"], "branch": branch}),
+               "sessionId": id, "branch": branch}),
     );
     assert!(start["result"]["effects"].is_array());
-
-    // pi's view of the branch, built the way pi builds it.
-    let store_session = condense_store::session::Session::parse(&text);
-    let b = store_session.branch(None);
-    let messages: Vec<Value> = condense_store::context::branch_messages(&b)
-        .iter()
-        .map(|c| serde_json::from_str(c.message.json()).unwrap())
-        .collect();
 
     let r = s.call("context", json!({"keep": 0, "append": messages}));
     let steps = r["result"]["steps"].as_array().expect("steps").clone();
@@ -178,7 +203,7 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
     );
 
     // Garbage does not kill it.
-    s.send_line("{not json");
+    s.send(b"{not json");
     let n = s.read();
     assert_eq!(n["method"], "protocol.error");
     let unknown = s.call("frobnicate", json!({}));
@@ -195,27 +220,19 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
 /// same state (checked through the render of the fixture).
 #[test]
 fn session_start_reads_the_same_either_way() {
-    let text = fixture("pi-condense-2.9.1.jsonl");
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let branch: Vec<Value> = lines[1..].to_vec();
-    let expected: Vec<Value> =
-        serde_json::from_str(&fixture("pi-condense-2.9.1.render.json")).unwrap();
-    let store_session = condense_store::session::Session::parse(&text);
-    let b = store_session.branch(None);
-    let messages: Vec<Value> = condense_store::context::branch_messages(&b)
-        .iter()
-        .map(|c| serde_json::from_str(c.message.json()).unwrap())
-        .collect();
+    let Session {
+        id,
+        branch,
+        messages,
+        expected,
+    } = pi_condense_session();
     let settings = json!({"contextPrune": {"enabled": true}});
     let variants = [
         // Expected types: the raw path.
-        json!({"reason": "startup", "settings": settings, "sessionId": lines[0]["id"],
+        json!({"reason": "startup", "settings": settings, "sessionId": id,
                "model": null, "branch": branch, "messages": null, "tree": false}),
         // `tree` of another type and the keys in another order: the Value path.
-        json!({"tree": 0, "branch": branch, "sessionId": lines[0]["id"], "settings": settings}),
+        json!({"tree": 0, "branch": branch, "sessionId": id, "settings": settings}),
     ];
     for (i, params) in variants.into_iter().enumerate() {
         let mut s = Sidecar::start();
@@ -235,18 +252,11 @@ fn session_start_reads_the_same_either_way() {
 /// serving: a paged `query` finds the raw result on the branch it holds.
 #[test]
 fn lone_surrogates_pass_through_and_queries_page() {
-    let mut s = Sidecar::start();
-    s.call(
-        "hello",
-        json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+    let mut s = Sidecar::with_empty_session(
+        "lone",
+        json!({"enabled": true, "thinkingStrip": {"enabled": true, "keepLastTurns": 0}}),
+        Value::Null,
     );
-    let start = s.call(
-        "session.start",
-        json!({"reason": "startup", "settings": {"contextPrune": {"enabled": true,
-               "thinkingStrip": {"enabled": true, "keepLastTurns": 0}}},
-               "sessionId": "lone", "branch": []}),
-    );
-    assert!(start["result"]["effects"].is_array(), "{start}");
     let assistant = r#"{"role":"assistant","content":[{"type":"thinking","thinking":"half \ud83d","thinkingSignature":"s"},{"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"echo \ud83d"}}],"stopReason":"toolUse","timestamp":2}"#;
     let result = r#"{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"one\ntwo \udc00\nthree"}],"isError":false,"timestamp":3}"#;
     let messages = [
@@ -259,7 +269,7 @@ fn lone_surrogates_pass_through_and_queries_page() {
         r#"{{"id":100,"method":"context","params":{{"keep":0,"append":[{}]}}}}"#,
         messages.join(",")
     );
-    s.send_line(&line);
+    s.send(line.as_bytes());
     let rendered = loop {
         let v = s.read();
         if v["id"] == json!(100) {
@@ -280,4 +290,131 @@ fn lone_surrogates_pass_through_and_queries_page() {
     assert!(again.get("result").is_some(), "{again}");
     let bye = s.call("shutdown", json!({}));
     assert!(bye["result"].is_object());
+}
+
+/// `hello` lists `/pruner`'s subcommands (the shim's completions) in the
+/// order the bare `/pruner` picker offers them: one list.
+#[test]
+fn hello_lists_the_pruner_subcommands_of_the_picker() {
+    let mut s = Sidecar::with_empty_session("hello", json!({"enabled": true}), Value::Null);
+    let hello = s.call(
+        "hello",
+        json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+    );
+    let commands = hello["result"]["commands"].as_array().expect("commands");
+    let picker = s.call("command", json!({"args": "", "utcOffsetMinutes": 0}));
+    let select = &picker["result"]["effects"][0];
+    assert_eq!(select["kind"], "select", "{picker}");
+    let names: Vec<&Value> = commands.iter().map(|c| &c["name"]).collect();
+    let values: Vec<&Value> = select["values"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .collect();
+    assert_eq!(names, values);
+    assert!(names.contains(&&json!("compact")), "{names:?}");
+    for (command, option) in commands
+        .iter()
+        .zip(select["options"].as_array().expect("options"))
+    {
+        let description = command["description"].as_str().expect("description");
+        assert!(!description.is_empty(), "{command}");
+        let option = option.as_str().expect("option text");
+        assert!(
+            option.ends_with(&format!(" — {description}")),
+            "{option} / {command}"
+        );
+    }
+}
+
+/// The summarizer's thinking setting reaches `llm.complete` resolved, as
+/// pi-ai's `reasoningEffort` (`null`: none), for the session model and for a
+/// model named with a `:thinking` suffix.
+#[test]
+fn llm_complete_carries_the_resolved_effort() {
+    let mut s = Sidecar::with_empty_session(
+        "effort",
+        json!({"enabled": true, "pruneOn": "on-demand", "summarizerThinking": "lots"}),
+        json!({"provider": "fake", "id": "fake-1"}),
+    );
+    let mut turn = 0;
+    // One pending turn, then `/pruner now`: the params of its summarizer call.
+    let mut summarize = |s: &mut Sidecar| -> Vec<Value> {
+        turn += 1;
+        let call = format!("call_{turn}");
+        // A different output each turn: a repeated one would be deduplicated.
+        let big = format!("line of file {turn}, worth a summary\n").repeat(200);
+        let end = s.call(
+            "turn.end",
+            json!({
+                "turnIndex": turn,
+                "message": {"role": "assistant", "timestamp": turn * 10,
+                            "content": [{"type": "toolCall", "id": call, "name": "read",
+                                         "arguments": {"path": format!("f{turn}.txt")}}]},
+                "toolResults": [{"role": "toolResult", "toolCallId": call, "toolName": "read",
+                                 "content": [{"type": "text", "text": big}],
+                                 "isError": false, "timestamp": turn * 10 + 1}],
+                "usage": {"tokens": 1000, "contextWindow": 200000},
+                "now": turn * 10 + 2,
+            }),
+        );
+        assert!(end.get("result").is_some(), "{end}");
+        let mut seen = Vec::new();
+        let now = s.call_answering(
+            "command",
+            json!({"args": "now", "utcOffsetMinutes": 0}),
+            |params| {
+                seen.push(params.clone());
+                json!({"text": "- [[1:read]] Read a file.", "stopReason": "stop",
+                       "usage": {"input": 10, "output": 5, "cost": 0}})
+            },
+        );
+        assert!(now.get("result").is_some(), "{now}");
+        seen
+    };
+    let effort = |seen: &[Value]| -> (Value, Value) {
+        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert!(seen[0].get("thinking").is_none(), "{seen:?}");
+        (seen[0]["model"].clone(), seen[0]["reasoningEffort"].clone())
+    };
+
+    // A level the config does not know reads as `default`: no effort.
+    assert_eq!(effort(&summarize(&mut s)), (json!("default"), Value::Null));
+    for (level, expected) in [
+        ("default", Value::Null),
+        ("off", Value::Null),
+        ("minimal", json!("minimal")),
+        ("low", json!("low")),
+        ("medium", json!("medium")),
+        ("high", json!("high")),
+        ("xhigh", json!("xhigh")),
+    ] {
+        let set = s.call(
+            "command",
+            json!({"args": format!("thinking {level}"), "utcOffsetMinutes": 0}),
+        );
+        assert!(set.get("result").is_some(), "{set}");
+        assert_eq!(
+            effort(&summarize(&mut s)),
+            (json!("default"), expected),
+            "summarizerThinking {level}"
+        );
+    }
+    // `/pruner model id:thinking` sets both.
+    s.call(
+        "command",
+        json!({"args": "model openai/gpt-4.1-mini:low", "utcOffsetMinutes": 0}),
+    );
+    assert_eq!(
+        effort(&summarize(&mut s)),
+        (json!("openai/gpt-4.1-mini"), json!("low"))
+    );
+    s.call(
+        "command",
+        json!({"args": "model openai/gpt-4.1-mini:off", "utcOffsetMinutes": 0}),
+    );
+    assert_eq!(
+        effort(&summarize(&mut s)),
+        (json!("openai/gpt-4.1-mini"), Value::Null)
+    );
 }

@@ -87,6 +87,22 @@ fn usage_of(v: &Value) -> Usage {
     }
 }
 
+/// `llm.complete`'s params for `request` to the model `spec` names. The
+/// thinking level is resolved to an effort here, so no host holds a copy
+/// of the rule.
+fn complete_params(spec: &str, request: &CompletionRequest) -> LlmCompleteParams {
+    LlmCompleteParams {
+        model: spec.to_owned(),
+        reasoning_effort: request
+            .thinking
+            .effort()
+            .map(|level| level.as_str().to_owned()),
+        system: request.system.clone(),
+        user: request.user.clone(),
+        max_tokens: request.max_tokens,
+    }
+}
+
 #[async_trait]
 impl Provider for ShimProvider {
     async fn complete(
@@ -94,13 +110,7 @@ impl Provider for ShimProvider {
         request: CompletionRequest,
         events: &EventSink,
     ) -> Result<Completion, ProviderError> {
-        let params = json!(LlmCompleteParams {
-            model: self.spec.clone(),
-            thinking: request.thinking.as_str().to_owned(),
-            system: request.system.clone(),
-            user: request.user.clone(),
-            max_tokens: request.max_tokens,
-        });
+        let params = json!(complete_params(&self.spec, &request));
         let (id, rx) = self.outbox.request("llm.complete", params, events.clone());
         let answer = tokio::select! {
             a = rx => a.map_err(|_| ProviderError::transient("the shim went away"))?,
@@ -145,5 +155,58 @@ impl Provider for ShimProvider {
             stop_reason,
             usage: usage_of(r.get("usage").unwrap_or(&Value::Null)),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_core::Config;
+    use condense_summarizer::SummarizerSettings;
+    use serde_json::json;
+
+    /// `summarizerThinking` as a settings file spells it, to the effort
+    /// `llm.complete` carries, for the session model (`default`) and a named
+    /// one: the rule the shim used to apply itself (no effort for `default`,
+    /// `off` and anything that is not a level, the level itself otherwise).
+    #[test]
+    fn llm_complete_carries_the_resolved_effort() {
+        let cases = [
+            ("default", None),
+            ("off", None),
+            ("minimal", Some("minimal")),
+            ("low", Some("low")),
+            ("medium", Some("medium")),
+            ("high", Some("high")),
+            ("xhigh", Some("xhigh")),
+            ("", None),
+            ("max", None),
+            ("HIGH", None),
+        ];
+        for spec in ["default", "openai/gpt-4.1-mini"] {
+            for (thinking, effort) in cases {
+                let (config, _) = Config::from_settings_value(&json!({
+                    "summarizerModel": spec,
+                    "summarizerThinking": thinking,
+                }));
+                let request = CompletionRequest {
+                    thinking: SummarizerSettings::from_config(&config).thinking,
+                    max_tokens: Some(512),
+                    ..CompletionRequest::new("gpt-4.1-mini", "the batch")
+                };
+                let params = json!(complete_params(spec, &request));
+                assert_eq!(
+                    params,
+                    json!({
+                        "model": spec,
+                        "reasoningEffort": effort,
+                        "system": null,
+                        "user": "the batch",
+                        "maxTokens": 512,
+                    }),
+                    "{spec} with summarizerThinking {thinking:?}"
+                );
+            }
+        }
     }
 }

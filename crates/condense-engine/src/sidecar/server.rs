@@ -199,6 +199,7 @@ impl Server {
                 Ok(json!(HelloResult {
                     protocol: PROTOCOL,
                     sidecar: env!("CARGO_PKG_VERSION").to_owned(),
+                    commands: commands::listed(),
                 }))
             }
             Request::SessionStart(p) => {

@@ -1,7 +1,8 @@
 //! Support for condense-host-pi's end-to-end tests: the shared test kit
 //! (condense-testkit: the scripted LLM server, the Node, pi and TypeScript
 //! installs) and [`scenario`], the core condense scenario (flush, stubs,
-//! recovery) with the helpers the files that run it share.
+//! recovery) with the helpers the files that run it share, and [`sidecar`],
+//! the sidecar binary over its stdio.
 //!
 //! Each integration test file pulls this in with `mod support;`. Not every
 //! test uses every helper, hence the `dead_code` allowance.
@@ -12,3 +13,4 @@
 pub use condense_testkit::{fake_llm, pi_env, process, registry, typescript};
 
 pub mod scenario;
+pub mod sidecar;

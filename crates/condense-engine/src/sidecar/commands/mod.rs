@@ -36,6 +36,7 @@ mod tests;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::flush::Cancelled;
+use crate::protocol::CommandInfo;
 use crate::session::{EngineFlush, EngineLock};
 use crate::{run_flush, Delivery, Effect, Effects, Engine, Flush, FlushDone};
 use condense_core::{Config, Notice};
@@ -63,7 +64,8 @@ pub struct CommandEnv {
     pub utc_offset_minutes: i64,
 }
 
-/// Every subcommand with a one-line description (the bare `/pruner` picker).
+/// Every subcommand with a one-line description: the bare `/pruner` picker,
+/// and the shim's completions (`hello` lists them, [`listed`]).
 pub const SUBCOMMANDS: [(&str, &str); 18] = [
     ("settings", "change any setting"),
     ("on", "turn context pruning on"),
@@ -99,6 +101,18 @@ pub const SUBCOMMANDS: [(&str, &str); 18] = [
     ("dedup", "show or toggle content-hash deduplication"),
     ("help", "how to use /pruner"),
 ];
+
+/// [`SUBCOMMANDS`] as `hello` lists them: the shim completes `/pruner <sub>`
+/// from this, so the list exists once.
+pub(crate) fn listed() -> Vec<CommandInfo> {
+    SUBCOMMANDS
+        .iter()
+        .map(|(name, description)| CommandInfo {
+            name: (*name).to_owned(),
+            description: (*description).to_owned(),
+        })
+        .collect()
+}
 
 const HELP: &str = "pruner — condense keeps the context lean by replacing old tool output with short summaries.
 
