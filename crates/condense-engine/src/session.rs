@@ -577,24 +577,36 @@ impl Engine {
         if !pushed && !self.rearmed && !reply_flush {
             return (out, None);
         }
-        let trigger = flush_trigger(self.pending.len(), self.rearmed, self.flushing, decision)
-            .or(reply_flush.then_some(TriggerKind::MessageEnd))
-            .or_else(|| self.long_run_flush(turn_index));
-        if let Some(t) = trigger {
-            let text = match t {
-                TriggerKind::Rearmed => {
-                    "pruner: context budget reached — compacting work recovered after reload"
-                        .to_owned()
-                }
-                TriggerKind::Budget => format!(
-                    "pruner: context budget reached — compacting {} pending turn(s)",
-                    self.pending.len()
+        let n = self.pending.len();
+        let gated = flush_trigger(n, self.rearmed, self.flushing, decision);
+        let (trigger, text) = match gated {
+            Some(TriggerKind::Rearmed) => (
+                gated,
+                "pruner: context budget reached — compacting work recovered after reload"
+                    .to_owned(),
+            ),
+            Some(TriggerKind::Budget) => (
+                gated,
+                format!("pruner: context budget reached — compacting {n} pending turn(s)"),
+            ),
+            Some(_) => (
+                gated,
+                format!("pruner: context jumped this turn — compacting {n} pending turn(s)"),
+            ),
+            // The cache-aware policy's own flushes say what they are.
+            None if reply_flush => (
+                Some(TriggerKind::MessageEnd),
+                format!("pruner: after the last reply — compacting {n} pending turn(s)"),
+            ),
+            None => match self.long_run_flush(turn_index) {
+                Some(t) => (
+                    Some(t),
+                    format!("pruner: long run — compacting {n} pending turn(s)"),
                 ),
-                _ => format!(
-                    "pruner: context jumped this turn — compacting {} pending turn(s)",
-                    self.pending.len()
-                ),
-            };
+                None => (None, String::new()),
+            },
+        };
+        if trigger.is_some() {
             out.push(Effect::info(text));
         }
         (out, trigger)
