@@ -171,29 +171,42 @@ fn notices(effects: &[Effect]) -> Vec<String> {
 
 #[test]
 fn a_long_runs_flush_says_it_is_one() {
-    let prompt = json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0});
-    let mut e = started("cache-aware", &[json!({"type": "message", "message": prompt})]);
+    let prompt =
+        json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0});
+    let mut e = started(
+        "cache-aware",
+        &[json!({"type": "message", "message": prompt})],
+    );
     let mut said = Vec::new();
     for n in 0..14i64 {
         let at = T0 + 1_000 * (2 * n + 1);
         let held = e.messages().len();
         e.context_at(held, Vec::new(), &call(at));
         let id = format!("r{n}");
-        let assistant = Message::from_value(&json!({"role": "assistant", "content": [{"type": "toolCall",
+        let assistant = Message::from_value(
+            &json!({"role": "assistant", "content": [{"type": "toolCall",
             "id": id, "name": "read", "arguments": {"path": format!("f{n}.txt")}}],
-            "stopReason": "toolUse", "timestamp": at})).expect("a message");
+            "stopReason": "toolUse", "timestamp": at}),
+        )
+        .expect("a message");
         let text: String = (0..400).map(|l| format!("f{n} line {l:04}\n")).collect();
         let result = Message::from_value(&json!({"role": "toolResult", "toolCallId": id,
             "toolName": "read", "content": [{"type": "text", "text": text}], "isError": false,
-            "timestamp": at + 500})).expect("a message");
+            "timestamp": at + 500}))
+        .expect("a message");
         let (effects, trigger) = e.turn_end(n, &assistant, &[result], None, 200_000, at + 600);
         if trigger.is_some() {
-            said.extend(notices(&effects).into_iter().filter(|t| !t.contains("queued")));
+            said.extend(
+                notices(&effects)
+                    .into_iter()
+                    .filter(|t| !t.contains("queued")),
+            );
         }
     }
     assert!(!said.is_empty(), "the run flushed from its tenth turn");
     assert!(
-        said.iter().all(|t| t.starts_with("pruner: long run — compacting ")),
+        said.iter()
+            .all(|t| t.starts_with("pruner: long run — compacting ")),
         "{said:?}"
     );
 }
