@@ -75,8 +75,10 @@ pub struct SwitchInputs {
     /// Tokens from the first message the switch would change to the end of
     /// that prompt (`S`).
     pub suffix_tokens: u64,
-    /// Tokens of that prompt the previous call did not send (`N`): written
-    /// at this call whether it switches or not, so no part of the rewrite.
+    /// Tokens of that prompt from its first message the previous call did
+    /// not send as is (`N`: appended since, or changed by the render without
+    /// a switch): written at this call whether it switches or not, so no
+    /// part of the rewrite.
     pub new_tokens: u64,
     /// Tokens the switch removes (`P`).
     pub removed_tokens: u64,

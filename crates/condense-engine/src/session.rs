@@ -485,10 +485,7 @@ impl Engine {
         let r = render(&self.messages, &self.state, &settings);
         self.report_diagnostics(&r.diagnostics, &mut out);
         if self.config.economy.policy.gates_on_switch() {
-            self.calls.sent(crate::switch::prompt_tokens(
-                &self.messages,
-                r.plan.as_ref(),
-            ));
+            self.calls.sent(r.messages(&self.messages));
         }
         let steps = r.plan.map(|plan| {
             self.reclaim = Some((plan.before_chars, plan.after_chars));

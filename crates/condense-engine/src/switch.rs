@@ -9,8 +9,8 @@
 use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
     decide_switch, expected_calls, js_len, render, render_after_switch, switch_sizes, CacheTerms,
-    CapturedBatch, ColdEvent, Message, PlanStep, PriceProfile, RenderPlan, RenderSettings, Role,
-    State, SummarizeInputs, SwitchInputs,
+    CapturedBatch, ColdEvent, Message, PriceProfile, RenderSettings, Role, State, SummarizeInputs,
+    SwitchInputs,
 };
 use condense_store::entries::SwitchEntryData;
 // What the summarizer reads of one output: its prompt cuts results there.
@@ -38,8 +38,8 @@ pub(crate) struct CallLog {
     context_window: Option<u64>,
     /// A budget trigger fired since the previous call.
     budget_hit: bool,
-    /// Tokens of the prompt the previous call sent.
-    last_prompt_tokens: Option<u64>,
+    /// The prompt the previous call sent (after any switch).
+    last_prompt: Option<Vec<Message>>,
 }
 
 impl CallLog {
@@ -59,9 +59,24 @@ impl CallLog {
         self.budget_hit |= budget_hit;
     }
 
-    /// The size of the prompt this call sent (after any switch).
-    pub(crate) fn sent(&mut self, prompt_tokens: u64) {
-        self.last_prompt_tokens = Some(prompt_tokens);
+    /// The prompt this call sent (after any switch).
+    pub(crate) fn sent(&mut self, prompt: Vec<Message>) {
+        self.last_prompt = Some(prompt);
+    }
+
+    /// Tokens of `prompt` from its first message the previous call did not
+    /// send as is: appended since, or changed by the render without a
+    /// switch (a stub whose summary ref a later flush renumbered, a
+    /// compaction). The call writes them whether it switches or not.
+    fn unsent_tokens(&self, prompt: &[Message]) -> u64 {
+        let first = self.last_prompt.as_deref().map_or(0, |before| {
+            before
+                .iter()
+                .zip(prompt)
+                .take_while(|(a, b)| a == b)
+                .count()
+        });
+        tokens(prompt.get(first..).unwrap_or_default())
     }
 
     fn called(&mut self, call: &CallFacts) {
@@ -103,26 +118,10 @@ fn purge_pending(messages: &[Message], state: &State, settings: &RenderSettings<
             })
 }
 
-/// Tokens of a prompt as [`switch_sizes`] counts them (each message's
-/// `chars / 4`): `messages` as sent, or as `plan` renders them.
-pub(crate) fn prompt_tokens(messages: &[Message], plan: Option<&RenderPlan>) -> u64 {
-    let tokens = |m: &Message| chars_to_tokens(m.size());
-    match plan {
-        None => messages.iter().map(tokens).sum(),
-        Some(plan) => plan
-            .steps
-            .iter()
-            .map(|step| match step {
-                PlanStep::Keep(range) => messages
-                    .get(range.clone())
-                    .unwrap_or_default()
-                    .iter()
-                    .map(tokens)
-                    .sum(),
-                PlanStep::New(m) => tokens(m),
-            })
-            .sum(),
-    }
+/// Tokens of messages as [`switch_sizes`] counts them (each message's
+/// `chars / 4`).
+fn tokens(messages: &[Message]) -> u64 {
+    messages.iter().map(|m| chars_to_tokens(m.size())).sum()
 }
 
 /// The calls expected from this one on ([`expected_calls`]), no more than
@@ -165,9 +164,7 @@ pub(crate) fn decide(
             prices,
             prompt_tokens: sizes.prompt_tokens,
             suffix_tokens: sizes.suffix_tokens,
-            new_tokens: log
-                .last_prompt_tokens
-                .map_or(0, |before| sizes.prompt_tokens.saturating_sub(before)),
+            new_tokens: log.unsent_tokens(&current),
             removed_tokens: sizes.removed_tokens,
             expected_calls: calls_ahead(sizes.prompt_tokens, calls, log.context_window),
             cold_share: cold_share(cold, calls),
@@ -236,7 +233,6 @@ pub(crate) fn turn_flush_pays(
                 .rposition(|m| m.skeleton().tool_call_id.as_deref() == Some(id))
         })
         .unwrap_or(messages.len());
-    let tokens = |ms: &[Message]| ms.iter().map(|m| chars_to_tokens(m.size())).sum::<u64>();
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config.economy.profile);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);

@@ -210,3 +210,101 @@ fn a_long_runs_flush_says_it_is_one() {
         "{said:?}"
     );
 }
+
+fn msg(v: Value) -> Message {
+    Message::from_value(&v).expect("a message")
+}
+
+/// A failed write with a 4,000-character argument, a read with a
+/// 40,000-character output, and an `ls`: by the fourth call the failure is
+/// two turns old, so a switch would purge its argument (what it removes
+/// sits before the large output, which it would rewrite).
+fn failed_write_then_a_large_read(first_prompt: &str) -> Vec<Vec<Message>> {
+    let tool_call = |id: &str, name: &str, args: Value, at: i64| {
+        msg(
+            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id, "name": name,
+            "arguments": args}], "stopReason": "toolUse", "timestamp": at}),
+        )
+    };
+    let result = |id: &str, name: &str, text: String, error: bool, at: i64| {
+        msg(
+            json!({"role": "toolResult", "toolCallId": id, "toolName": name,
+            "content": [{"type": "text", "text": text}], "isError": error, "timestamp": at}),
+        )
+    };
+    vec![
+        vec![msg(
+            json!({"role": "user", "content": [{"type": "text", "text": first_prompt}], "timestamp": T0}),
+        )],
+        vec![
+            tool_call(
+                "w1",
+                "write",
+                json!({"path": "f.txt", "content": "x".repeat(4_000)}),
+                T0 + 1_000,
+            ),
+            result("w1", "write", "EACCES".into(), true, T0 + 2_000),
+        ],
+        vec![
+            tool_call("r1", "read", json!({"path": "g.txt"}), T0 + 3_000),
+            result("r1", "read", "y".repeat(40_000), false, T0 + 4_000),
+        ],
+        vec![
+            tool_call("l1", "ls", json!({"path": "."}), T0 + 5_000),
+            result("l1", "ls", "f.txt".into(), false, T0 + 6_000),
+        ],
+    ]
+}
+
+#[test]
+fn a_switch_is_free_when_the_call_rewrites_the_suffix_anyway() {
+    // The engine starts on the first prompt alone (nothing to show: no
+    // resume switch), then sees three calls, each adding one turn.
+    let start = |prompt: &str| {
+        let calls = failed_write_then_a_large_read(prompt);
+        let lines: Vec<Value> = calls[0]
+            .iter()
+            .map(|m| json!({"type": "message", "message": serde_json::from_str::<Value>(m.json()).expect("json")}))
+            .collect();
+        let mut e = started("cache-aware", &lines);
+        let (_, effects) = e.context_at(1, vec![], &call(T0 + 500));
+        assert!(switches(&effects).is_empty());
+        let mut held = 1;
+        for (n, turn) in calls[1..3].iter().enumerate() {
+            let (_, effects) =
+                e.context_at(held, turn.clone(), &call(T0 + 2_500 + 2_000 * n as i64));
+            assert!(switches(&effects).is_empty(), "{effects:?}");
+            held += turn.len();
+        }
+        (e, calls, held)
+    };
+
+    // The fourth call, warm: the purge removes P tokens, but the rewrite
+    // from the failed call on, the large output included, costs more than
+    // the eight calls expected after it save (R = 3 · 3 calls so far).
+    let (mut e, calls, held) = start("go");
+    let (_, effects) = e.context_at(held, calls[3].clone(), &call(T0 + 6_500));
+    assert!(switches(&effects).is_empty(), "{effects:?}");
+
+    // The same call when the host's context changed at its first message
+    // (as after pi's compaction): the whole prompt is written whether it
+    // switches or not, so the switch costs nothing beyond it and pays.
+    let (mut e, _, _) = start("go");
+    let mut changed: Vec<Message> = failed_write_then_a_large_read("GO")
+        .into_iter()
+        .flatten()
+        .collect();
+    changed.truncate(held + calls[3].len());
+    let (_, effects) = e.context_at(0, changed, &call(T0 + 6_500));
+    let switched = switches(&effects);
+    assert_eq!(switched.len(), 1, "{effects:?}");
+    assert_eq!(switched[0]["reason"], "pays");
+    let removed = switched[0]["removedTokens"]
+        .as_f64()
+        .expect("removed tokens");
+    assert!(removed > 900.0, "the purged argument: {removed}");
+    assert_eq!(switched[0]["rewriteCost"], json!(0.0));
+    // Eight later calls, each reading P fewer tokens at 0.1.
+    let saving = switched[0]["projectedSaving"].as_f64().expect("saving");
+    assert!((saving - 8.0 * removed * 0.1).abs() < 1e-6, "{saving}");
+}
