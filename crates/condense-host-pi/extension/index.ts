@@ -26,11 +26,17 @@ import {
 	withoutSystemMessages,
 	type HeldAnswer,
 } from "./sync";
+import { TurnEnds } from "./turns";
 
 /** Deadline for `context` answers (pi waits for them before every LLM call). */
 const CONTEXT_TIMEOUT_MS = 2_000;
 /** Deadline for every other request (a flush may run summarizer calls). */
 const REQUEST_TIMEOUT_MS = 300_000;
+/**
+ * How long `context` waits for the `turn_end` handler of the tool turn it
+ * sends to start (pi 0.73/0.74 queue it behind earlier handlers; turns.ts).
+ */
+const TURN_END_START_WAIT_MS = 2_000;
 /** Deadline for the `hello` handshake. */
 const HELLO_TIMEOUT_MS = 30_000;
 /** How long `session_shutdown` waits for the sidecar's goodbye. */
@@ -208,10 +214,10 @@ export default function condense(pi: ExtensionAPI) {
 	let heldFrom: Sidecar | undefined;
 	/** Bumped by every `context` request, to detect one racing a `turn.end`. */
 	let contextEpoch = 0;
-	/** The last `turn.end` request: `context` waits for it. */
-	let turnEnd: Promise<unknown> | undefined;
+	/** The `turn_end` handlers started: `context` waits for its turn's. */
+	const turnEnds = new TurnEnds();
 	// The flush a run's start may run (cache-aware policy): the run's first
-	// `context` waits for it, as for `turnEnd`.
+	// `context` waits for it, as for its turn's `turn_end`.
 	let agentStart: Promise<unknown> | undefined;
 	let lastCtx: ExtensionContext | undefined;
 	let versionOfPi: Promise<string> | undefined;
@@ -427,43 +433,47 @@ export default function condense(pi: ExtensionAPI) {
 		}) as any,
 	);
 
-	pi.on(
-		"turn_end",
-		guard("turn_end", async (event: any, ctx) => {
-			const s = sidecar;
-			if (!s?.alive) return;
-			const usage: any = safe(() => (ctx as any).getContextUsage?.());
-			const message = event?.message ?? null;
-			const toolResults = Array.isArray(event?.toolResults) ? event.toolResults : [];
-			const epoch = contextEpoch;
-			const heldKeys = keys.length;
-			const res = await (turnEnd = call("turn.end", {
-				turnIndex: event?.turnIndex ?? 0,
-				message,
-				toolResults,
-				usage: {
-					tokens: typeof usage?.tokens === "number" ? usage.tokens : null,
-					contextWindow: typeof usage?.contextWindow === "number" ? usage.contextWindow : 0,
-				},
-				now: Date.now(),
-			}));
-			if (!res) {
-				// An error answer leaves the sidecar's copy unknown: resend everything next time.
-				if (sidecar === s) keys = new KeyTable();
-				return;
+	const onTurnEnd = guard("turn_end", async (event: any, ctx) => {
+		const s = sidecar;
+		if (!s?.alive) return;
+		const usage: any = safe(() => (ctx as any).getContextUsage?.());
+		const message = event?.message ?? null;
+		const toolResults = Array.isArray(event?.toolResults) ? event.toolResults : [];
+		const epoch = contextEpoch;
+		const heldKeys = keys.length;
+		const res = await call("turn.end", {
+			turnIndex: event?.turnIndex ?? 0,
+			message,
+			toolResults,
+			usage: {
+				tokens: typeof usage?.tokens === "number" ? usage.tokens : null,
+				contextWindow: typeof usage?.contextWindow === "number" ? usage.contextWindow : 0,
+			},
+			now: Date.now(),
+		});
+		if (!res) {
+			// An error answer leaves the sidecar's copy unknown: resend everything next time.
+			if (sidecar === s) keys = new KeyTable();
+			return;
+		}
+		// A sidecar that appended the turn to its copy says `synced`; mirror it,
+		// unless a context request raced this one (then resend everything).
+		if (res.synced === true && sidecar === s) {
+			if (contextEpoch === epoch && keys.length === heldKeys && message) {
+				keys.append([message, ...toolResults], 0);
+			} else {
+				keys = new KeyTable();
 			}
-			// A sidecar that appended the turn to its copy says `synced`; mirror it,
-			// unless a context request raced this one (then resend everything).
-			if (res.synced === true && sidecar === s) {
-				if (contextEpoch === epoch && keys.length === heldKeys && message) {
-					keys.append([message, ...toolResults], 0);
-				} else {
-					keys = new KeyTable();
-				}
-			}
-			applyEffects(res.effects, ctx, pi);
-		}) as any,
-	);
+		}
+		applyEffects(res.effects, ctx, pi);
+	});
+	pi.on("turn_end", ((event: any, ctx: ExtensionContext) => {
+		// Recorded before the handler can return early (no sidecar), so
+		// `context` never waits for a turn_end that has come and gone.
+		const done = onTurnEnd(event, ctx);
+		turnEnds.record(event?.message, done);
+		return done;
+	}) as any);
 
 	pi.on(
 		"message_end",
@@ -495,13 +505,19 @@ export default function condense(pi: ExtensionAPI) {
 	pi.on(
 		"context",
 		guard("context", async (event: any, ctx) => {
+			const messages = event?.messages;
 			// pi 0.73/0.74 run turn_end handlers on a queue the agent loop does not
-			// wait for: let a flush at turn end finish, so it prunes this call as on
-			// later versions (a no-op there: the turn.end was answered already).
-			if (turnEnd) await turnEnd.catch(() => undefined);
+			// wait for: let the handler of the turn this call sends start and
+			// finish, so a flush at that turn's end prunes this call as on later
+			// versions (a no-op there: the turn.end was answered already).
+			if (sidecar?.alive && Array.isArray(messages)) {
+				const wait = await turnEnds.settled(messages, TURN_END_START_WAIT_MS);
+				if (wait === "timeout" && debug) {
+					logError(`condense: no turn_end within ${TURN_END_START_WAIT_MS} ms of the context call after its turn; carrying on`);
+				}
+			}
 			if (agentStart) await agentStart.catch(() => undefined);
 			const s = sidecar;
-			const messages = event?.messages;
 			if (!s?.alive || !Array.isArray(messages)) return undefined;
 			const started = timing ? performance.now() : 0;
 			if (held && (heldFrom !== s || !heldIntact(held))) held = undefined;

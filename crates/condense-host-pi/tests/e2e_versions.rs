@@ -64,8 +64,9 @@ fn pi_1_6_budget_flush_at_turn_end() {
     }
 }
 
-/// pi 0.73 calls `context` before its `turn_end` handlers finish; the stubs
-/// must still reach the very next request.
+/// pi 0.73 calls `context` before its `turn_end` handlers finish, or even
+/// start (they queue behind `message_end`'s); the stubs must still reach the
+/// very next request.
 #[test]
 fn pi_0_73_node_20_budget_flush_at_turn_end() {
     if let Some(install) = install(&PiTarget::pi_0_73()) {

@@ -536,8 +536,10 @@ pub fn debug_dump(run: &PiRun, pi: &PiEnv, llm: &FakeLlm) {
 /// it appends `turn.end`'s message and results to its copy (`synced`,
 /// docs/protocol.md); until it does, the flush rescans a copy one turn behind
 /// and summarizes nothing at turn 0. pi 0.73 does not wait for `turn_end`
-/// handlers before the next LLM call; the shim's `context` handler waits for
-/// the `turn.end` answer instead, so the stubs arrive as early there.
+/// handlers before the next LLM call, and may not even have started the
+/// turn's handler by then; the shim's `context` handler waits for it to
+/// start (bounded) and for its `turn.end` answer instead, so the stubs
+/// arrive as early there.
 pub fn budget_flush_at_turn_end(install: &'static PiInstall) {
     let llm = FakeLlm::start(budget_script());
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
