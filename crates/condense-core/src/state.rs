@@ -49,6 +49,10 @@ struct Occurrence {
     /// summarized (indexed or aliased): it is shown once a later switch
     /// exists (under the cache-aware policy).
     since: Option<u64>,
+    /// The number of switches recorded when its own record was first
+    /// indexed: later than `since` for a dedup alias an uncovered chain
+    /// backfilled, whose stub shows the alias until a switch shows the record.
+    record_since: Option<u64>,
 }
 
 /// The last stub rendered for an occurrence, tagged with the state
@@ -98,6 +102,21 @@ pub(crate) struct StubTarget<'a> {
     pub(crate) cell: Option<&'a StubCell>,
     /// The switch count when the occurrence was first summarized.
     pub(crate) since: Option<u64>,
+    /// A dedup alias that later got a record of its own (an uncovered
+    /// chain's backfill, with a ref of its own): the switch count when that
+    /// record was indexed, and the alias's view (the original's record and
+    /// ref), which a stub shows until a switch shows the record.
+    pub(crate) aliased_before: Option<AliasView<'a>>,
+}
+
+/// What a dedup alias's stub showed before the occurrence was indexed itself.
+pub(crate) struct AliasView<'a> {
+    /// The switch count when the occurrence's own record was indexed.
+    pub(crate) record_since: Option<u64>,
+    /// The original's record.
+    pub(crate) record: Option<&'a ToolCallRecord>,
+    /// The original's short ref.
+    pub(crate) short_ref: Option<&'a str>,
 }
 
 /// A per-batch summary body and the occurrences it covers.
@@ -278,6 +297,7 @@ impl State {
         let occ = self.occurrence_mut(&key);
         occ.record = Some(idx);
         occ.since.get_or_insert(switches);
+        occ.record_since.get_or_insert(switches);
         key
     }
 
@@ -361,11 +381,23 @@ impl State {
             (None, Some(orig)) => self.record_exact(&orig.id, orig.result_timestamp),
             (None, None) => None,
         };
+        let aliased_before = match (occ.record, &occ.alias_of) {
+            (Some(_), Some(orig)) => {
+                let original = self.occurrence(&orig.id, orig.result_timestamp);
+                Some(AliasView {
+                    record_since: occ.record_since,
+                    record: self.record_exact(&orig.id, orig.result_timestamp),
+                    short_ref: original.and_then(|o| o.short_ref.as_deref()),
+                })
+            }
+            _ => None,
+        };
         Some(StubTarget {
             record,
             short_ref: occ.short_ref.as_deref(),
             cell,
             since: occ.since,
+            aliased_before,
         })
     }
 

@@ -341,3 +341,98 @@ fn a_chain_text_follows_its_summaries_across_switches() {
     let again = shown(&state);
     assert!(again.contains("SECOND"), "{again}");
 }
+
+/// A dedup alias shown by a switch keeps its stub (the original's ref) when
+/// a later flush compresses its uncovered chain and backfills it with a ref
+/// of its own, as pi-condense does: under the cache-aware policy the chain is
+/// pending until a switch, and the new ref would otherwise rewrite the cached
+/// prompt from the stub on without one. Under `reference` (and once a switch
+/// shows the chain) the chain drops the result, as pi-condense renders it.
+#[test]
+fn a_backfilled_alias_keeps_its_stub_until_a_switch_shows_its_chain() {
+    let turn = |n: i64, id: &str| {
+        let t = n * 10;
+        [
+            json!({"role":"user","content":format!("task {n}"),"timestamp":t}),
+            json!({"role":"assistant","content":[{"type":"toolCall","id":id,"name":"read","arguments":{"path":"src/a.rs"}}],"timestamp":t + 1}),
+            json!({"role":"toolResult","toolCallId":id,"toolName":"read","content":[{"type":"text","text":"SAME OUTPUT"}],"isError":false,"timestamp":t + 2}),
+            json!({"role":"assistant","content":[{"type":"text","text":"done"}],"timestamp":t + 3}),
+        ]
+    };
+    let messages: Vec<Message> = turn(1, "c1")
+        .into_iter()
+        .chain(turn(2, "c2"))
+        .chain([json!({"role":"user","content":"next","timestamp":30})])
+        .map(|v| Message::from_value(&v).unwrap())
+        .collect();
+    let alias_stub = |out: &[Message]| -> Option<String> {
+        out.iter()
+            .find(|m| m.json().contains(r#""toolCallId":"c2""#))
+            .map(|m| m.to_value().unwrap()["content"][0]["text"].to_string())
+    };
+    for policy in [condense_core::Policy::Reference, condense_core::Policy::CacheAware] {
+        let mut config = Config::default();
+        config.economy.policy = policy;
+        let protection = Protection::new(&config);
+        let settings = RenderSettings {
+            config: &config,
+            protection: &protection,
+        };
+        let mut state = State::new();
+        let original = serde_json::from_value(json!({
+            "toolCallId":"c1","toolName":"read","args":{"path":"src/a.rs"},"resultText":"SAME OUTPUT",
+            "isError":false,"turnIndex":0,"timestamp":11,"resultTimestamp":12
+        }))
+        .unwrap();
+        state.add_record(original, true);
+        state.register_summary_refs(&[SummaryRef {
+            short_id: "t1".into(),
+            tool_call_id: "c1".into(),
+            result_timestamp: Some(12),
+        }]);
+        state.register_summary_body(vec![OccurrenceKey::new("c1", Some(12))], "S1".into());
+        state.register_dedup_alias(
+            &OccurrenceKey::new("c2", Some(22)),
+            &OccurrenceKey::new("c1", Some(12)),
+        );
+        state.record_switch(messages.len());
+        let shown = render(&messages, &state, &settings).messages(&messages);
+        let before = alias_stub(&shown).expect("the alias is in the prompt");
+        assert!(before.contains("ref `t1`"), "{before}");
+
+        // The rolling window passes the second task's chain: no summary
+        // covers it, so it is compressed with a deterministic body and its
+        // alias backfilled under a ref of its own.
+        let plan = condense_core::plan_chains(&messages, None, &state, &config, &protection, 0);
+        let applied =
+            condense_core::apply_chains(plan, Vec::new(), &[], &mut state, &config, 40);
+        assert_eq!(state.short_ref("c2", Some(22)), Some("t2"), "{applied:?}");
+
+        let out = render(&messages, &state, &settings).messages(&messages);
+        let after = alias_stub(&out);
+        let chain_shown = out.iter().any(|m| m.json().contains("<compressed-chain"));
+        match policy {
+            condense_core::Policy::Reference => {
+                assert!(chain_shown && after.is_none(), "the chain drops the alias");
+            }
+            condense_core::Policy::CacheAware => {
+                assert!(!chain_shown, "the chain is pending");
+                assert_eq!(after.as_deref(), Some(before.as_str()), "no rewrite");
+                assert_eq!(
+                    render(&messages, &state.clone(), &settings),
+                    render(&messages, &state, &settings),
+                    "warm = cold"
+                );
+                let next = condense_core::render_after_switch(&messages, &state, &settings)
+                    .messages(&messages);
+                assert!(
+                    next.iter().any(|m| m.json().contains(r#"tools=\"t2\""#)),
+                    "a switch shows the chain with the backfilled ref"
+                );
+                state.record_switch(messages.len());
+                let out = render(&messages, &state, &settings).messages(&messages);
+                assert!(alias_stub(&out).is_none(), "the switch shows the chain");
+            }
+        }
+    }
+}

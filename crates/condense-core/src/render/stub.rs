@@ -108,7 +108,20 @@ pub(crate) fn apply(
         if !gate.shows(target.since) {
             continue;
         }
-        if let Some(cell) = target.cell {
+        // A dedup alias a chain's backfill indexed after the last switch
+        // keeps the stub it was shown with (the original's record and ref)
+        // while that chain is pending: its new ref would rewrite the cached
+        // prompt from here without a switch. The cell caches the record's
+        // own stub only, which every render after a switch shows.
+        let pending_alias = target
+            .aliased_before
+            .as_ref()
+            .filter(|a| !gate.shows(a.record_since));
+        let (record, short_ref, cell) = match pending_alias {
+            Some(a) => (a.record, a.short_ref, None),
+            None => (target.record, target.short_ref, target.cell),
+        };
+        if let Some(cell) = cell {
             if let Some(cached) = cell.get(generation, fingerprint) {
                 match cached {
                     // Same occurrence, so same id and timestamp; the tool
@@ -122,18 +135,16 @@ pub(crate) fn apply(
                 }
             }
         }
-        let protected = target
-            .record
-            .is_some_and(|r| protection.is_protected(&r.tool_name, &r.args));
+        let protected = record.is_some_and(|r| protection.is_protected(&r.tool_name, &r.args));
         let stub = (!protected).then(|| {
-            let short_ref = target.short_ref.unwrap_or(id);
-            let text = match target.record {
+            let short_ref = short_ref.unwrap_or(id);
+            let text = match record {
                 Some(r) if r.spill_path.is_some() => spilled_stub_text(r, short_ref),
                 _ => summarized_stub_text(short_ref),
             };
             stub_message(m, &text)
         });
-        if let Some(cell) = target.cell {
+        if let Some(cell) = cell {
             cell.set(CachedStub {
                 generation,
                 protection: fingerprint,
