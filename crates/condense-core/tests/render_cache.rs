@@ -370,7 +370,10 @@ fn a_backfilled_alias_keeps_its_stub_until_a_switch_shows_its_chain() {
             .find(|m| m.json().contains(r#""toolCallId":"c2""#))
             .map(|m| m.to_value().unwrap()["content"][0]["text"].to_string())
     };
-    for policy in [condense_core::Policy::Reference, condense_core::Policy::CacheAware] {
+    for policy in [
+        condense_core::Policy::Reference,
+        condense_core::Policy::CacheAware,
+    ] {
         let mut config = Config::default();
         config.economy.policy = policy;
         let protection = Protection::new(&config);
@@ -404,8 +407,7 @@ fn a_backfilled_alias_keeps_its_stub_until_a_switch_shows_its_chain() {
         // covers it, so it is compressed with a deterministic body and its
         // alias backfilled under a ref of its own.
         let plan = condense_core::plan_chains(&messages, None, &state, &config, &protection, 0);
-        let applied =
-            condense_core::apply_chains(plan, Vec::new(), &[], &mut state, &config, 40);
+        let applied = condense_core::apply_chains(plan, Vec::new(), &[], &mut state, &config, 40);
         assert_eq!(state.short_ref("c2", Some(22)), Some("t2"), "{applied:?}");
 
         let out = render(&messages, &state, &settings).messages(&messages);
