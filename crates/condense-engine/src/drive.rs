@@ -21,7 +21,7 @@
 //! [`Driver::unrecoverable`] asks the index, as `context_tree_query` does,
 //! whether each can still be read back whole.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,7 +36,7 @@ use condense_summarizer::{
 use serde_json::{json, Value};
 
 use crate::host::{self, TurnEnd};
-use crate::protocol::Effect;
+use crate::protocol::{Delivery, Effect};
 use crate::session::{EngineLock, StartParams};
 use crate::switch::CallFacts;
 use crate::Engine;
@@ -131,20 +131,35 @@ impl Written {
     /// The message this entry adds to pi's context, if any (a summary),
     /// as pi's `buildSessionContext` makes it.
     fn context_message(&self) -> Option<Message> {
-        if !matches!(self.effect, Effect::AppendMessage { .. }) {
-            return None;
+        match &self.effect {
+            Effect::AppendMessage {
+                custom_type,
+                content,
+                display,
+                details,
+                ..
+            } => condense_store::context::custom_message(
+                custom_type,
+                content,
+                *display,
+                details,
+                self.at,
+            ),
+            _ => None,
         }
-        let mut v = self.entry()?;
-        v["id"] = json!("simulated");
-        v["parentId"] = Value::Null;
-        v["timestamp"] = json!(condense_store::time::format_iso(self.at));
-        let header = r#"{"type":"session","version":3,"id":"s","timestamp":"","cwd":""}"#;
-        let session = condense_store::session::Session::parse(&format!("{header}\n{v}"));
-        let entries: Vec<&Entry> = session.entries.iter().collect();
-        condense_store::context::build_context(&entries)
-            .messages
-            .into_iter()
-            .next()
+    }
+
+    /// Whether pi's running agent holds the message this entry adds as
+    /// soon as it is appended (`pi.sendMessage`); one written straight to
+    /// the session file reaches pi's list only when pi rebuilds it.
+    fn in_pi_list(&self) -> bool {
+        matches!(
+            self.effect,
+            Effect::AppendMessage {
+                delivery: Delivery::Runtime,
+                ..
+            }
+        )
     }
 }
 
@@ -152,18 +167,27 @@ impl Written {
 /// written ones in their places, relinked parent to child, as the lines of
 /// a session file without its header (what [`StartParams::branch`] takes).
 pub fn branch_with_written(recorded: &[String], written: &[Written]) -> String {
+    crate::jsonl(branch_lines(recorded, written).0)
+}
+
+/// [`branch_with_written`]'s lines, and the ids given to the written
+/// entries.
+fn branch_lines(recorded: &[String], written: &[Written]) -> (Vec<String>, HashSet<String>) {
     fn push(lines: &mut Vec<String>, mut v: Value, parent: &mut Value) {
         v["parentId"] = parent.clone();
         *parent = v["id"].clone();
         lines.push(v.to_string());
     }
-    fn push_written(lines: &mut Vec<String>, w: &Written, parent: &mut Value) {
+    let mut ids = HashSet::new();
+    let mut push_written = |lines: &mut Vec<String>, w: &Written, parent: &mut Value| {
         if let Some(mut v) = w.entry() {
-            v["id"] = json!(format!("sim{:05}", lines.len()));
+            let id = format!("sim{:05}", lines.len());
+            v["id"] = json!(id);
             v["timestamp"] = json!(condense_store::time::format_iso(w.at));
             push(lines, v, parent);
+            ids.insert(id);
         }
-    }
+    };
     let mut lines = Vec::with_capacity(recorded.len() + written.len());
     let mut parent = Value::Null;
     let mut next = written.iter().peekable();
@@ -178,7 +202,13 @@ pub fn branch_with_written(recorded: &[String], written: &[Written]) -> String {
     for w in next {
         push_written(&mut lines, w, &mut parent);
     }
-    crate::jsonl(lines)
+    (lines, ids)
+}
+
+/// A session's entries (lines without the header), parsed.
+fn parse_branch(text: &str) -> condense_store::session::Session {
+    let header = r#"{"type":"session","version":3,"id":"simulated","timestamp":"","cwd":""}"#;
+    condense_store::session::Session::parse(&format!("{header}\n{text}"))
 }
 
 /// The turn in progress: an assistant message and its tool results.
@@ -212,12 +242,15 @@ pub struct Driver {
     removed: HashMap<String, Message>,
     /// Messages pi's context holds from the recorded entries fed so far.
     recorded_messages: usize,
-    /// A compaction was fed: pi rebuilt the context, and where the
-    /// messages below go in it is no longer known.
-    compacted: bool,
-    /// The messages written entries add to pi's context (the flushes'
-    /// summaries), each after that many recorded context messages.
+    /// The messages written entries add to pi's list, each after that many
+    /// recorded context messages: those pi's agent takes at once
+    /// (`Delivery::Runtime`), and after a compaction every one after the
+    /// kept point (pi rebuilds its list from the file). The engine shows
+    /// the others itself.
     inserted: Vec<(usize, Message)>,
+    /// Entries fed before the last `context` call: pi rebuilds its list at
+    /// a compaction fed after it only for a call that never came.
+    fed_at_context: usize,
 }
 
 /// The tool-call id of a tool result.
@@ -279,8 +312,8 @@ impl Driver {
             switches: 0,
             removed: HashMap::new(),
             recorded_messages: 0,
-            compacted: false,
             inserted: Vec::new(),
+            fed_at_context: 0,
         })
     }
 
@@ -313,7 +346,7 @@ impl Driver {
                 at: self.now,
                 effect,
             };
-            if let Some(m) = written.context_message() {
+            if let Some(m) = written.context_message().filter(|_| written.in_pi_list()) {
                 self.inserted.push((self.recorded_messages, m));
             }
             self.written.push(written);
@@ -371,10 +404,12 @@ impl Driver {
     pub fn feed(&mut self, entries: &[&Entry], usage: Option<u64>, context_window: u64) {
         self.context_window = context_window;
         for entry in entries {
-            let adds = if entry.kind == condense_store::session::EntryType::Compaction {
-                self.compacted = true;
-                0
-            } else {
+            if entry.kind == condense_store::session::EntryType::Compaction {
+                self.fed.push(entry.raw().to_owned());
+                self.rebuild_pi_list();
+                continue;
+            }
+            let adds = {
                 condense_store::context::build_context(&[*entry])
                     .messages
                     .len()
@@ -445,8 +480,9 @@ impl Driver {
     /// before the next call's `context`).
     pub fn context(&mut self, messages: &[Message], call: &CallFacts) -> Vec<Message> {
         self.close_turn();
+        self.fed_at_context = self.fed.len();
         let with_summaries;
-        let messages = if self.inserted.is_empty() || self.compacted {
+        let messages = if self.inserted.is_empty() {
             messages
         } else {
             with_summaries = self.with_inserted(messages);
@@ -457,9 +493,8 @@ impl Driver {
         }
         let (steps, effects) = {
             let mut engine = self.engine.engine();
-            let held = engine.messages();
-            let keep = held
-                .iter()
+            let keep = engine
+                .host_messages()
                 .zip(messages)
                 .take_while(|(a, b)| a == b)
                 .count();
@@ -486,8 +521,28 @@ impl Driver {
         prompt
     }
 
-    /// `messages` (the recorded entries' context) with the messages the
-    /// run's own entries added in their places, as pi's context holds them.
+    /// After a compaction pi rebuilds its list from the session file: the
+    /// messages the run's entries added after the kept point are in it,
+    /// wherever they were delivered.
+    fn rebuild_pi_list(&mut self) {
+        let (lines, written_ids) = branch_lines(&self.fed, &self.written);
+        let session = parse_branch(&crate::jsonl(lines));
+        let branch: Vec<&Entry> = session.entries.iter().collect();
+        let ctx = condense_store::context::build_context(&branch);
+        self.inserted.clear();
+        let mut recorded = 0;
+        for (message, id) in ctx.messages.into_iter().zip(&ctx.entry_ids) {
+            if written_ids.contains(id) {
+                self.inserted.push((recorded, message));
+            } else {
+                recorded += 1;
+            }
+        }
+        self.recorded_messages = recorded;
+    }
+
+    /// `messages` (the recorded entries' context) with the messages pi's
+    /// list holds from the run's own entries, in their places.
     fn with_inserted(&self, messages: &[Message]) -> Vec<Message> {
         let mut out = Vec::with_capacity(messages.len() + self.inserted.len());
         let mut next = self.inserted.iter().peekable();
@@ -586,42 +641,89 @@ impl Driver {
     }
 
     /// Whether a reload of the session the live run would have left (the
-    /// entries fed, with [`Driver::written`] in their places) renders the
-    /// engine's messages as the live state does.
+    /// entries fed, with [`Driver::written`] in their places) renders what
+    /// the live engine renders: the context pi rebuilds from that file
+    /// (as far as the engine's copy reaches) under the replayed state, against
+    /// the engine's copy under the live state.
     pub fn reload_renders_the_same(&self) -> Result<(), String> {
-        let text = branch_with_written(&self.fed, &self.written);
-        let header = r#"{"type":"session","version":3,"id":"simulated","timestamp":"","cwd":""}"#;
-        let session = condense_store::session::Session::parse(&format!("{header}\n{text}"));
+        let session = parse_branch(&branch_with_written(&self.fed, &self.written));
         let branch: Vec<&Entry> = session.entries.iter().collect();
         let (reloaded, _problems) = condense_store::replay::replay_branch(&branch);
+        let rebuilt = self.context_at_last_call();
         let engine = self.engine.engine();
         let settings = condense_core::RenderSettings {
             config: engine.config(),
             protection: engine.protection(),
         };
         let messages = engine.messages();
+        let rebuilt = rebuilt.get(..messages.len()).unwrap_or(&rebuilt);
         let live = condense_core::render(messages, engine.state(), &settings).messages(messages);
-        let again = condense_core::render(messages, &reloaded, &settings).messages(messages);
-        if live == again {
+        let again = condense_core::render(rebuilt, &reloaded, &settings).messages(rebuilt);
+        // The rebuilt file's recorded lines were re-serialized (`9e-6` for
+        // `0.000009`): messages are the same when their JSON values are.
+        let same = |a: &Message, b: &Message| {
+            a.json() == b.json()
+                || serde_json::from_str::<Value>(a.json()).ok()
+                    == serde_json::from_str::<Value>(b.json()).ok()
+        };
+        let differ = live.iter().zip(&again).position(|(a, b)| !same(a, b));
+        if differ.is_none() && live.len() == again.len() {
             return Ok(());
         }
-        let at = live
-            .iter()
-            .zip(&again)
-            .position(|(a, b)| a != b)
-            .unwrap_or(live.len().min(again.len()));
+        let at = differ.unwrap_or(live.len().min(again.len()));
+        // From a little before the first character that differs.
+        let from = live
+            .get(at)
+            .zip(again.get(at))
+            .map(|(a, b)| {
+                let (a, b) = (a.json(), b.json());
+                let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+                (0..=same.saturating_sub(40))
+                    .rev()
+                    .find(|&i| a.is_char_boundary(i))
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0);
         let head = |ms: &[Message]| {
             ms.get(at)
-                .map(|m| m.json().chars().take(160).collect::<String>())
+                .and_then(|m| m.json().get(from..))
+                .map(|t| t.chars().take(160).collect::<String>())
                 .unwrap_or_default()
         };
         Err(format!(
-            "the reload renders differently from message {at} ({} messages live, {} reloaded): live {} | reloaded {}",
+            "the reload renders differently from message {at} ({} messages live, {} reloaded), from its character {from}: live {} | reloaded {}",
             live.len(),
             again.len(),
             head(&live),
             head(&again)
         ))
+    }
+
+    /// The context pi would hand `context` from the file the run leaves,
+    /// leaving out compactions fed after the last call (no call saw them).
+    fn context_at_last_call(&self) -> Vec<Message> {
+        let late = |n: usize, line: &str| {
+            n >= self.fed_at_context
+                && serde_json::from_str::<Value>(line).is_ok_and(|v| v["type"] == "compaction")
+        };
+        let dropped: Vec<usize> = (0..self.fed.len())
+            .filter(|&n| late(n, &self.fed[n]))
+            .collect();
+        let fed: Vec<String> = (0..self.fed.len())
+            .filter(|n| dropped.binary_search(n).is_err())
+            .map(|n| self.fed[n].clone())
+            .collect();
+        let written: Vec<Written> = self
+            .written
+            .iter()
+            .map(|w| Written {
+                after: w.after - dropped.partition_point(|&d| d < w.after),
+                ..w.clone()
+            })
+            .collect();
+        let session = parse_branch(&branch_with_written(&fed, &written));
+        let branch: Vec<&Entry> = session.entries.iter().collect();
+        condense_store::context::build_context(&branch).messages
     }
 
     /// The engine, for inspection.

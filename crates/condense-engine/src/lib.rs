@@ -2,7 +2,10 @@
 //!
 //! - [`session`]: one session's state machine ([`Engine`]): replay on start,
 //!   capture at turn end, budget gates, render with incremental message
-//!   sync, query, and the engine's side of a flush.
+//!   sync, query, and the engine's side of a flush. Its copy of the context
+//!   holds the summaries a flush wrote to the session file before the
+//!   host's list does (`injected`), so what the model is sent is what a
+//!   reload renders.
 //! - [`flush`]: **the** flush driver. Sans-IO steps (plan → summarizer jobs
 //!   → apply → chain compression with range fusion → effects) and one async
 //!   runner, [`flush::run_flush`], that runs the LLM calls between the steps
@@ -31,6 +34,7 @@
 pub mod drive;
 pub mod flush;
 pub mod host;
+mod injected;
 pub mod protocol;
 pub mod request;
 pub mod session;

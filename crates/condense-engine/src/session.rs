@@ -26,11 +26,14 @@ use condense_core::{render, PlanStep, RenderSettings};
 use condense_core::{Config, PruneOn};
 use condense_core::{EconomyReport, RecordedUsage, SessionEconomy};
 use condense_core::{FlushEffect, JobResult, Notice};
-use condense_store::effects::{diagnostic_entry, entry_for, flush_metrics_entry, switch_entry};
+use condense_store::effects::{
+    diagnostic_entry, entry_for, flush_metrics_entry, switch_entry, NewEntry,
+};
 use condense_store::session::Session;
 use serde_json::{json, Value};
 
 use crate::flush::{spill_batch, BlobDir, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
+use crate::injected::Injected;
 use crate::protocol::{Delivery, Effect, Effects, Placement};
 use crate::switch::{CallFacts, CallLog};
 
@@ -128,7 +131,11 @@ pub struct Engine {
     settings: Value,
     config: Config,
     protection: Protection,
+    /// The context: the host's list with [`Engine::injected`]'s messages.
     messages: Vec<Message>,
+    /// Summaries written to the session file that the host's list does
+    /// not hold yet (see [`crate::injected`]).
+    injected: Injected,
     entry_ts: Vec<Option<i64>>,
     /// The branch's assistant messages before `messages` (see
     /// [`crate::turns`]).
@@ -160,6 +167,7 @@ impl Default for Engine {
             protection: Protection::new(&config),
             config,
             messages: Vec::new(),
+            injected: Injected::default(),
             entry_ts: Vec::new(),
             turns_before: 0,
             state: State::new(),
@@ -210,9 +218,18 @@ pub struct StartParams {
 }
 
 impl Engine {
-    /// The messages the sidecar holds (the last `context` call's input).
+    /// The context the engine renders: the host's list as the last
+    /// `context` call (and turn ends since) gave it, with the summaries the
+    /// engine's flushes wrote to the session in their places, as a reload
+    /// would read them.
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// The host's own list as the engine holds it (what `keep` counts):
+    /// [`Engine::messages`] without the summaries the host does not hold.
+    pub fn host_messages(&self) -> impl Iterator<Item = &Message> + '_ {
+        self.injected.host_messages(&self.messages)
     }
 
     /// Rebuilds everything from the branch (what `session_start` does).
@@ -250,6 +267,7 @@ impl Engine {
         self.entry_ts = ctx.entry_ids.iter().map(|id| ts_of(id)).collect();
         self.turns_before = ctx.turns_before;
         self.messages = ctx.messages;
+        self.injected.clear();
         let (state, _problems) = condense_store::replay::replay_branch(&branch);
         self.state = state;
         self.economy = condense_store::economy::session_economy(&branch);
@@ -446,19 +464,15 @@ impl Engine {
         append: Vec<Message>,
         call: &CallFacts,
     ) -> (Option<Vec<PlanStep>>, Effects) {
-        let keep = keep.min(self.messages.len());
         if keep == 0 && !self.messages.is_empty() {
             self.turns_before =
                 crate::turns::turns_before_replacing(&self.messages, self.turns_before, &append);
         }
-        self.messages.truncate(keep);
-        self.entry_ts.truncate(keep);
-        self.entry_ts
-            .extend(std::iter::repeat_n(None, append.len()));
-        self.messages.extend(append);
+        self.injected
+            .sync(&mut self.messages, &mut self.entry_ts, keep, append);
         let mut out = Effects::new();
         if !self.config.enabled {
-            return (None, out);
+            return (self.injected.host_steps(None, &self.messages), out);
         }
         let settings = RenderSettings {
             config: &self.config,
@@ -491,6 +505,7 @@ impl Engine {
             self.reclaim = Some((plan.before_chars, plan.after_chars));
             plan.steps
         });
+        let steps = self.injected.host_steps(steps, &self.messages);
         out.extend(self.status_if_changed());
         (steps, out)
     }
@@ -757,6 +772,9 @@ impl Engine {
         let mut out = Effects::new();
         let live = report.trigger.is_some();
         entries(&mut out, &report.flush_effects, delivery);
+        if delivery == Delivery::Session {
+            self.inject_summaries(&report.flush_effects, now);
+        }
         if live {
             notices(&mut out, &report.flush_notices);
         }
@@ -777,6 +795,34 @@ impl Engine {
         FlushDone {
             effects: out,
             report,
+        }
+    }
+
+    /// The summaries a flush writes to the session file join the engine's
+    /// context now, after the messages it holds (at a reply, before the
+    /// reply, which pi persists after `message_end`): the host's list
+    /// lacks them until it rebuilds from the file.
+    fn inject_summaries(&mut self, effects: &[FlushEffect], now: i64) {
+        for effect in effects {
+            if let NewEntry::CustomMessage {
+                custom_type,
+                content,
+                display,
+                details,
+            } = entry_for(effect)
+            {
+                let message = condense_store::context::custom_message(
+                    custom_type,
+                    &content,
+                    display,
+                    &details,
+                    now,
+                );
+                if let Some(m) = message {
+                    self.injected
+                        .push(&mut self.messages, &mut self.entry_ts, m);
+                }
+            }
         }
     }
 

@@ -140,6 +140,30 @@ fn is_assistant(entry: &Entry) -> bool {
             .is_some_and(|m| m.is(&Role::Assistant))
 }
 
+/// The message a `custom_message` entry appended at `at_ms` gives in pi's
+/// context, as [`build_context`] makes it once the entry is in the file
+/// (the engine shows a summary it wrote before pi reads the file back).
+pub fn custom_message(
+    custom_type: &str,
+    content: &serde_json::Value,
+    display: bool,
+    details: &serde_json::Value,
+    at_ms: i64,
+) -> Option<Message> {
+    let mut json = String::from(r#"{"role":"custom""#);
+    let fields = [
+        ("customType", serde_json::to_string(custom_type).ok()?),
+        ("content", serde_json::to_string(content).ok()?),
+        ("display", display.to_string()),
+        ("details", serde_json::to_string(details).ok()?),
+    ];
+    for (key, raw) in &fields {
+        push_field(&mut json, key, raw);
+    }
+    push_timestamp(&mut json, &crate::time::format_iso(at_ms));
+    Message::from_json(&json).ok()
+}
+
 /// Appends the message an entry contributes, if any.
 fn push_entry(ctx: &mut SessionContext, entry: &Entry) {
     match entry.kind {
@@ -320,6 +344,28 @@ mod tests {
         );
         assert_eq!(ctx.entry_ids, vec!["a", "b", "d"]);
         assert_eq!(s.entries[3].payload_raw(), None);
+    }
+
+    #[test]
+    fn a_custom_message_built_live_is_the_one_its_entry_gives() {
+        let content = serde_json::json!("summary \"text\"");
+        let details =
+            serde_json::json!({"toolCallRefs": [{"id": "c1", "ref": "t1"}], "turnIndex": 2});
+        let line = serde_json::json!({"type": "custom_message", "customType": "context-prune-summary",
+            "content": content, "display": false, "details": details, "id": "a", "parentId": null,
+            "timestamp": crate::time::format_iso(1_700_000_000_123)});
+        let s = session(&[&line.to_string()]);
+        let live = custom_message(
+            "context-prune-summary",
+            &content,
+            false,
+            &details,
+            1_700_000_000_123,
+        );
+        assert_eq!(
+            live.as_ref().map(Message::json),
+            Some(jsons(&s.context(None))[0])
+        );
     }
 
     #[test]

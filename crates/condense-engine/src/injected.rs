@@ -1,0 +1,295 @@
+//! The messages a flush's session entries add to the context before the
+//! host's own list holds them.
+//!
+//! A summary written straight to the session file (`Delivery::Session`:
+//! every flush at a turn's end or a reply) is in what a reload renders, but
+//! pi's running agent never reads the file back, so the list it hands
+//! `context` lacks it until pi rebuilds from the file (a reload, a
+//! compaction). The engine therefore keeps each such message in its own
+//! copy of the context, at its branch position (after the messages the copy
+//! held when the flush ran), and renders that: the model is sent what a
+//! reload renders. The host still speaks in its own list's coordinates
+//! (`keep`, `append`, the plan's `Keep` ranges); [`Injected`] translates.
+//!
+//! An injected message is dropped once the host's list is cut before it
+//! (the host no longer holds what preceded it), or once the host's list
+//! holds the same message itself (matched by `customType` and `details`,
+//! which name the summarized calls).
+
+use std::ops::Range;
+
+use condense_core::{Message, PlanStep, Role};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// What identifies a custom message the host may come to hold.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Identity {
+    #[serde(default)]
+    custom_type: Option<String>,
+    #[serde(default)]
+    details: Value,
+}
+
+impl Identity {
+    fn of(message: &Message) -> Option<Identity> {
+        if !message.is(&Role::Custom) {
+            return None;
+        }
+        serde_json::from_str(message.json()).ok()
+    }
+}
+
+/// One injected message: where it sits in the engine's copy.
+#[derive(Debug, Clone)]
+struct Slot {
+    at: usize,
+    identity: Identity,
+}
+
+/// The injected messages of the engine's copy, in order of position.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Injected {
+    slots: Vec<Slot>,
+}
+
+impl Injected {
+    /// Forgets every injected message (the copy was rebuilt from the
+    /// branch, which holds them).
+    pub(crate) fn clear(&mut self) {
+        self.slots.clear();
+    }
+
+    /// Whether none is injected.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Adds `message` at the end of the copy.
+    pub(crate) fn push(
+        &mut self,
+        messages: &mut Vec<Message>,
+        entry_ts: &mut Vec<Option<i64>>,
+        message: Message,
+    ) {
+        let Some(identity) = Identity::of(&message) else {
+            return;
+        };
+        self.slots.push(Slot {
+            at: messages.len(),
+            identity,
+        });
+        messages.push(message);
+        entry_ts.push(None);
+    }
+
+    /// The host's messages in the copy (the injected ones skipped).
+    pub(crate) fn host_messages<'a>(
+        &'a self,
+        messages: &'a [Message],
+    ) -> impl Iterator<Item = &'a Message> + 'a {
+        let mut slots = self.slots.iter().peekable();
+        messages.iter().enumerate().filter_map(move |(i, m)| {
+            if slots.next_if(|s| s.at == i).is_some() {
+                None
+            } else {
+                Some(m)
+            }
+        })
+    }
+
+    /// Syncs the copy with the host's list: its first `keep` messages still
+    /// match (in the host's coordinates), then `append`. Injected messages
+    /// after the first `keep` host messages go; those right after them stay.
+    pub(crate) fn sync(
+        &mut self,
+        messages: &mut Vec<Message>,
+        entry_ts: &mut Vec<Option<i64>>,
+        keep: usize,
+        append: Vec<Message>,
+    ) {
+        let keep = keep.min(messages.len() - self.slots.len());
+        let mut cut = keep;
+        for slot in &self.slots {
+            if slot.at <= cut {
+                cut += 1;
+            } else {
+                break;
+            }
+        }
+        self.slots.retain(|s| s.at < cut);
+        messages.truncate(cut);
+        entry_ts.truncate(cut);
+        if !self.slots.is_empty() {
+            for identity in append.iter().filter_map(Identity::of) {
+                self.forget(messages, entry_ts, &identity);
+            }
+        }
+        entry_ts.extend(std::iter::repeat_n(None, append.len()));
+        messages.extend(append);
+    }
+
+    /// The host now holds this message itself: the engine's copy goes.
+    fn forget(
+        &mut self,
+        messages: &mut Vec<Message>,
+        entry_ts: &mut Vec<Option<i64>>,
+        identity: &Identity,
+    ) {
+        let Some(i) = self.slots.iter().position(|s| s.identity == *identity) else {
+            return;
+        };
+        let at = self.slots.remove(i).at;
+        if at < messages.len() {
+            messages.remove(at);
+            entry_ts.remove(at);
+        }
+        for later in &mut self.slots[i..] {
+            later.at -= 1;
+        }
+    }
+
+    /// A render plan over the copy, in the host's coordinates: kept runs
+    /// split around the injected messages, which become new messages.
+    /// `None` (the copy unchanged) is a plan too when something is injected.
+    pub(crate) fn host_steps(
+        &self,
+        steps: Option<Vec<PlanStep>>,
+        messages: &[Message],
+    ) -> Option<Vec<PlanStep>> {
+        if self.slots.is_empty() {
+            return steps;
+        }
+        let steps = steps.unwrap_or_else(|| vec![PlanStep::Keep(0..messages.len())]);
+        let mut out = Vec::with_capacity(steps.len() + 2 * self.slots.len());
+        for step in steps {
+            match step {
+                PlanStep::Keep(range) => self.split(range, messages, &mut out),
+                new => out.push(new),
+            }
+        }
+        Some(out)
+    }
+
+    /// How many injected messages sit before position `i` of the copy.
+    fn before(&self, i: usize) -> usize {
+        self.slots.partition_point(|s| s.at < i)
+    }
+
+    fn split(&self, range: Range<usize>, messages: &[Message], out: &mut Vec<PlanStep>) {
+        let mut start = range.start;
+        let first = self.before(range.start);
+        for slot in self.slots[first..].iter().take_while(|s| s.at < range.end) {
+            if slot.at > start {
+                let shift = self.before(start);
+                out.push(PlanStep::Keep(start - shift..slot.at - shift));
+            }
+            if let Some(m) = messages.get(slot.at) {
+                out.push(PlanStep::New(m.clone()));
+            }
+            start = slot.at + 1;
+        }
+        if range.end > start {
+            let shift = self.before(start);
+            out.push(PlanStep::Keep(start - shift..range.end - shift));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Message {
+        Message::from_json(&serde_json::json!({"role": "user", "content": text}).to_string())
+            .expect("valid")
+    }
+
+    fn summary(n: u64) -> Message {
+        Message::from_json(
+            &serde_json::json!({"role": "custom", "customType": "context-prune-summary",
+                "content": format!("summary {n}"), "display": false, "details": {"n": n}, "timestamp": n})
+            .to_string(),
+        )
+        .expect("valid")
+    }
+
+    /// The host's list the plan gives back, applied as a shim applies it.
+    fn apply(host: &[Message], steps: &[PlanStep]) -> Vec<Message> {
+        let mut out = Vec::new();
+        for s in steps {
+            match s {
+                PlanStep::Keep(r) => out.extend_from_slice(&host[r.clone()]),
+                PlanStep::New(m) => out.push(m.clone()),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_plan_in_host_coordinates_shows_the_copy() {
+        let host: Vec<Message> = (0..5).map(|i| user(&format!("m{i}"))).collect();
+        let mut inj = Injected::default();
+        let (mut copy, mut ts) = (Vec::new(), Vec::new());
+        inj.sync(&mut copy, &mut ts, 0, host[..2].to_vec());
+        inj.push(&mut copy, &mut ts, summary(1));
+        inj.sync(&mut copy, &mut ts, 2, host[2..4].to_vec());
+        inj.push(&mut copy, &mut ts, summary(2));
+        inj.push(&mut copy, &mut ts, summary(3));
+        inj.sync(&mut copy, &mut ts, 4, host[4..].to_vec());
+        assert_eq!(copy.len(), 8);
+        assert_eq!(ts.len(), 8);
+        let hosts: Vec<&Message> = inj.host_messages(&copy).collect();
+        assert_eq!(hosts, host.iter().collect::<Vec<_>>());
+        let steps = inj.host_steps(None, &copy).expect("a plan");
+        assert_eq!(apply(&host, &steps), copy);
+        // A plan replacing one host message and keeping the rest.
+        let steps = vec![
+            PlanStep::Keep(0..3),
+            PlanStep::New(user("stub")),
+            PlanStep::Keep(4..8),
+        ];
+        let mut want = copy.clone();
+        want[3] = user("stub");
+        assert_eq!(
+            apply(&host, &inj.host_steps(Some(steps), &copy).expect("a plan")),
+            want
+        );
+    }
+
+    #[test]
+    fn a_cut_drops_what_followed_it_and_the_host_copy_replaces_ours() {
+        let host: Vec<Message> = (0..4).map(|i| user(&format!("m{i}"))).collect();
+        let mut inj = Injected::default();
+        let (mut copy, mut ts) = (Vec::new(), Vec::new());
+        inj.sync(&mut copy, &mut ts, 0, host[..2].to_vec());
+        inj.push(&mut copy, &mut ts, summary(1));
+        inj.sync(&mut copy, &mut ts, 2, host[2..3].to_vec());
+        inj.push(&mut copy, &mut ts, summary(2));
+        // The host keeps its first two: the first summary stays, the second goes.
+        inj.sync(&mut copy, &mut ts, 2, vec![host[3].clone()]);
+        assert_eq!(
+            copy,
+            vec![
+                host[0].clone(),
+                host[1].clone(),
+                summary(1),
+                host[3].clone()
+            ]
+        );
+        // The host rebuilt its list from the file: it holds the summary now.
+        let rebuilt = vec![
+            host[0].clone(),
+            host[1].clone(),
+            summary(1),
+            host[3].clone(),
+        ];
+        inj.sync(&mut copy, &mut ts, 2, rebuilt[2..].to_vec());
+        assert!(inj.is_empty());
+        assert_eq!(copy, rebuilt);
+        assert_eq!(ts.len(), copy.len());
+        assert_eq!(inj.host_steps(None, &copy), None);
+    }
+}
