@@ -236,6 +236,11 @@ struct Received {
 /// `condense simulate --json` on `session` under `policy`: its billing
 /// fields for that policy.
 fn simulate(session: &Path, policy: &str, overhead: u64) -> Value {
+    simulate_with(session, policy, overhead, &[])
+}
+
+/// [`simulate`] with more options.
+fn simulate_with(session: &Path, policy: &str, overhead: u64, extra: &[&str]) -> Value {
     let out = Command::new(condense_bin())
         .args([
             "simulate",
@@ -252,6 +257,7 @@ fn simulate(session: &Path, policy: &str, overhead: u64) -> Value {
         .arg(PER_MESSAGE.to_string())
         .arg("--overhead")
         .arg(overhead.to_string())
+        .args(extra)
         .arg(session)
         .output()
         .expect("condense simulate runs");
@@ -579,12 +585,20 @@ fn status_of_a_cache_aware_session_played_through_pi() {
 }
 
 /// Both runs in one pi process (print mode takes several prompts), so the
-/// second run's first call is warm: under the cache-aware policy the first
-/// run's reply leaves its flush to the second run's start (pi's
-/// `before_agent_start`, which pi awaits before it persists the prompt).
-/// The simulator, which runs that flush before the recorded prompt, must
-/// agree with what the server received.
-fn agree_in_one_process(policy: &str, settings: Value) -> Option<(Received, usize)> {
+/// second run's first call is warm, and pi's agent never reads back what a
+/// flush wrote to the session file: the model sees a summary only because
+/// condense shows it. Under the cache-aware policy the first run's reply
+/// leaves its flush to the second run's start (pi's `before_agent_start`,
+/// which pi awaits before it persists the prompt); under the reference
+/// policy the reply flushes at once and its summaries are written to the
+/// file. The simulator must agree with what the server received. `extra`
+/// goes to `simulate`. Returns the received totals, the summarizer's
+/// requests and the main ones.
+fn agree_in_one_process(
+    policy: &str,
+    settings: Value,
+    extra: &[&str],
+) -> Option<(Received, usize, Vec<RecordedRequest>)> {
     let llm = server();
     let pi = pi_env(&llm, settings, true)?.with_args(["Read a.txt and b.txt."]);
     for (name, marker) in [("a.txt", "ALPHA"), ("b.txt", "BRAVO"), ("c.txt", "CHARLIE")] {
@@ -603,16 +617,25 @@ fn agree_in_one_process(policy: &str, settings: Value) -> Option<(Received, usiz
     let received = price_received(&requests, &profile, overhead);
     assert_agrees(
         policy,
-        &simulate(&session, policy, overhead),
+        &simulate_with(&session, policy, overhead, extra),
         &received,
         &profile,
     );
-    Some((received, requests.len() - main.len()))
+    Some((received, requests.len() - main.len(), main))
+}
+
+/// Whether a request showed the model a condense summary (a custom
+/// message, which pi sends as user text).
+fn shows_a_summary(request: &RecordedRequest) -> bool {
+    conversation(request)
+        .iter()
+        .any(|m| m["role"] == "user" && message_text(m).contains("**Summarized tool refs**"))
 }
 
 #[test]
 fn a_replys_flush_at_the_next_runs_start_agrees_with_what_the_server_received() {
-    let Some((received, summary_requests)) = agree_in_one_process("cache-aware", cache_aware())
+    let Some((received, summary_requests, _)) =
+        agree_in_one_process("cache-aware", cache_aware(), &[])
     else {
         return;
     };
@@ -621,4 +644,65 @@ fn a_replys_flush_at_the_next_runs_start_agrees_with_what_the_server_received() 
     // never summarized.
     assert!(received.totals.summarizer_input > 0);
     assert_eq!(summary_requests, 2);
+}
+
+/// The reference policy in one process: the first run's reply flushes at
+/// once and its summaries go to the session file, which pi's agent does not
+/// read back; the second run's calls show them all the same (condense does),
+/// as a reload would, and the simulator agrees.
+#[test]
+fn a_replys_flush_written_to_the_file_is_shown_in_the_same_process() {
+    let settings = json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}});
+    let Some((received, summary_requests, main)) = agree_in_one_process("reference", settings, &[])
+    else {
+        return;
+    };
+    assert!(received.totals.summarizer_input > 0);
+    assert!(
+        summary_requests >= 2,
+        "the first run's reads were summarized"
+    );
+    assert!(
+        !shows_a_summary(&main[2]),
+        "nothing flushed before the reply"
+    );
+    assert!(shows_a_summary(&main[3]) && shows_a_summary(&main[4]));
+}
+
+/// A budget flush at a turn's end, mid-run (a low `autoBudgetThreshold`
+/// against the model's 32,000-token window): its summary goes to the
+/// session file, and the run's next call shows it.
+#[test]
+fn a_turn_ends_budget_flush_is_shown_at_the_next_call() {
+    let settings = json!({
+        "contextPrune": {"enabled": true, "autoBudgetThreshold": 0.05},
+        "compaction": {"enabled": false},
+    });
+    // Simulated with the same settings (the budget trigger is off by default).
+    let file = std::env::temp_dir().join(format!(
+        "condense-e2e-budget-settings-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&file, settings.to_string()).expect("write the settings");
+    let path = file.to_string_lossy().into_owned();
+    let extra = [
+        "--settings",
+        path.as_str(),
+        "--context-window",
+        "32000",
+        "--no-compaction",
+    ];
+    let played = agree_in_one_process("settings", settings, &extra);
+    let _ = std::fs::remove_file(&file);
+    let Some((_, summary_requests, main)) = played else {
+        return;
+    };
+    assert!(summary_requests >= 1);
+    assert!(!shows_a_summary(&main[0]));
+    // The read of a.txt was summarized at its turn's end: the next call,
+    // still in the first run, shows its summary.
+    assert!(
+        shows_a_summary(&main[1]),
+        "the budget flush's summary is shown"
+    );
 }
