@@ -122,9 +122,10 @@ pub async fn message_end<L: EngineLock + ?Sized>(
 
 /// The start of an agent run: the flush a reply left for it (see
 /// [`crate::Engine::agent_start`]), before the run's first call. Its
-/// messages go through the harness's runtime (pi adds them to the agent's
-/// messages and the session, ahead of the prompt it has not persisted yet),
-/// so the run's first call holds them.
+/// entries are written to the session ahead of the prompt the harness has
+/// not persisted yet (pi awaits `before_agent_start` first), and the engine
+/// shows its summaries there from the run's first call on, as a reload
+/// does: neither pi's agent nor OpenCode puts them in its own list.
 pub async fn agent_start<L: EngineLock + ?Sized>(
     lock: &L,
     summarizer: impl FnOnce() -> Summarizer,
@@ -134,7 +135,7 @@ pub async fn agent_start<L: EngineLock + ?Sized>(
     match trigger {
         Some(t) => {
             let summarizer = summarizer();
-            flush(lock, t, Delivery::Runtime, None, &summarizer, clock).await
+            flush(lock, t, Delivery::Session, None, &summarizer, clock).await
         }
         None => Effects::new(),
     }

@@ -41,6 +41,13 @@ impl Identity {
     }
 }
 
+/// A condense summary's identity (the messages the engine may inject).
+fn summary_identity(message: &Message) -> Option<Identity> {
+    let summary =
+        message.skeleton().custom_type.as_deref() == Some(condense_core::SUMMARY_CUSTOM_TYPE);
+    summary.then(|| Identity::of(message)).flatten()
+}
+
 /// One injected message: where it sits in the engine's copy.
 #[derive(Debug, Clone)]
 struct Slot {
@@ -102,7 +109,11 @@ impl Injected {
 
     /// Syncs the copy with the host's list: its first `keep` messages still
     /// match (in the host's coordinates), then `append`. Injected messages
-    /// after the first `keep` host messages go; those right after them stay.
+    /// right after the first `keep` host messages stay. What the host sends
+    /// again is walked against the copy first (the first `context` after a
+    /// restart sends everything): the messages it still holds are kept, and
+    /// a condense summary the host's list lacks (OpenCode's list never has
+    /// them) becomes an injected one, so it is shown where a reload puts it.
     pub(crate) fn sync(
         &mut self,
         messages: &mut Vec<Message>,
@@ -111,17 +122,44 @@ impl Injected {
         append: Vec<Message>,
     ) {
         let keep = keep.min(messages.len() - self.slots.len());
-        let mut cut = keep;
+        let mut at = keep;
         for slot in &self.slots {
-            if slot.at <= cut {
-                cut += 1;
+            if slot.at <= at {
+                at += 1;
             } else {
                 break;
             }
         }
-        self.slots.retain(|s| s.at < cut);
-        messages.truncate(cut);
-        entry_ts.truncate(cut);
+        let mut taken = 0;
+        let mut next_slot = self.slots.partition_point(|s| s.at < at);
+        while at < messages.len() {
+            if self.slots.get(next_slot).is_some_and(|s| s.at == at) {
+                at += 1;
+                next_slot += 1;
+                continue;
+            }
+            let held = &messages[at];
+            if append.get(taken).is_some_and(|m| m.json() == held.json()) {
+                at += 1;
+                taken += 1;
+                continue;
+            }
+            let lacked = summary_identity(held).filter(|identity| {
+                !append[taken..]
+                    .iter()
+                    .any(|m| Identity::of(m).as_ref() == Some(identity))
+            });
+            let Some(identity) = lacked else {
+                break;
+            };
+            self.slots.insert(next_slot, Slot { at, identity });
+            next_slot += 1;
+            at += 1;
+        }
+        self.slots.retain(|s| s.at < at);
+        messages.truncate(at);
+        entry_ts.truncate(at);
+        let append: Vec<Message> = append.into_iter().skip(taken).collect();
         if !self.slots.is_empty() {
             for identity in append.iter().filter_map(Identity::of) {
                 self.forget(messages, entry_ts, &identity);
@@ -257,6 +295,49 @@ mod tests {
             apply(&host, &inj.host_steps(Some(steps), &copy).expect("a plan")),
             want
         );
+    }
+
+    #[test]
+    fn a_host_sending_everything_again_keeps_what_it_still_holds() {
+        let host: Vec<Message> = (0..3).map(|i| user(&format!("m{i}"))).collect();
+        let mut inj = Injected::default();
+        let (mut copy, mut ts) = (Vec::new(), Vec::new());
+        inj.sync(&mut copy, &mut ts, 0, host[..2].to_vec());
+        inj.push(&mut copy, &mut ts, summary(1));
+        // A restarted shim holds no keys: it sends its whole list.
+        inj.sync(&mut copy, &mut ts, 0, host.to_vec());
+        assert_eq!(
+            copy,
+            vec![
+                host[0].clone(),
+                host[1].clone(),
+                summary(1),
+                host[2].clone()
+            ]
+        );
+        // A copy rebuilt from a log that holds the summary, and a host whose
+        // list never does (OpenCode): the summary is kept, injected.
+        let mut inj = Injected::default();
+        let mut copy = vec![host[0].clone(), summary(2), host[1].clone()];
+        let mut ts = vec![None; 3];
+        inj.sync(&mut copy, &mut ts, 0, host.to_vec());
+        assert_eq!(
+            copy,
+            vec![
+                host[0].clone(),
+                summary(2),
+                host[1].clone(),
+                host[2].clone()
+            ]
+        );
+        let steps = inj.host_steps(None, &copy).expect("a plan");
+        assert_eq!(apply(&host, &steps), copy);
+        // A message the host changed cuts there: what followed it goes.
+        let mut changed = host.to_vec();
+        changed[0] = user("m0 edited");
+        inj.sync(&mut copy, &mut ts, 0, changed.clone());
+        assert_eq!(copy, changed);
+        assert_eq!(ts.len(), copy.len());
     }
 
     #[test]

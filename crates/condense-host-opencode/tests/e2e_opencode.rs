@@ -354,6 +354,13 @@ fn budget_flush_incremental_context_and_the_write_guard() {
             env.protocol_log()
         );
     }
+    // The budget flush at the first read's turn end wrote its summary to
+    // the log, which OpenCode never hands the plugin: condense shows it.
+    assert!(
+        main[1].any_message_contains(SUMMARY_TEXT),
+        "the budget flush's summary reaches the next call\n{}",
+        dump(&llm)
+    );
     let session = run.session_id().expect("a session id");
     let entries = logged(&env, &session);
     let budget: Vec<_> = custom_of(&entries, "context-prune-flush-metrics")
@@ -811,5 +818,10 @@ fn cache_aware_summarizes_a_reply_at_the_next_runs_first_call() {
         "stubbed at the run's first call: {stub}\n{}\n{}",
         run2.report(),
         env.protocol_log()
+    );
+    assert!(
+        first.any_message_contains(SUMMARY_TEXT),
+        "the summary the stub points to is sent with it\n{}",
+        dump(&llm)
     );
 }
