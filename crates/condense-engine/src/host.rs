@@ -122,10 +122,11 @@ pub async fn message_end<L: EngineLock + ?Sized>(
 
 /// The start of an agent run: the flush a reply left for it (see
 /// [`crate::Engine::agent_start`]), before the run's first call. Its
-/// entries are written to the session ahead of the prompt the harness has
-/// not persisted yet (pi awaits `before_agent_start` first), and the engine
-/// shows its summaries there from the run's first call on, as a reload
-/// does: neither pi's agent nor OpenCode puts them in its own list.
+/// messages go through the harness's runtime (pi adds them to the agent's
+/// messages and the session, ahead of the prompt it has not persisted yet,
+/// and after whatever pi added since the reply, such as a compaction's
+/// rebuilt list), so the run's first call holds them; the engine shows
+/// them itself until the host's list does (OpenCode's never does).
 pub async fn agent_start<L: EngineLock + ?Sized>(
     lock: &L,
     summarizer: impl FnOnce() -> Summarizer,
@@ -135,7 +136,7 @@ pub async fn agent_start<L: EngineLock + ?Sized>(
     match trigger {
         Some(t) => {
             let summarizer = summarizer();
-            flush(lock, t, Delivery::Session, None, &summarizer, clock).await
+            flush(lock, t, Delivery::Runtime, None, &summarizer, clock).await
         }
         None => Effects::new(),
     }

@@ -8,8 +8,11 @@
 //! compaction). The engine therefore keeps each such message in its own
 //! copy of the context, at its branch position (after the messages the copy
 //! held when the flush ran), and renders that: the model is sent what a
-//! reload renders. The host still speaks in its own list's coordinates
-//! (`keep`, `append`, the plan's `Keep` ranges); [`Injected`] translates.
+//! reload renders. A summary delivered through the harness's runtime
+//! (`pi.sendMessage`) is kept the same way until the host's list holds it:
+//! pi's does at its next `context`, OpenCode's never. The host still
+//! speaks in its own list's coordinates (`keep`, `append`, the plan's
+//! `Keep` ranges); [`Injected`] translates.
 //!
 //! An injected message is dropped once the host's list is cut before it
 //! (the host no longer holds what preceded it), or once the host's list

@@ -772,9 +772,7 @@ impl Engine {
         let mut out = Effects::new();
         let live = report.trigger.is_some();
         entries(&mut out, &report.flush_effects, delivery);
-        if delivery == Delivery::Session {
-            self.inject_summaries(&report.flush_effects, now);
-        }
+        self.inject_summaries(&report.flush_effects, now);
         if live {
             notices(&mut out, &report.flush_notices);
         }
@@ -798,10 +796,11 @@ impl Engine {
         }
     }
 
-    /// The summaries a flush writes to the session file join the engine's
-    /// context now, after the messages it holds (at a reply, before the
-    /// reply, which pi persists after `message_end`): the host's list
-    /// lacks them until it rebuilds from the file.
+    /// The summaries a flush writes join the engine's context now, after
+    /// the messages it holds (at a reply, before the reply, which pi
+    /// persists after `message_end`): the host's list lacks them until it
+    /// rebuilds from the file, or, delivered at runtime, until its next
+    /// `context` (pi's agent takes them at once; OpenCode's list never).
     fn inject_summaries(&mut self, effects: &[FlushEffect], now: i64) {
         for effect in effects {
             if let NewEntry::CustomMessage {

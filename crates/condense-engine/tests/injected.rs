@@ -330,3 +330,25 @@ fn once_the_hosts_list_holds_a_summary_it_is_shown_once() {
         assert_eq!(engine.host_messages().count(), rebuilt.len());
     }
 }
+
+#[test]
+fn a_summary_pi_takes_at_runtime_is_shown_once() {
+    // Under cache-aware the reply's flush runs at the next run's start and
+    // goes through pi's runtime: pi's list holds its summaries from the
+    // next call on, and the engine's copy gives way to them.
+    let s = session();
+    let branch = s.branch(None);
+    let settings = json!({"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware"}}});
+    let mut d = driver(settings.clone());
+    let calls = play(&mut d, &branch, |_| 1_000);
+    assert_eq!(d.flushes(), 1);
+    let last = &calls[4].prompt;
+    assert_eq!(summaries(last), 3, "one per turn, once each");
+    let first = last.iter().position(is_summary).expect("a summary");
+    assert_eq!(position(last, "Done."), Some(first - 1));
+    assert_eq!(position(last, "again"), Some(first + 3));
+    for (k, call) in calls.iter().enumerate() {
+        same_prompt(k, &call.prompt, &reloaded_prompt(&d, &settings, call));
+    }
+    d.reload_renders_the_same().expect("same render");
+}
