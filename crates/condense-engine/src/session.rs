@@ -133,7 +133,7 @@ pub struct Engine {
     protection: Protection,
     /// The context: the host's list with [`Engine::injected`]'s messages.
     messages: Vec<Message>,
-    /// Summaries written to the session file that the host's list does
+    /// The summaries the engine's flushes wrote that the host's list does
     /// not hold yet (see [`crate::injected`]).
     injected: Injected,
     entry_ts: Vec<Option<i64>>,
