@@ -584,9 +584,15 @@ impl Driver {
         let blob_dir = self.blob_dir.clone().unwrap_or_default();
         let mut lost = 0;
         for (id, original) in &self.removed {
+            // Asked as its stub names it: the occurrence (a dedup alias
+            // resolves to its original only so), not the bare id, which
+            // finds an alias only on the context's messages.
+            let key = original
+                .timestamp()
+                .map_or_else(|| id.clone(), |ts| format!("{id}@{ts}"));
             let out = condense_core::query_with(
                 engine.state(),
-                std::slice::from_ref(id),
+                std::slice::from_ref(&key),
                 QueryOptions {
                     page: Default::default(),
                     branch: engine.messages(),
