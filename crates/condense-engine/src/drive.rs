@@ -655,7 +655,14 @@ impl Driver {
         let session = parse_branch(&branch_with_written(&self.fed, &self.written));
         let branch: Vec<&Entry> = session.entries.iter().collect();
         let (reloaded, _problems) = condense_store::replay::replay_branch(&branch);
-        let rebuilt = self.context_at_last_call();
+        let late = self.late_compactions();
+        // Without late compactions the file is the one just parsed: building
+        // and parsing the whole branch again is most of this check's time.
+        let rebuilt = if late.is_empty() {
+            condense_store::context::build_context(&branch).messages
+        } else {
+            self.context_at_last_call(&late)
+        };
         let engine = self.engine.engine();
         let settings = condense_core::RenderSettings {
             config: engine.config(),
@@ -705,16 +712,21 @@ impl Driver {
         ))
     }
 
-    /// The context pi would hand `context` from the file the run leaves,
-    /// leaving out compactions fed after the last call (no call saw them).
-    fn context_at_last_call(&self) -> Vec<Message> {
+    /// The fed entries (by index) that are compactions fed after the last
+    /// call: no call saw them.
+    fn late_compactions(&self) -> Vec<usize> {
         let late = |n: usize, line: &str| {
             n >= self.fed_at_context
                 && serde_json::from_str::<Value>(line).is_ok_and(|v| v["type"] == "compaction")
         };
-        let dropped: Vec<usize> = (0..self.fed.len())
+        (0..self.fed.len())
             .filter(|&n| late(n, &self.fed[n]))
-            .collect();
+            .collect()
+    }
+
+    /// The context pi would hand `context` from the file the run leaves,
+    /// leaving out the `dropped` fed entries ([`Driver::late_compactions`]).
+    fn context_at_last_call(&self, dropped: &[usize]) -> Vec<Message> {
         let fed: Vec<String> = (0..self.fed.len())
             .filter(|n| dropped.binary_search(n).is_err())
             .map(|n| self.fed[n].clone())
