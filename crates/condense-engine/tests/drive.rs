@@ -84,12 +84,17 @@ fn driver(policy: &str) -> Driver {
     .expect("a driver")
 }
 
-/// Plays the branch; returns each call's prompt.
+/// Plays the branch; returns each call's prompt. At a compaction pi's
+/// list becomes the context it builds from the branch so far.
 fn play(d: &mut Driver, branch: &[&Entry]) -> Vec<Vec<Message>> {
     let mut prompts = Vec::new();
     let mut context: Vec<Message> = Vec::new();
     let mut fed = 0;
     for (i, e) in branch.iter().enumerate() {
+        if e.kind == condense_store::session::EntryType::Compaction {
+            context = condense_store::context::build_context(&branch[..=i]).messages;
+            continue;
+        }
         let Some(m) = &e.message else { continue };
         if m.is(&condense_core::Role::Assistant) {
             d.feed(&branch[fed..i], Some(1_000), 200_000);
@@ -361,29 +366,7 @@ fn turns_after_pis_compaction_are_captured_and_summarized() {
     let branch = s.branch(None);
     for policy in ["reference", "cache-aware"] {
         let mut d = driver(policy);
-        let mut prompts = Vec::new();
-        let mut context: Vec<Message> = Vec::new();
-        let mut fed = 0;
-        for (i, e) in branch.iter().enumerate() {
-            if e.kind == condense_store::session::EntryType::Compaction {
-                let summary = json!({"role": "compactionSummary", "summary": "earlier work",
-                    "tokensBefore": 50_000, "timestamp": T0 + 5 * MIN});
-                context = vec![Message::from_value(&summary).expect("a message")];
-                continue;
-            }
-            let Some(m) = &e.message else { continue };
-            if m.is(&condense_core::Role::Assistant) {
-                d.feed(&branch[fed..i], Some(1_000), 200_000);
-                fed = i;
-                let facts = CallFacts {
-                    now_ms: m.timestamp(),
-                    model: Some("anthropic/claude-x".into()),
-                };
-                prompts.push(d.context(&context, &facts));
-            }
-            context.push(m.clone());
-        }
-        d.finish(&branch[fed..], Some(1_000));
+        let prompts = play(&mut d, &branch);
         // Calls: run 1's six reads and reply, run 2's read and reply, run 3's reply.
         assert_eq!(prompts.len(), 10, "{policy}");
         assert!(
@@ -395,6 +378,8 @@ fn turns_after_pis_compaction_are_captured_and_summarized() {
             "{policy}: run 2's read is summarized after the compaction"
         );
         assert_eq!(d.unrecoverable(), 0, "{policy}");
+        d.reload_renders_the_same()
+            .unwrap_or_else(|e| panic!("{policy}: {e}"));
     }
 }
 
