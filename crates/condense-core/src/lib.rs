@@ -106,7 +106,7 @@ pub use state_builder::StateBuilder;
 // Rendering what the model sees.
 pub use diagnostics::{Diagnostic, DiagnosticKind, DiagnosticSink};
 pub use render::{
-    array_chars, chars_to_tokens, in_grace_keys, neutralize_closing_tags, render,
+    apply_steps, array_chars, chars_to_tokens, in_grace_keys, neutralize_closing_tags, render,
     render_after_switch, PlanStep, Render, RenderPlan, RenderSettings,
 };
 

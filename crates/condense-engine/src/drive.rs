@@ -131,22 +131,7 @@ impl Written {
     /// The message this entry adds to pi's context, if any (a summary),
     /// as pi's `buildSessionContext` makes it.
     fn context_message(&self) -> Option<Message> {
-        match &self.effect {
-            Effect::AppendMessage {
-                custom_type,
-                content,
-                display,
-                details,
-                ..
-            } => condense_store::context::custom_message(
-                custom_type,
-                content,
-                *display,
-                details,
-                self.at,
-            ),
-            _ => None,
-        }
+        self.effect.context_message(self.at)
     }
 
     /// Whether pi's running agent holds the message this entry adds as

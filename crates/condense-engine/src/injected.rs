@@ -124,7 +124,7 @@ impl Injected {
         keep: usize,
         append: Vec<Message>,
     ) {
-        let keep = keep.min(messages.len() - self.slots.len());
+        let keep = keep.min(messages.len().saturating_sub(self.slots.len()));
         let mut at = keep;
         for slot in &self.slots {
             if slot.at <= at {
@@ -257,18 +257,6 @@ mod tests {
         .expect("valid")
     }
 
-    /// The host's list the plan gives back, applied as a shim applies it.
-    fn apply(host: &[Message], steps: &[PlanStep]) -> Vec<Message> {
-        let mut out = Vec::new();
-        for s in steps {
-            match s {
-                PlanStep::Keep(r) => out.extend_from_slice(&host[r.clone()]),
-                PlanStep::New(m) => out.push(m.clone()),
-            }
-        }
-        out
-    }
-
     #[test]
     fn the_plan_in_host_coordinates_shows_the_copy() {
         let host: Vec<Message> = (0..5).map(|i| user(&format!("m{i}"))).collect();
@@ -285,7 +273,7 @@ mod tests {
         let hosts: Vec<&Message> = inj.host_messages(&copy).collect();
         assert_eq!(hosts, host.iter().collect::<Vec<_>>());
         let steps = inj.host_steps(None, &copy).expect("a plan");
-        assert_eq!(apply(&host, &steps), copy);
+        assert_eq!(condense_core::apply_steps(&steps, &host), copy);
         // A plan replacing one host message and keeping the rest.
         let steps = vec![
             PlanStep::Keep(0..3),
@@ -295,7 +283,7 @@ mod tests {
         let mut want = copy.clone();
         want[3] = user("stub");
         assert_eq!(
-            apply(&host, &inj.host_steps(Some(steps), &copy).expect("a plan")),
+            condense_core::apply_steps(&inj.host_steps(Some(steps), &copy).expect("a plan"), &host),
             want
         );
     }
@@ -334,7 +322,7 @@ mod tests {
             ]
         );
         let steps = inj.host_steps(None, &copy).expect("a plan");
-        assert_eq!(apply(&host, &steps), copy);
+        assert_eq!(condense_core::apply_steps(&steps, &host), copy);
         // A message the host changed cuts there: what followed it goes.
         let mut changed = host.to_vec();
         changed[0] = user("m0 edited");

@@ -126,6 +126,24 @@ pub enum Effect {
 }
 
 impl Effect {
+    /// The message this effect's entry adds to the context, as pi's
+    /// `buildSessionContext` makes it from the entry written at `at` (ms):
+    /// a custom message's, none for any other effect.
+    pub fn context_message(&self, at: i64) -> Option<condense_core::Message> {
+        match self {
+            Effect::AppendMessage {
+                custom_type,
+                content,
+                display,
+                details,
+                ..
+            } => {
+                condense_store::context::custom_message(custom_type, content, *display, details, at)
+            }
+            _ => None,
+        }
+    }
+
     /// A notification.
     pub fn notify(level: impl Into<NoticeLevel>, text: impl Into<String>) -> Effect {
         Effect::Notify {

@@ -80,13 +80,7 @@ fn rendered(e: &Engine, steps: &Option<Vec<PlanStep>>) -> Vec<String> {
     let input = e.messages();
     let out: Vec<Message> = match steps {
         None => input.to_vec(),
-        Some(steps) => steps
-            .iter()
-            .flat_map(|s| match s {
-                PlanStep::Keep(r) => input[r.clone()].to_vec(),
-                PlanStep::New(m) => vec![m.clone()],
-            })
-            .collect(),
+        Some(steps) => condense_core::apply_steps(steps, input),
     };
     out.iter().map(|m| m.json().to_owned()).collect()
 }

@@ -176,17 +176,10 @@ fn same_prompt(call: usize, live: &[Message], reloaded: &[Message]) {
 }
 
 fn apply(host: &[Message], steps: Option<Vec<PlanStep>>) -> Vec<Message> {
-    let Some(steps) = steps else {
-        return host.to_vec();
-    };
-    let mut out = Vec::new();
-    for s in steps {
-        match s {
-            PlanStep::Keep(r) => out.extend_from_slice(&host[r]),
-            PlanStep::New(m) => out.push(m),
-        }
+    match steps {
+        Some(steps) => condense_core::apply_steps(&steps, host),
+        None => host.to_vec(),
     }
-    out
 }
 
 #[test]
@@ -302,22 +295,7 @@ fn once_the_hosts_list_holds_a_summary_it_is_shown_once() {
     // the summaries are in it, before the reply, once.
     let from_file: Vec<Message> = written
         .iter()
-        .filter_map(|e| match e {
-            Effect::AppendMessage {
-                custom_type,
-                content,
-                display,
-                details,
-                ..
-            } => condense_store::context::custom_message(
-                custom_type,
-                content,
-                *display,
-                details,
-                T0 + 7_001,
-            ),
-            _ => None,
-        })
+        .filter_map(|e| e.context_message(T0 + 7_001))
         .collect();
     let mut rebuilt = messages[..reply].to_vec();
     rebuilt.extend_from_slice(&from_file);

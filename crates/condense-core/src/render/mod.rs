@@ -62,17 +62,23 @@ pub struct RenderPlan {
     pub after_chars: usize,
 }
 
+/// Applies plan steps to the messages they were computed for, as a host
+/// applies them. A range past the messages contributes what it covers.
+pub fn apply_steps(steps: &[PlanStep], messages: &[Message]) -> Vec<Message> {
+    let mut out = Vec::with_capacity(messages.len());
+    for step in steps {
+        match step {
+            PlanStep::Keep(r) => out.extend_from_slice(messages.get(r.clone()).unwrap_or_default()),
+            PlanStep::New(m) => out.push(m.clone()),
+        }
+    }
+    out
+}
+
 impl RenderPlan {
     /// Applies the plan to the messages it was computed for.
     pub fn apply(&self, messages: &[Message]) -> Vec<Message> {
-        let mut out = Vec::with_capacity(messages.len());
-        for step in &self.steps {
-            match step {
-                PlanStep::Keep(r) => out.extend_from_slice(&messages[r.clone()]),
-                PlanStep::New(m) => out.push(m.clone()),
-            }
-        }
-        out
+        apply_steps(&self.steps, messages)
     }
 
     /// Estimated tokens before (chars / 4, rounded).
