@@ -257,17 +257,48 @@ mod tests {
         .expect("valid")
     }
 
+    /// `n` host messages, `m0` to `m<n-1>`.
+    fn host_list(n: usize) -> Vec<Message> {
+        (0..n).map(|i| user(&format!("m{i}"))).collect()
+    }
+
+    /// What the engine holds: the injected slots, its copy of the context
+    /// and the copy's entry timestamps.
+    #[derive(Default)]
+    struct Held {
+        inj: Injected,
+        copy: Vec<Message>,
+        ts: Vec<Option<i64>>,
+    }
+
+    impl Held {
+        /// The host's first two messages, then a flush's `summary(1)`.
+        fn two_then_a_summary(host: &[Message]) -> Held {
+            let mut held = Held::default();
+            held.sync(0, &host[..2]);
+            held.push(summary(1));
+            held
+        }
+
+        fn sync(&mut self, keep: usize, append: &[Message]) {
+            self.inj
+                .sync(&mut self.copy, &mut self.ts, keep, append.to_vec());
+        }
+
+        fn push(&mut self, message: Message) {
+            self.inj.push(&mut self.copy, &mut self.ts, message);
+        }
+    }
+
     #[test]
     fn the_plan_in_host_coordinates_shows_the_copy() {
-        let host: Vec<Message> = (0..5).map(|i| user(&format!("m{i}"))).collect();
-        let mut inj = Injected::default();
-        let (mut copy, mut ts) = (Vec::new(), Vec::new());
-        inj.sync(&mut copy, &mut ts, 0, host[..2].to_vec());
-        inj.push(&mut copy, &mut ts, summary(1));
-        inj.sync(&mut copy, &mut ts, 2, host[2..4].to_vec());
-        inj.push(&mut copy, &mut ts, summary(2));
-        inj.push(&mut copy, &mut ts, summary(3));
-        inj.sync(&mut copy, &mut ts, 4, host[4..].to_vec());
+        let host = host_list(5);
+        let mut held = Held::two_then_a_summary(&host);
+        held.sync(2, &host[2..4]);
+        held.push(summary(2));
+        held.push(summary(3));
+        held.sync(4, &host[4..]);
+        let Held { inj, copy, ts } = held;
         assert_eq!(copy.len(), 8);
         assert_eq!(ts.len(), 8);
         let hosts: Vec<&Message> = inj.host_messages(&copy).collect();
@@ -290,15 +321,12 @@ mod tests {
 
     #[test]
     fn a_host_sending_everything_again_keeps_what_it_still_holds() {
-        let host: Vec<Message> = (0..3).map(|i| user(&format!("m{i}"))).collect();
-        let mut inj = Injected::default();
-        let (mut copy, mut ts) = (Vec::new(), Vec::new());
-        inj.sync(&mut copy, &mut ts, 0, host[..2].to_vec());
-        inj.push(&mut copy, &mut ts, summary(1));
+        let host = host_list(3);
+        let mut held = Held::two_then_a_summary(&host);
         // A restarted shim holds no keys: it sends its whole list.
-        inj.sync(&mut copy, &mut ts, 0, host.to_vec());
+        held.sync(0, &host);
         assert_eq!(
-            copy,
+            held.copy,
             vec![
                 host[0].clone(),
                 host[1].clone(),
@@ -308,12 +336,14 @@ mod tests {
         );
         // A copy rebuilt from a log that holds the summary, and a host whose
         // list never does (OpenCode): the summary is kept, injected.
-        let mut inj = Injected::default();
-        let mut copy = vec![host[0].clone(), summary(2), host[1].clone()];
-        let mut ts = vec![None; 3];
-        inj.sync(&mut copy, &mut ts, 0, host.to_vec());
+        let mut held = Held {
+            copy: vec![host[0].clone(), summary(2), host[1].clone()],
+            ts: vec![None; 3],
+            ..Held::default()
+        };
+        held.sync(0, &host);
         assert_eq!(
-            copy,
+            held.copy,
             vec![
                 host[0].clone(),
                 summary(2),
@@ -321,47 +351,37 @@ mod tests {
                 host[2].clone()
             ]
         );
-        let steps = inj.host_steps(None, &copy).expect("a plan");
-        assert_eq!(condense_core::apply_steps(&steps, &host), copy);
+        let steps = held.inj.host_steps(None, &held.copy).expect("a plan");
+        assert_eq!(condense_core::apply_steps(&steps, &host), held.copy);
         // A message the host changed cuts there: what followed it goes.
         let mut changed = host.to_vec();
         changed[0] = user("m0 edited");
-        inj.sync(&mut copy, &mut ts, 0, changed.clone());
-        assert_eq!(copy, changed);
-        assert_eq!(ts.len(), copy.len());
+        held.sync(0, &changed);
+        assert_eq!(held.copy, changed);
+        assert_eq!(held.ts.len(), held.copy.len());
     }
 
     #[test]
     fn a_cut_drops_what_followed_it_and_the_host_copy_replaces_ours() {
-        let host: Vec<Message> = (0..4).map(|i| user(&format!("m{i}"))).collect();
-        let mut inj = Injected::default();
-        let (mut copy, mut ts) = (Vec::new(), Vec::new());
-        inj.sync(&mut copy, &mut ts, 0, host[..2].to_vec());
-        inj.push(&mut copy, &mut ts, summary(1));
-        inj.sync(&mut copy, &mut ts, 2, host[2..3].to_vec());
-        inj.push(&mut copy, &mut ts, summary(2));
+        let host = host_list(4);
+        let mut held = Held::two_then_a_summary(&host);
+        held.sync(2, &host[2..3]);
+        held.push(summary(2));
         // The host keeps its first two: the first summary stays, the second goes.
-        inj.sync(&mut copy, &mut ts, 2, vec![host[3].clone()]);
-        assert_eq!(
-            copy,
-            vec![
-                host[0].clone(),
-                host[1].clone(),
-                summary(1),
-                host[3].clone()
-            ]
-        );
-        // The host rebuilt its list from the file: it holds the summary now.
-        let rebuilt = vec![
+        held.sync(2, &host[3..]);
+        let kept = vec![
             host[0].clone(),
             host[1].clone(),
             summary(1),
             host[3].clone(),
         ];
-        inj.sync(&mut copy, &mut ts, 2, rebuilt[2..].to_vec());
-        assert!(inj.is_empty());
-        assert_eq!(copy, rebuilt);
-        assert_eq!(ts.len(), copy.len());
-        assert_eq!(inj.host_steps(None, &copy), None);
+        assert_eq!(held.copy, kept);
+        // The host rebuilt its list from the file: it holds the summary now.
+        let rebuilt = kept;
+        held.sync(2, &rebuilt[2..]);
+        assert!(held.inj.is_empty());
+        assert_eq!(held.copy, rebuilt);
+        assert_eq!(held.ts.len(), held.copy.len());
+        assert_eq!(held.inj.host_steps(None, &held.copy), None);
     }
 }
