@@ -2,9 +2,9 @@
 
 use std::io::Write;
 
+use condense_core::PageRequest;
 use condense_core::{render as render_branch, RenderSettings};
 use condense_core::{Message, Role};
-use condense_core::{PageRequest, QueryOptions};
 
 use crate::load::Loaded;
 use crate::CliError;
@@ -221,15 +221,17 @@ fn diff_rows(loaded: &Loaded, plan: Option<&condense_core::RenderPlan>) -> Vec<S
     rows
 }
 
-/// `condense query`.
+/// `condense query`: the index, then the session's whole branch for a raw
+/// id the index does not know, as the sidecar answers it.
 pub fn query(loaded: &Loaded, refs: &[String], page: PageRequest) -> Result<(), CliError> {
-    let options = QueryOptions {
+    let out = condense_engine::query::answer(
+        &loaded.state,
+        refs,
         page,
-        branch: &loaded.messages,
-    };
-    let out = condense_core::query_with(&loaded.state, refs, options, |record| {
-        condense_store::spill::read_spill(&loaded.blob_dir, record)
-    });
+        &loaded.messages,
+        Some(&loaded.path),
+        &loaded.blob_dir,
+    );
     if out.results.is_empty() {
         write_all(&out.text)?;
         return Err(CliError::Data(format!("no record for {}", refs.join(", "))));

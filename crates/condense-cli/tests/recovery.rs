@@ -178,3 +178,65 @@ fn a_ref_named_5000_times_is_answered_once() {
     let many = condense(&dir, &args);
     assert_eq!(ok(&many), ok(&once));
 }
+
+#[test]
+fn a_raw_id_pi_compacted_away_is_read_from_the_whole_branch() {
+    // A read no flush indexed, pi's compaction, then a read after it.
+    let dir = temp_dir("recovery", "compacted");
+    let result = |id: &str| {
+        let text: String = (0..50).map(|l| format!("{id} line {l:02}\n")).collect();
+        serde_json::json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
+            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": 3})
+    };
+    let call = |id: &str| {
+        serde_json::json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
+            "name": "read", "arguments": {"path": id}}], "stopReason": "toolUse", "timestamp": 2})
+    };
+    let user = serde_json::json!({"role": "user", "content": "go", "timestamp": 1});
+    let mut lines = vec![
+        serde_json::json!({"type": "session", "version": 3, "id": "c",
+        "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"}),
+    ];
+    let mut parent = Value::Null;
+    let items = [
+        Some(user),
+        Some(call("a0")),
+        Some(result("a0")),
+        None,
+        Some(call("b0")),
+        Some(result("b0")),
+    ];
+    for (n, item) in items.into_iter().enumerate() {
+        let mut e = match item {
+            Some(m) => serde_json::json!({"type": "message", "message": m}),
+            None => serde_json::json!({"type": "compaction", "summary": "read a0",
+                "firstKeptEntryId": null, "tokensBefore": 9000}),
+        };
+        e["id"] = Value::from(format!("c{n}"));
+        e["parentId"] = parent;
+        e["timestamp"] = Value::from("2026-01-01T00:00:01.000Z");
+        parent = e["id"].clone();
+        lines.push(e);
+    }
+    let file = dir.join("c.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&file, &text).unwrap();
+    let out = ok(&condense(&dir, &["query", file.to_str().unwrap(), "a0"]));
+    assert!(
+        out.starts_with("## toolRef: a0\nSource: session branch (not in the index)\nTool: read\n")
+            && out.contains("a0 line 49"),
+        "{out}"
+    );
+    // The sidecar started on the same file answers alike.
+    let mut engine = condense_engine::Engine::default();
+    engine.start(condense_engine::StartParams {
+        settings: Value::Null,
+        session_id: "c".into(),
+        session_dir: Some(dir.clone()),
+        session_file: Some(file.clone()),
+        branch: text.lines().skip(1).collect::<Vec<_>>().join("\n"),
+        tree: false,
+    });
+    let answer = engine.query(&["a0".to_owned()], Default::default());
+    assert_eq!(answer["text"].as_str(), Some(out.as_str()));
+}

@@ -275,6 +275,7 @@ impl Driver {
             settings: options.settings,
             session_id,
             session_dir: options.session_dir,
+            session_file: None,
             branch: String::new(),
             tree: false,
         });

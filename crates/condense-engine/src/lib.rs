@@ -18,6 +18,8 @@
 //!   trigger fired, through the driver.
 //! - [`switch`]: the cache-aware policy at each call (whether to show what
 //!   flushes prepared), with time and model as values from the host.
+//! - [`query`]: `context_tree_query`'s answer: the index, then the whole
+//!   branch from the session file for a raw id the index does not know.
 //! - [`protocol`]: the typed effects a host carries out; [`request`]: the
 //!   typed requests a shim sends (one `Request` enum, read in one pass).
 //! - [`sidecar`]: the protocol served on JSON lines, host-neutral: the
@@ -36,6 +38,7 @@ pub mod flush;
 pub mod host;
 mod injected;
 pub mod protocol;
+pub mod query;
 pub mod request;
 pub mod session;
 pub mod sidecar;

@@ -151,6 +151,8 @@ pub struct Engine {
     budget: BudgetGate,
     diagnostics: DiagnosticSink,
     blob_dir: Option<PathBuf>,
+    /// The session file ([`StartParams::session_file`]).
+    session_file: Option<PathBuf>,
     cost_baseline: SummarizerStats,
     reclaim: Option<(usize, usize)>,
     metrics: ContextMetrics,
@@ -178,6 +180,7 @@ impl Default for Engine {
             budget: BudgetGate::new(),
             diagnostics: DiagnosticSink::default(),
             blob_dir: None,
+            session_file: None,
             cost_baseline: SummarizerStats::default(),
             reclaim: None,
             metrics: ContextMetrics::default(),
@@ -209,6 +212,10 @@ pub struct StartParams {
     pub session_id: String,
     /// The session's directory.
     pub session_dir: Option<PathBuf>,
+    /// The session file the host writes the branch to (`None` for a
+    /// session held in memory only): a raw id `context_tree_query` cannot
+    /// find in the index or the context is looked up on its branch.
+    pub session_file: Option<PathBuf>,
     /// The branch entries as `getBranch()` returns them, root first: their
     /// JSON texts, one per line, read as a session file's lines (never a
     /// `Value` tree: at 1M tokens the branch is 10 MB).
@@ -278,6 +285,7 @@ impl Engine {
         self.blob_dir = p
             .session_dir
             .map(|d| condense_store::spill::blob_dir_in(&d, &p.session_id));
+        self.session_file = p.session_file;
         self.pending.clear();
         self.budget.reset();
         self.calls.restart();
@@ -843,16 +851,17 @@ impl Engine {
     }
 
     /// `context_tree_query`: `page` picks each output's lines; a raw id the
-    /// index lost is looked up on the branch pi last sent.
+    /// index does not know is looked up on the branch (see [`crate::query`]).
     pub fn query(&self, ids: &[String], page: condense_core::PageRequest) -> Value {
         let blob_dir = self.blob_dir.clone().unwrap_or_default();
-        let options = condense_core::QueryOptions {
+        let out = crate::query::answer(
+            &self.state,
+            ids,
             page,
-            branch: &self.messages,
-        };
-        let out = condense_core::query_with(&self.state, ids, options, |r| {
-            condense_store::spill::read_spill(&blob_dir, r)
-        });
+            &self.messages,
+            self.session_file.as_deref(),
+            &blob_dir,
+        );
         let details: serde_json::Map<String, Value> = out
             .results
             .iter()

@@ -62,6 +62,7 @@ fn started(policy: &str, lines: &[Value]) -> Engine {
         settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
         session_id: "s".into(),
         session_dir: None,
+        session_file: None,
         branch: linked(lines),
         tree: false,
     });

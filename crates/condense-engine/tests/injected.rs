@@ -146,6 +146,7 @@ fn reloaded_prompt(d: &Driver, settings: &Value, call: &Call) -> Vec<Message> {
         settings: settings.clone(),
         session_id: "s".into(),
         session_dir: None,
+        session_file: None,
         branch,
         tree: false,
     });
@@ -255,6 +256,7 @@ fn once_the_hosts_list_holds_a_summary_it_is_shown_once() {
         settings: json!({"contextPrune": {"enabled": true}}),
         session_id: "s".into(),
         session_dir: None,
+        session_file: None,
         branch: String::new(),
         tree: false,
     });

@@ -37,6 +37,7 @@ fn engine() -> Engine {
         settings,
         session_id: "bench".into(),
         session_dir: None,
+        session_file: None,
         branch,
         tree: false,
     });

@@ -78,6 +78,18 @@ pub fn branch_messages(branch: &[&Entry]) -> Vec<ContextMessage> {
         .collect()
 }
 
+/// The messages of every `message` entry on the branch, root first, those
+/// a compaction left out of the context included: what a raw tool-call id
+/// `context_tree_query` cannot find in the index is looked up in, so an
+/// output pi compacted away is found live as on a reload.
+pub fn branch_history(branch: &[&Entry]) -> Vec<Message> {
+    branch
+        .iter()
+        .filter(|e| e.kind == EntryType::Message)
+        .filter_map(|e| e.message.clone())
+        .collect()
+}
+
 impl Session {
     /// The context of the branch ending at `leaf_id` (the file's leaf when
     /// `None`); see [`build_context`].
