@@ -1,7 +1,7 @@
 //! The simulation of docs/reliability.md: generated sessions written to real
 //! session files, with summarizer failures, spill-write failures, crashes in
 //! the middle of flushes and torn lines injected, and guarantees 1–5 checked
-//! after every step (see `sim/mod.rs`).
+//! after every step (see `sim/`).
 //!
 //! `cargo test` runs a short version (20 sessions × 30 steps, outputs up to
 //! 2 MB). The long run is `cargo xtask soak` (or set `CONDENSE_SOAK_SESSIONS`,
