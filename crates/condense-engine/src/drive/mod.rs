@@ -21,67 +21,30 @@
 //! [`Driver::unrecoverable`] asks the index, as `context_tree_query` does,
 //! whether each can still be read back whole.
 
-use std::collections::{HashMap, HashSet};
+mod checks;
+mod metered;
+mod written;
+
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
-use condense_core::{chars_to_tokens, Message, ModelRef, PlanStep, QueryOptions, Role, Usage};
+use condense_core::{chars_to_tokens, Message, ModelRef, PlanStep, Role};
 use condense_store::session::Entry;
-use condense_summarizer::{
-    Completion, CompletionRequest, EventSink, Provider, ProviderError, Summarizer,
-    SummarizerSettings, Target,
-};
-use serde_json::{json, Value};
+use condense_summarizer::{Provider, Summarizer, SummarizerSettings, Target};
+use serde_json::Value;
 
 use crate::host::{self, TurnEnd};
-use crate::protocol::{Delivery, Effect};
+use crate::protocol::Effect;
 use crate::session::{EngineLock, StartParams};
 use crate::switch::CallFacts;
 use crate::Engine;
 
-/// Counts the tokens of a text (the summarizer's prompts and answers).
-pub type TextTokens = Arc<dyn Fn(&str) -> u64 + Send + Sync>;
-
-/// The summarizer's work so far, in tokens.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SummarizerTokens {
-    /// Prompt tokens sent (system and user text).
-    pub input: u64,
-    /// Tokens answered.
-    pub output: u64,
-}
-
-/// A provider that counts what passes through it.
-struct Metered {
-    inner: Arc<dyn Provider>,
-    tokens: TextTokens,
-    input: Arc<AtomicU64>,
-    output: Arc<AtomicU64>,
-}
-
-#[async_trait]
-impl Provider for Metered {
-    async fn complete(
-        &self,
-        request: CompletionRequest,
-        events: &EventSink,
-    ) -> Result<Completion, ProviderError> {
-        let input = (self.tokens)(request.system.as_deref().unwrap_or_default())
-            + (self.tokens)(&request.user);
-        self.input.fetch_add(input, Ordering::Relaxed);
-        let mut done = self.inner.complete(request, events).await?;
-        let output = (self.tokens)(&done.text);
-        self.output.fetch_add(output, Ordering::Relaxed);
-        done.usage = Usage {
-            input_tokens: input,
-            output_tokens: output,
-            cost: done.usage.cost,
-        };
-        Ok(done)
-    }
-}
+use metered::Metered;
+pub use metered::{SummarizerTokens, TextTokens};
+use written::{branch_lines, parse_branch};
+pub use written::{branch_with_written, Written};
 
 /// How a [`Driver`] is set up.
 pub struct DriverOptions {
@@ -94,106 +57,6 @@ pub struct DriverOptions {
     /// Where spilled outputs go (a blob directory is made below it);
     /// `None` keeps them inline.
     pub session_dir: Option<PathBuf>,
-}
-
-/// An entry the live run would have appended.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Written {
-    /// How many of the recorded entries fed so far came before it.
-    pub after: usize,
-    /// The session's clock when it was appended (ms).
-    pub at: i64,
-    /// The append effect.
-    pub effect: Effect,
-}
-
-impl Written {
-    /// The entry as a session file line's fields (no id, parent or time).
-    fn entry(&self) -> Option<Value> {
-        match &self.effect {
-            Effect::Append {
-                custom_type, data, ..
-            } => Some(json!({"type": "custom", "customType": custom_type, "data": data})),
-            Effect::AppendMessage {
-                custom_type,
-                content,
-                display,
-                details,
-                ..
-            } => Some(json!({"type": "custom_message", "customType": custom_type,
-                "content": content, "display": display, "details": details})),
-            _ => None,
-        }
-    }
-}
-
-impl Written {
-    /// The message this entry adds to pi's context, if any (a summary),
-    /// as pi's `buildSessionContext` makes it.
-    fn context_message(&self) -> Option<Message> {
-        self.effect.context_message(self.at)
-    }
-
-    /// Whether pi's running agent holds the message this entry adds as
-    /// soon as it is appended (`pi.sendMessage`); one written straight to
-    /// the session file reaches pi's list only when pi rebuilds it.
-    fn in_pi_list(&self) -> bool {
-        matches!(
-            self.effect,
-            Effect::AppendMessage {
-                delivery: Delivery::Runtime,
-                ..
-            }
-        )
-    }
-}
-
-/// The branch a live run would have left: the recorded entries' lines with the
-/// written ones in their places, relinked parent to child, as the lines of
-/// a session file without its header (what [`StartParams::branch`] takes).
-pub fn branch_with_written(recorded: &[String], written: &[Written]) -> String {
-    crate::jsonl(branch_lines(recorded, written).0)
-}
-
-/// [`branch_with_written`]'s lines, and the ids given to the written
-/// entries.
-fn branch_lines(recorded: &[String], written: &[Written]) -> (Vec<String>, HashSet<String>) {
-    fn push(lines: &mut Vec<String>, mut v: Value, parent: &mut Value) {
-        v["parentId"] = parent.clone();
-        *parent = v["id"].clone();
-        lines.push(v.to_string());
-    }
-    let mut ids = HashSet::new();
-    let mut push_written = |lines: &mut Vec<String>, w: &Written, parent: &mut Value| {
-        if let Some(mut v) = w.entry() {
-            let id = format!("sim{:05}", lines.len());
-            v["id"] = json!(id);
-            v["timestamp"] = json!(condense_store::time::format_iso(w.at));
-            push(lines, v, parent);
-            ids.insert(id);
-        }
-    };
-    let mut lines = Vec::with_capacity(recorded.len() + written.len());
-    let mut parent = Value::Null;
-    let mut next = written.iter().peekable();
-    for (n, line) in recorded.iter().enumerate() {
-        while let Some(w) = next.next_if(|w| w.after <= n) {
-            push_written(&mut lines, w, &mut parent);
-        }
-        if let Ok(v) = serde_json::from_str::<Value>(line) {
-            push(&mut lines, v, &mut parent);
-        }
-    }
-    for w in next {
-        push_written(&mut lines, w, &mut parent);
-    }
-    (lines, ids)
-}
-
-/// A session's entries (lines without the header), parsed.
-fn parse_branch(text: &str) -> condense_store::session::Session {
-    let header = r#"{"type":"session","version":3,"id":"simulated","timestamp":"","cwd":""}"#;
-    condense_store::session::Session::parse(&format!("{header}\n{text}"))
 }
 
 /// The turn in progress: an assistant message and its tool results.
@@ -562,48 +425,6 @@ impl Driver {
         self.close_turn();
     }
 
-    /// Tool outputs some prompt left out that the index cannot give back
-    /// whole: each is queried as `context_tree_query` would, and its full
-    /// text (spilled or inline) compared with the recorded output.
-    pub fn unrecoverable(&self) -> u64 {
-        let engine = self.engine.engine();
-        let blob_dir = self.blob_dir.clone().unwrap_or_default();
-        let mut lost = 0;
-        for (id, original) in &self.removed {
-            // Asked as its stub names it: the occurrence (a dedup alias
-            // resolves to its original only so), not the bare id, which
-            // finds an alias only on the context's messages.
-            let key = original
-                .timestamp()
-                .map_or_else(|| id.clone(), |ts| format!("{id}@{ts}"));
-            let out = condense_core::query_with(
-                engine.state(),
-                std::slice::from_ref(&key),
-                QueryOptions {
-                    page: Default::default(),
-                    branch: engine.messages(),
-                },
-                |r| condense_store::spill::read_spill(&blob_dir, r),
-            );
-            let want = original.result_text();
-            let whole = out.results.iter().any(|(_, record)| {
-                let text = if record.spill_path.is_some() {
-                    condense_store::spill::read_spill(&blob_dir, record)
-                } else {
-                    Some(record.result_text.to_string())
-                };
-                text.as_deref() == Some(want.as_str())
-            }) || engine
-                .messages()
-                .iter()
-                .any(|m| tool_call_id(m) == Some(id.as_str()) && m.result_text() == want);
-            if !whole {
-                lost += 1;
-            }
-        }
-        lost
-    }
-
     /// The summarizer's tokens so far.
     pub fn summarizer_tokens(&self) -> SummarizerTokens {
         SummarizerTokens {
@@ -630,104 +451,6 @@ impl Driver {
     /// The entries the live run would have appended, in order.
     pub fn written(&self) -> &[Written] {
         &self.written
-    }
-
-    /// Whether a reload of the session the live run would have left (the
-    /// entries fed, with [`Driver::written`] in their places) renders what
-    /// the live engine renders: the context pi rebuilds from that file
-    /// (as far as the engine's copy reaches) under the replayed state, against
-    /// the engine's copy under the live state.
-    pub fn reload_renders_the_same(&self) -> Result<(), String> {
-        let session = parse_branch(&branch_with_written(&self.fed, &self.written));
-        let branch: Vec<&Entry> = session.entries.iter().collect();
-        let (reloaded, _problems) = condense_store::replay::replay_branch(&branch);
-        let late = self.late_compactions();
-        // Without late compactions the file is the one just parsed: building
-        // and parsing the whole branch again is most of this check's time.
-        let rebuilt = if late.is_empty() {
-            condense_store::context::build_context(&branch).messages
-        } else {
-            self.context_at_last_call(&late)
-        };
-        let engine = self.engine.engine();
-        let settings = condense_core::RenderSettings {
-            config: engine.config(),
-            protection: engine.protection(),
-        };
-        let messages = engine.messages();
-        let rebuilt = rebuilt.get(..messages.len()).unwrap_or(&rebuilt);
-        let live = condense_core::render(messages, engine.state(), &settings).messages(messages);
-        let again = condense_core::render(rebuilt, &reloaded, &settings).messages(rebuilt);
-        // The rebuilt file's recorded lines were re-serialized (`9e-6` for
-        // `0.000009`): messages are the same when their JSON values are.
-        let same = |a: &Message, b: &Message| {
-            a.json() == b.json()
-                || serde_json::from_str::<Value>(a.json()).ok()
-                    == serde_json::from_str::<Value>(b.json()).ok()
-        };
-        let differ = live.iter().zip(&again).position(|(a, b)| !same(a, b));
-        if differ.is_none() && live.len() == again.len() {
-            return Ok(());
-        }
-        let at = differ.unwrap_or(live.len().min(again.len()));
-        // From a little before the first character that differs.
-        let from = live
-            .get(at)
-            .zip(again.get(at))
-            .map(|(a, b)| {
-                let (a, b) = (a.json(), b.json());
-                let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-                (0..=same.saturating_sub(40))
-                    .rev()
-                    .find(|&i| a.is_char_boundary(i))
-                    .unwrap_or(0)
-            })
-            .unwrap_or(0);
-        let head = |ms: &[Message]| {
-            ms.get(at)
-                .and_then(|m| m.json().get(from..))
-                .map(|t| t.chars().take(160).collect::<String>())
-                .unwrap_or_default()
-        };
-        Err(format!(
-            "the reload renders differently from message {at} ({} messages live, {} reloaded), from its character {from}: live {} | reloaded {}",
-            live.len(),
-            again.len(),
-            head(&live),
-            head(&again)
-        ))
-    }
-
-    /// The fed entries (by index) that are compactions fed after the last
-    /// call: no call saw them.
-    fn late_compactions(&self) -> Vec<usize> {
-        let late = |n: usize, line: &str| {
-            n >= self.fed_at_context
-                && serde_json::from_str::<Value>(line).is_ok_and(|v| v["type"] == "compaction")
-        };
-        (0..self.fed.len())
-            .filter(|&n| late(n, &self.fed[n]))
-            .collect()
-    }
-
-    /// The context pi would hand `context` from the file the run leaves,
-    /// leaving out the `dropped` fed entries ([`Driver::late_compactions`]).
-    fn context_at_last_call(&self, dropped: &[usize]) -> Vec<Message> {
-        let fed: Vec<String> = (0..self.fed.len())
-            .filter(|n| dropped.binary_search(n).is_err())
-            .map(|n| self.fed[n].clone())
-            .collect();
-        let written: Vec<Written> = self
-            .written
-            .iter()
-            .map(|w| Written {
-                after: w.after - dropped.partition_point(|&d| d < w.after),
-                ..w.clone()
-            })
-            .collect();
-        let session = parse_branch(&branch_with_written(&fed, &written));
-        let branch: Vec<&Entry> = session.entries.iter().collect();
-        condense_store::context::build_context(&branch).messages
     }
 
     /// The engine, for inspection.

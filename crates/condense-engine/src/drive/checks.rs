@@ -1,0 +1,155 @@
+//! What a driven run is checked for afterwards: the outputs it left out
+//! that the index cannot give back whole, and whether a reload of the
+//! session it leaves renders as the live engine did.
+
+use condense_core::{Message, QueryOptions};
+use condense_store::session::Entry;
+use serde_json::Value;
+
+use super::written::{branch_with_written, parse_branch, Written};
+use super::{tool_call_id, Driver};
+use crate::session::EngineLock;
+
+impl Driver {
+    /// Tool outputs some prompt left out that the index cannot give back
+    /// whole: each is queried as `context_tree_query` would, and its full
+    /// text (spilled or inline) compared with the recorded output.
+    pub fn unrecoverable(&self) -> u64 {
+        let engine = self.engine.engine();
+        let blob_dir = self.blob_dir.clone().unwrap_or_default();
+        let mut lost = 0;
+        for (id, original) in &self.removed {
+            // Asked as its stub names it: the occurrence (a dedup alias
+            // resolves to its original only so), not the bare id, which
+            // finds an alias only on the context's messages.
+            let key = original
+                .timestamp()
+                .map_or_else(|| id.clone(), |ts| format!("{id}@{ts}"));
+            let out = condense_core::query_with(
+                engine.state(),
+                std::slice::from_ref(&key),
+                QueryOptions {
+                    page: Default::default(),
+                    branch: engine.messages(),
+                },
+                |r| condense_store::spill::read_spill(&blob_dir, r),
+            );
+            let want = original.result_text();
+            let whole = out.results.iter().any(|(_, record)| {
+                let text = if record.spill_path.is_some() {
+                    condense_store::spill::read_spill(&blob_dir, record)
+                } else {
+                    Some(record.result_text.to_string())
+                };
+                text.as_deref() == Some(want.as_str())
+            }) || engine
+                .messages()
+                .iter()
+                .any(|m| tool_call_id(m) == Some(id.as_str()) && m.result_text() == want);
+            if !whole {
+                lost += 1;
+            }
+        }
+        lost
+    }
+}
+
+impl Driver {
+    /// Whether a reload of the session the live run would have left (the
+    /// entries fed, with [`Driver::written`] in their places) renders what
+    /// the live engine renders: the context pi rebuilds from that file
+    /// (as far as the engine's copy reaches) under the replayed state, against
+    /// the engine's copy under the live state.
+    pub fn reload_renders_the_same(&self) -> Result<(), String> {
+        let session = parse_branch(&branch_with_written(&self.fed, &self.written));
+        let branch: Vec<&Entry> = session.entries.iter().collect();
+        let (reloaded, _problems) = condense_store::replay::replay_branch(&branch);
+        let late = self.late_compactions();
+        // Without late compactions the file is the one just parsed: building
+        // and parsing the whole branch again is most of this check's time.
+        let rebuilt = if late.is_empty() {
+            condense_store::context::build_context(&branch).messages
+        } else {
+            self.context_at_last_call(&late)
+        };
+        let engine = self.engine.engine();
+        let settings = condense_core::RenderSettings {
+            config: engine.config(),
+            protection: engine.protection(),
+        };
+        let messages = engine.messages();
+        let rebuilt = rebuilt.get(..messages.len()).unwrap_or(&rebuilt);
+        let live = condense_core::render(messages, engine.state(), &settings).messages(messages);
+        let again = condense_core::render(rebuilt, &reloaded, &settings).messages(rebuilt);
+        // The rebuilt file's recorded lines were re-serialized (`9e-6` for
+        // `0.000009`): messages are the same when their JSON values are.
+        let same = |a: &Message, b: &Message| {
+            a.json() == b.json()
+                || serde_json::from_str::<Value>(a.json()).ok()
+                    == serde_json::from_str::<Value>(b.json()).ok()
+        };
+        let differ = live.iter().zip(&again).position(|(a, b)| !same(a, b));
+        if differ.is_none() && live.len() == again.len() {
+            return Ok(());
+        }
+        let at = differ.unwrap_or(live.len().min(again.len()));
+        // From a little before the first character that differs.
+        let from = live
+            .get(at)
+            .zip(again.get(at))
+            .map(|(a, b)| {
+                let (a, b) = (a.json(), b.json());
+                let same = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+                (0..=same.saturating_sub(40))
+                    .rev()
+                    .find(|&i| a.is_char_boundary(i))
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0);
+        let head = |ms: &[Message]| {
+            ms.get(at)
+                .and_then(|m| m.json().get(from..))
+                .map(|t| t.chars().take(160).collect::<String>())
+                .unwrap_or_default()
+        };
+        Err(format!(
+            "the reload renders differently from message {at} ({} messages live, {} reloaded), from its character {from}: live {} | reloaded {}",
+            live.len(),
+            again.len(),
+            head(&live),
+            head(&again)
+        ))
+    }
+
+    /// The fed entries (by index) that are compactions fed after the last
+    /// call: no call saw them.
+    fn late_compactions(&self) -> Vec<usize> {
+        let late = |n: usize, line: &str| {
+            n >= self.fed_at_context
+                && serde_json::from_str::<Value>(line).is_ok_and(|v| v["type"] == "compaction")
+        };
+        (0..self.fed.len())
+            .filter(|&n| late(n, &self.fed[n]))
+            .collect()
+    }
+
+    /// The context pi would hand `context` from the file the run leaves,
+    /// leaving out the `dropped` fed entries ([`Driver::late_compactions`]).
+    fn context_at_last_call(&self, dropped: &[usize]) -> Vec<Message> {
+        let fed: Vec<String> = (0..self.fed.len())
+            .filter(|n| dropped.binary_search(n).is_err())
+            .map(|n| self.fed[n].clone())
+            .collect();
+        let written: Vec<Written> = self
+            .written
+            .iter()
+            .map(|w| Written {
+                after: w.after - dropped.partition_point(|&d| d < w.after),
+                ..w.clone()
+            })
+            .collect();
+        let session = parse_branch(&branch_with_written(&fed, &written));
+        let branch: Vec<&Entry> = session.entries.iter().collect();
+        condense_store::context::build_context(&branch).messages
+    }
+}
