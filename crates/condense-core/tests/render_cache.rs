@@ -438,3 +438,91 @@ fn a_backfilled_alias_keeps_its_stub_until_a_switch_shows_its_chain() {
         }
     }
 }
+
+/// An eager spill (indexed at its turn's end without a short ref, its stub
+/// naming the raw id) shown by a switch keeps that stub when a later flush
+/// compresses its chain and backfills it with a ref of its own: under the
+/// cache-aware policy the chain is pending until a switch, and the new ref
+/// would otherwise rewrite the cached prompt from the stub on without one
+/// (as a backfilled dedup alias would, above). Under `reference` the chain
+/// drops the result at once.
+#[test]
+fn a_backfilled_spill_keeps_its_stub_until_a_switch_shows_its_chain() {
+    let messages: Vec<Message> = [
+        json!({"role":"user","content":"task","timestamp":10}),
+        json!({"role":"assistant","content":[{"type":"toolCall","id":"g1","name":"read","arguments":{"path":"big.log"}}],"timestamp":11}),
+        json!({"role":"toolResult","toolCallId":"g1","toolName":"read","content":[{"type":"text","text":"HUGE OUTPUT"}],"isError":false,"timestamp":12}),
+        json!({"role":"assistant","content":[{"type":"text","text":"done"}],"timestamp":13}),
+        json!({"role":"user","content":"next","timestamp":20}),
+    ]
+    .iter()
+    .map(|v| Message::from_value(v).unwrap())
+    .collect();
+    let spill_stub = |out: &[Message]| -> Option<String> {
+        out.iter()
+            .find(|m| m.json().contains(r#""toolCallId":"g1""#))
+            .map(|m| m.to_value().unwrap()["content"][0]["text"].to_string())
+    };
+    for policy in [
+        condense_core::Policy::Reference,
+        condense_core::Policy::CacheAware,
+    ] {
+        let mut config = Config::default();
+        config.economy.policy = policy;
+        let protection = Protection::new(&config);
+        let settings = RenderSettings {
+            config: &config,
+            protection: &protection,
+        };
+        let mut state = State::new();
+        state.add_record(
+            serde_json::from_value(json!({
+                "toolCallId":"g1","toolName":"read","args":{"path":"big.log"},"resultText":"",
+                "isError":false,"turnIndex":0,"timestamp":11,"resultTimestamp":12,
+                "spillPath":"/s/g1@12.txt","spillBytes":11,"resultPreview":"HUGE"
+            }))
+            .unwrap(),
+            true,
+        );
+        state.record_switch(messages.len());
+        let shown = render(&messages, &state, &settings).messages(&messages);
+        let before = spill_stub(&shown).expect("the spill is in the prompt");
+        assert!(
+            before.contains("Oversized output spilled") && before.contains("ref `g1`"),
+            "{before}"
+        );
+
+        // The rolling window passes the task's chain: no summary covers it,
+        // so its spilled output is backfilled under a ref of its own.
+        let plan = condense_core::plan_chains(&messages, None, &state, &config, &protection, 0);
+        let applied = condense_core::apply_chains(plan, Vec::new(), &[], &mut state, &config, 30);
+        assert_eq!(state.short_ref("g1", Some(12)), Some("t1"), "{applied:?}");
+
+        let out = render(&messages, &state, &settings).messages(&messages);
+        let after = spill_stub(&out);
+        let chain_shown = out.iter().any(|m| m.json().contains("<compressed-chain"));
+        match policy {
+            condense_core::Policy::Reference => {
+                assert!(chain_shown && after.is_none(), "the chain drops the spill");
+            }
+            condense_core::Policy::CacheAware => {
+                assert!(!chain_shown, "the chain is pending");
+                assert_eq!(after.as_deref(), Some(before.as_str()), "no rewrite");
+                assert_eq!(
+                    render(&messages, &state.clone(), &settings),
+                    render(&messages, &state, &settings),
+                    "warm = cold"
+                );
+                let next = condense_core::render_after_switch(&messages, &state, &settings)
+                    .messages(&messages);
+                assert!(
+                    next.iter().any(|m| m.json().contains(r#"tools=\"t1\""#)),
+                    "a switch shows the chain with the backfilled ref"
+                );
+                state.record_switch(messages.len());
+                let out = render(&messages, &state, &settings).messages(&messages);
+                assert!(spill_stub(&out).is_none(), "the switch shows the chain");
+            }
+        }
+    }
+}

@@ -417,3 +417,108 @@ fn a_resumed_compacted_session_finds_the_work_after_the_compaction() {
     );
     assert!(e.is_rearmed(), "run 2's read is pending");
 }
+
+/// Plays the branch as [`play`] does (no compaction on it) and returns the
+/// prompts and the calls before which the state, without a switch, no
+/// longer renders what the previous call sent: under `cache-aware` such a
+/// change rewrites the cached prompt from there for nothing, and (as what
+/// the call writes anyway) pulls a switch forward (docs/economy.md, rules
+/// 6 and 7).
+fn play_checking_sent_prefix(d: &mut Driver, branch: &[&Entry]) -> (Vec<Vec<Message>>, Vec<usize>) {
+    let mut prompts: Vec<Vec<Message>> = Vec::new();
+    let mut changed = Vec::new();
+    let mut context: Vec<Message> = Vec::new();
+    let mut fed = 0;
+    for (i, e) in branch.iter().enumerate() {
+        let Some(m) = &e.message else { continue };
+        if m.is(&condense_core::Role::Assistant) {
+            d.feed(&branch[fed..i], Some(1_000), 200_000);
+            fed = i;
+            if let Some(previous) = prompts.last() {
+                let engine = d.engine();
+                let settings = condense_core::RenderSettings {
+                    config: engine.config(),
+                    protection: engine.protection(),
+                };
+                let messages = engine.messages();
+                let now =
+                    condense_core::render(messages, engine.state(), &settings).messages(messages);
+                if now.get(..previous.len()) != Some(&previous[..]) {
+                    changed.push(prompts.len());
+                }
+            }
+            let facts = CallFacts {
+                now_ms: m.timestamp(),
+                model: Some("anthropic/claude-x".into()),
+            };
+            prompts.push(d.context(&context, &facts));
+        }
+        context.push(m.clone());
+    }
+    d.finish(&branch[fed..], Some(1_000));
+    (prompts, changed)
+}
+
+#[test]
+fn an_eager_spills_stub_changes_only_at_a_switch_under_cache_aware() {
+    // A task whose first read is too large to keep (spilled at its turn's
+    // end, its stub naming the raw id), then short tasks a minute apart:
+    // the rolling window compresses the first task's chain, whose backfill
+    // gives the spilled output a ref of its own.
+    let giant: String = (0..3_000)
+        .map(|l| format!("g0 line {l:05}: data data data\n"))
+        .collect();
+    assert!(giant.len() > 65_536);
+    let mut messages = vec![
+        json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0}),
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "g0", "name": "read",
+            "arguments": {"path": "big.log"}}], "stopReason": "toolUse", "timestamp": T0 + 1_000,
+            "provider": "anthropic", "model": "claude-x"}),
+        json!({"role": "toolResult", "toolCallId": "g0", "toolName": "read",
+            "content": [{"type": "text", "text": giant}], "isError": false, "timestamp": T0 + 1_500}),
+    ];
+    messages.extend(run("s", 1, T0 + 2_000, true).into_iter().skip(1));
+    // A long prompt after it: a switch showing the first task's chain
+    // rewrites it, which the few calls left do not repay.
+    messages.push(
+        json!({"role": "user", "content": [{"type": "text", "text": "next ".repeat(8_000)}],
+        "timestamp": T0 + 30_000}),
+    );
+    messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Sure."}],
+        "stopReason": "stop", "timestamp": T0 + 31_000, "provider": "anthropic", "model": "claude-x"}));
+    for (k, tag) in ["b", "c", "d", "e", "f"].iter().enumerate() {
+        messages.extend(run(tag, 1, T0 + (k as i64 + 1) * MIN, true));
+    }
+    let s = session_of("g", "g", messages);
+    let branch = s.branch(None);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut d = Driver::new(DriverOptions {
+        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware"}}}),
+        summarizer: Arc::new(Extractive::new()),
+        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
+        session_dir: Some(dir.path().to_path_buf()),
+    })
+    .expect("a driver");
+    let (prompts, changed) = play_checking_sent_prefix(&mut d, &branch);
+    let spill_stub = |p: &[Message]| {
+        p.iter()
+            .any(|m| m.json().contains("Oversized output spilled"))
+    };
+    assert!(
+        prompts.iter().any(|p| spill_stub(p)),
+        "the spill's stub is shown"
+    );
+    assert!(
+        prompts
+            .last()
+            .is_some_and(|p| p.iter().any(|m| m.json().contains("<compressed-chain"))),
+        "the first task's chain is compressed"
+    );
+    assert_eq!(
+        changed,
+        Vec::<usize>::new(),
+        "calls before which the prompt sent changed without a switch"
+    );
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same().expect("same render");
+}

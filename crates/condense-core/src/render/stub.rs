@@ -117,8 +117,13 @@ pub(crate) fn apply(
             .aliased_before
             .as_ref()
             .filter(|a| !gate.shows(a.record_since));
+        // Likewise an occurrence shown before it had a short ref (an eager
+        // spill, whose stub names its raw id) keeps naming that id while
+        // the ref a chain's backfill gave it is pending.
+        let pending_ref = target.ref_since.is_some_and(|r| !gate.shows(Some(r)));
         let (record, short_ref, cell) = match pending_alias {
             Some(a) => (a.record, a.short_ref, None),
+            None if pending_ref => (target.record, None, None),
             None => (target.record, target.short_ref, target.cell),
         };
         if let Some(cell) = cell {

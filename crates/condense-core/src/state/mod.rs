@@ -57,6 +57,11 @@ struct Occurrence {
     /// indexed: later than `since` for a dedup alias an uncovered chain
     /// backfilled, whose stub shows the alias until a switch shows the record.
     record_since: Option<u64>,
+    /// The number of switches recorded when its short ref was registered:
+    /// later than `since` for an eager spill (indexed without a ref) a
+    /// chain's backfill gave a ref, whose stub names the raw id until a
+    /// switch shows the ref.
+    ref_since: Option<u64>,
 }
 
 /// The pruning state of one branch.

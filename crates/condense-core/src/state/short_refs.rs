@@ -16,7 +16,10 @@ impl State {
             if r.short_id != r.tool_call_id {
                 let key = r.key();
                 self.short_refs.insert(r.short_id.clone(), key.clone());
-                self.occurrence_mut(&key).short_ref = Some(r.short_id.clone());
+                let switches = self.switches;
+                let occ = self.occurrence_mut(&key);
+                occ.short_ref = Some(r.short_id.clone());
+                occ.ref_since.get_or_insert(switches);
             }
             if let Some(n) = r.short_id.strip_prefix('t').and_then(|d| {
                 (!d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))

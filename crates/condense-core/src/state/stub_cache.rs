@@ -60,6 +60,8 @@ pub(crate) struct StubTarget<'a> {
     /// record was indexed, and the alias's view (the original's record and
     /// ref), which a stub shows until a switch shows the record.
     pub(crate) aliased_before: Option<AliasView<'a>>,
+    /// The switch count when its short ref was registered.
+    pub(crate) ref_since: Option<u64>,
 }
 
 /// What a dedup alias's stub showed before the occurrence was indexed itself.
@@ -112,6 +114,7 @@ impl State {
             cell,
             since: occ.since,
             aliased_before,
+            ref_since: occ.ref_since,
         })
     }
 }
