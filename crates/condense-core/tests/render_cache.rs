@@ -342,12 +342,84 @@ fn a_chain_text_follows_its_summaries_across_switches() {
     assert!(again.contains("SECOND"), "{again}");
 }
 
+/// A result a switch showed as a stub (`seed` builds the state before that
+/// switch), whose chain the rolling window then compresses, no summary
+/// covering it, backfilling the result under a ref of its own. Under
+/// `reference` the chain drops the stub at once. Under `cache-aware` the
+/// chain is pending until a switch, and the stub stays as it was shown: the
+/// new ref would rewrite the cached prompt from there without one.
+fn a_backfilled_stub_waits_for_a_switch(
+    messages: &[Message],
+    seed: impl Fn(&mut State),
+    (id, ts): (&str, i64),
+    shown_ref: &str,
+    backfilled_ref: &str,
+) {
+    let needle = format!(r#""toolCallId":"{id}""#);
+    let stub = |out: &[Message]| -> Option<String> {
+        out.iter()
+            .find(|m| m.json().contains(&needle))
+            .map(|m| m.to_value().unwrap()["content"][0]["text"].to_string())
+    };
+    for policy in [
+        condense_core::Policy::Reference,
+        condense_core::Policy::CacheAware,
+    ] {
+        let mut config = Config::default();
+        config.economy.policy = policy;
+        let protection = Protection::new(&config);
+        let settings = RenderSettings {
+            config: &config,
+            protection: &protection,
+        };
+        let mut state = State::new();
+        seed(&mut state);
+        state.record_switch(messages.len());
+        let shown = render(messages, &state, &settings).messages(messages);
+        let before = stub(&shown).expect("the stub is in the prompt");
+        assert!(before.contains(&format!("ref `{shown_ref}`")), "{before}");
+
+        let plan = condense_core::plan_chains(messages, None, &state, &config, &protection, 0);
+        let applied = condense_core::apply_chains(plan, Vec::new(), &[], &mut state, &config, 40);
+        assert_eq!(
+            state.short_ref(id, Some(ts)),
+            Some(backfilled_ref),
+            "{applied:?}"
+        );
+
+        let out = render(messages, &state, &settings).messages(messages);
+        let after = stub(&out);
+        let chain_shown = out.iter().any(|m| m.json().contains("<compressed-chain"));
+        match policy {
+            condense_core::Policy::Reference => {
+                assert!(chain_shown && after.is_none(), "the chain drops the stub");
+            }
+            condense_core::Policy::CacheAware => {
+                assert!(!chain_shown, "the chain is pending");
+                assert_eq!(after.as_deref(), Some(before.as_str()), "no rewrite");
+                assert_eq!(
+                    render(messages, &state.clone(), &settings),
+                    render(messages, &state, &settings),
+                    "warm = cold"
+                );
+                let next = condense_core::render_after_switch(messages, &state, &settings)
+                    .messages(messages);
+                let tools = format!(r#"tools=\"{backfilled_ref}\""#);
+                assert!(
+                    next.iter().any(|m| m.json().contains(&tools)),
+                    "a switch shows the chain with the backfilled ref"
+                );
+                state.record_switch(messages.len());
+                let out = render(messages, &state, &settings).messages(messages);
+                assert!(stub(&out).is_none(), "the switch shows the chain");
+            }
+        }
+    }
+}
+
 /// A dedup alias shown by a switch keeps its stub (the original's ref) when
 /// a later flush compresses its uncovered chain and backfills it with a ref
-/// of its own, as pi-condense does: under the cache-aware policy the chain is
-/// pending until a switch, and the new ref would otherwise rewrite the cached
-/// prompt from the stub on without one. Under `reference` (and once a switch
-/// shows the chain) the chain drops the result, as pi-condense renders it.
+/// of its own, as pi-condense does.
 #[test]
 fn a_backfilled_alias_keeps_its_stub_until_a_switch_shows_its_chain() {
     let turn = |n: i64, id: &str| {
@@ -365,23 +437,7 @@ fn a_backfilled_alias_keeps_its_stub_until_a_switch_shows_its_chain() {
         .chain([json!({"role":"user","content":"next","timestamp":30})])
         .map(|v| Message::from_value(&v).unwrap())
         .collect();
-    let alias_stub = |out: &[Message]| -> Option<String> {
-        out.iter()
-            .find(|m| m.json().contains(r#""toolCallId":"c2""#))
-            .map(|m| m.to_value().unwrap()["content"][0]["text"].to_string())
-    };
-    for policy in [
-        condense_core::Policy::Reference,
-        condense_core::Policy::CacheAware,
-    ] {
-        let mut config = Config::default();
-        config.economy.policy = policy;
-        let protection = Protection::new(&config);
-        let settings = RenderSettings {
-            config: &config,
-            protection: &protection,
-        };
-        let mut state = State::new();
+    let seed = |state: &mut State| {
         let original = serde_json::from_value(json!({
             "toolCallId":"c1","toolName":"read","args":{"path":"src/a.rs"},"resultText":"SAME OUTPUT",
             "isError":false,"turnIndex":0,"timestamp":11,"resultTimestamp":12
@@ -398,54 +454,14 @@ fn a_backfilled_alias_keeps_its_stub_until_a_switch_shows_its_chain() {
             &OccurrenceKey::new("c2", Some(22)),
             &OccurrenceKey::new("c1", Some(12)),
         );
-        state.record_switch(messages.len());
-        let shown = render(&messages, &state, &settings).messages(&messages);
-        let before = alias_stub(&shown).expect("the alias is in the prompt");
-        assert!(before.contains("ref `t1`"), "{before}");
-
-        // The rolling window passes the second task's chain: no summary
-        // covers it, so it is compressed with a deterministic body and its
-        // alias backfilled under a ref of its own.
-        let plan = condense_core::plan_chains(&messages, None, &state, &config, &protection, 0);
-        let applied = condense_core::apply_chains(plan, Vec::new(), &[], &mut state, &config, 40);
-        assert_eq!(state.short_ref("c2", Some(22)), Some("t2"), "{applied:?}");
-
-        let out = render(&messages, &state, &settings).messages(&messages);
-        let after = alias_stub(&out);
-        let chain_shown = out.iter().any(|m| m.json().contains("<compressed-chain"));
-        match policy {
-            condense_core::Policy::Reference => {
-                assert!(chain_shown && after.is_none(), "the chain drops the alias");
-            }
-            condense_core::Policy::CacheAware => {
-                assert!(!chain_shown, "the chain is pending");
-                assert_eq!(after.as_deref(), Some(before.as_str()), "no rewrite");
-                assert_eq!(
-                    render(&messages, &state.clone(), &settings),
-                    render(&messages, &state, &settings),
-                    "warm = cold"
-                );
-                let next = condense_core::render_after_switch(&messages, &state, &settings)
-                    .messages(&messages);
-                assert!(
-                    next.iter().any(|m| m.json().contains(r#"tools=\"t2\""#)),
-                    "a switch shows the chain with the backfilled ref"
-                );
-                state.record_switch(messages.len());
-                let out = render(&messages, &state, &settings).messages(&messages);
-                assert!(alias_stub(&out).is_none(), "the switch shows the chain");
-            }
-        }
-    }
+    };
+    // The second task's chain: the alias was its only output.
+    a_backfilled_stub_waits_for_a_switch(&messages, seed, ("c2", 22), "t1", "t2");
 }
 
 /// An eager spill (indexed at its turn's end without a short ref, its stub
 /// naming the raw id) shown by a switch keeps that stub when a later flush
-/// compresses its chain and backfills it with a ref of its own: under the
-/// cache-aware policy the chain is pending until a switch, and the new ref
-/// would otherwise rewrite the cached prompt from the stub on without one
-/// (as a backfilled dedup alias would, above). Under `reference` the chain
-/// drops the result at once.
+/// compresses its chain and backfills it with a ref of its own.
 #[test]
 fn a_backfilled_spill_keeps_its_stub_until_a_switch_shows_its_chain() {
     let messages: Vec<Message> = [
@@ -458,71 +474,14 @@ fn a_backfilled_spill_keeps_its_stub_until_a_switch_shows_its_chain() {
     .iter()
     .map(|v| Message::from_value(v).unwrap())
     .collect();
-    let spill_stub = |out: &[Message]| -> Option<String> {
-        out.iter()
-            .find(|m| m.json().contains(r#""toolCallId":"g1""#))
-            .map(|m| m.to_value().unwrap()["content"][0]["text"].to_string())
+    let seed = |state: &mut State| {
+        let spilled = serde_json::from_value(json!({
+            "toolCallId":"g1","toolName":"read","args":{"path":"big.log"},"resultText":"",
+            "isError":false,"turnIndex":0,"timestamp":11,"resultTimestamp":12,
+            "spillPath":"/s/g1@12.txt","spillBytes":11,"resultPreview":"HUGE"
+        }))
+        .unwrap();
+        state.add_record(spilled, true);
     };
-    for policy in [
-        condense_core::Policy::Reference,
-        condense_core::Policy::CacheAware,
-    ] {
-        let mut config = Config::default();
-        config.economy.policy = policy;
-        let protection = Protection::new(&config);
-        let settings = RenderSettings {
-            config: &config,
-            protection: &protection,
-        };
-        let mut state = State::new();
-        state.add_record(
-            serde_json::from_value(json!({
-                "toolCallId":"g1","toolName":"read","args":{"path":"big.log"},"resultText":"",
-                "isError":false,"turnIndex":0,"timestamp":11,"resultTimestamp":12,
-                "spillPath":"/s/g1@12.txt","spillBytes":11,"resultPreview":"HUGE"
-            }))
-            .unwrap(),
-            true,
-        );
-        state.record_switch(messages.len());
-        let shown = render(&messages, &state, &settings).messages(&messages);
-        let before = spill_stub(&shown).expect("the spill is in the prompt");
-        assert!(
-            before.contains("Oversized output spilled") && before.contains("ref `g1`"),
-            "{before}"
-        );
-
-        // The rolling window passes the task's chain: no summary covers it,
-        // so its spilled output is backfilled under a ref of its own.
-        let plan = condense_core::plan_chains(&messages, None, &state, &config, &protection, 0);
-        let applied = condense_core::apply_chains(plan, Vec::new(), &[], &mut state, &config, 30);
-        assert_eq!(state.short_ref("g1", Some(12)), Some("t1"), "{applied:?}");
-
-        let out = render(&messages, &state, &settings).messages(&messages);
-        let after = spill_stub(&out);
-        let chain_shown = out.iter().any(|m| m.json().contains("<compressed-chain"));
-        match policy {
-            condense_core::Policy::Reference => {
-                assert!(chain_shown && after.is_none(), "the chain drops the spill");
-            }
-            condense_core::Policy::CacheAware => {
-                assert!(!chain_shown, "the chain is pending");
-                assert_eq!(after.as_deref(), Some(before.as_str()), "no rewrite");
-                assert_eq!(
-                    render(&messages, &state.clone(), &settings),
-                    render(&messages, &state, &settings),
-                    "warm = cold"
-                );
-                let next = condense_core::render_after_switch(&messages, &state, &settings)
-                    .messages(&messages);
-                assert!(
-                    next.iter().any(|m| m.json().contains(r#"tools=\"t1\""#)),
-                    "a switch shows the chain with the backfilled ref"
-                );
-                state.record_switch(messages.len());
-                let out = render(&messages, &state, &settings).messages(&messages);
-                assert!(spill_stub(&out).is_none(), "the switch shows the chain");
-            }
-        }
-    }
+    a_backfilled_stub_waits_for_a_switch(&messages, seed, ("g1", 12), "g1", "t1");
 }

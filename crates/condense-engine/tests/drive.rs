@@ -87,6 +87,16 @@ fn driver(policy: &str) -> Driver {
 /// Plays the branch; returns each call's prompt. At a compaction pi's
 /// list becomes the context it builds from the branch so far.
 fn play(d: &mut Driver, branch: &[&Entry]) -> Vec<Vec<Message>> {
+    play_watching(d, branch, |_, _| {})
+}
+
+/// [`play`], calling `before_call` with the driver and the prompts so far
+/// before each call (the call's turn fed, its `context` not yet sent).
+fn play_watching(
+    d: &mut Driver,
+    branch: &[&Entry],
+    mut before_call: impl FnMut(&Driver, &[Vec<Message>]),
+) -> Vec<Vec<Message>> {
     let mut prompts = Vec::new();
     let mut context: Vec<Message> = Vec::new();
     let mut fed = 0;
@@ -99,6 +109,7 @@ fn play(d: &mut Driver, branch: &[&Entry]) -> Vec<Vec<Message>> {
         if m.is(&condense_core::Role::Assistant) {
             d.feed(&branch[fed..i], Some(1_000), 200_000);
             fed = i;
+            before_call(d, &prompts);
             let facts = CallFacts {
                 now_ms: m.timestamp(),
                 model: Some("anthropic/claude-x".into()),
@@ -418,44 +429,29 @@ fn a_resumed_compacted_session_finds_the_work_after_the_compaction() {
     assert!(e.is_rearmed(), "run 2's read is pending");
 }
 
-/// Plays the branch as [`play`] does (no compaction on it) and returns the
-/// prompts and the calls before which the state, without a switch, no
-/// longer renders what the previous call sent: under `cache-aware` such a
-/// change rewrites the cached prompt from there for nothing, and (as what
-/// the call writes anyway) pulls a switch forward (docs/economy.md, rules
-/// 6 and 7).
+/// Plays the branch as [`play`] does and returns the prompts and the
+/// calls before which the state, without a switch, no longer renders what
+/// the previous call sent (on a branch without a compaction): under
+/// `cache-aware` such a change rewrites the cached prompt from there for
+/// nothing, and (as what the call writes anyway) pulls a switch forward
+/// (docs/economy.md, rules 6 to 8).
 fn play_checking_sent_prefix(d: &mut Driver, branch: &[&Entry]) -> (Vec<Vec<Message>>, Vec<usize>) {
-    let mut prompts: Vec<Vec<Message>> = Vec::new();
     let mut changed = Vec::new();
-    let mut context: Vec<Message> = Vec::new();
-    let mut fed = 0;
-    for (i, e) in branch.iter().enumerate() {
-        let Some(m) = &e.message else { continue };
-        if m.is(&condense_core::Role::Assistant) {
-            d.feed(&branch[fed..i], Some(1_000), 200_000);
-            fed = i;
-            if let Some(previous) = prompts.last() {
-                let engine = d.engine();
-                let settings = condense_core::RenderSettings {
-                    config: engine.config(),
-                    protection: engine.protection(),
-                };
-                let messages = engine.messages();
-                let now =
-                    condense_core::render(messages, engine.state(), &settings).messages(messages);
-                if now.get(..previous.len()) != Some(&previous[..]) {
-                    changed.push(prompts.len());
-                }
-            }
-            let facts = CallFacts {
-                now_ms: m.timestamp(),
-                model: Some("anthropic/claude-x".into()),
-            };
-            prompts.push(d.context(&context, &facts));
+    let prompts = play_watching(d, branch, |d, prompts| {
+        let Some(previous) = prompts.last() else {
+            return;
+        };
+        let engine = d.engine();
+        let settings = condense_core::RenderSettings {
+            config: engine.config(),
+            protection: engine.protection(),
+        };
+        let messages = engine.messages();
+        let now = condense_core::render(messages, engine.state(), &settings).messages(messages);
+        if now.get(..previous.len()) != Some(&previous[..]) {
+            changed.push(prompts.len());
         }
-        context.push(m.clone());
-    }
-    d.finish(&branch[fed..], Some(1_000));
+    });
     (prompts, changed)
 }
 
