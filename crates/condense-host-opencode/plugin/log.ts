@@ -9,8 +9,8 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { OcMessage, PiMessage } from "./messages.ts";
-import { toPi } from "./messages.ts";
+import type { OcMessage } from "./messages.ts";
+import { isCompaction, isCompactionSummary, toPi } from "./messages.ts";
 
 /** `$XDG_DATA_HOME/opencode/storage/plugin/condense` (where peers keep theirs). */
 export function storageDir(): string {
@@ -106,42 +106,85 @@ export function knownCount(messages: readonly OcMessage[], logged: readonly Logg
 	return upTo;
 }
 
-/** The pi branch for `session.start`: the messages as entries, the log's entries after theirs. */
-export function buildBranch(messages: readonly OcMessage[], logged: readonly LoggedEntry[]): Record<string, unknown>[] {
-	const byAnchor = new Map<string | null, LoggedEntry[]>();
-	const known = new Set(messages.map((m) => m.info.id));
-	for (const e of logged) {
-		if (e.type === "reported") continue;
-		// Entries after a message that is gone (a revert) go last.
-		const anchor = e.after !== null && !known.has(e.after) ? "\u0000end" : e.after;
-		const list = byAnchor.get(anchor) ?? [];
-		list.push(e);
-		byAnchor.set(anchor, list);
-	}
+/**
+ * The pi branch for `session.start`: the messages as entries, the log's
+ * entries after theirs. `history` is the session's every message in stored
+ * order (what a compaction left out too), needed only when `messages` starts
+ * with a compaction.
+ *
+ * After a compaction the branch is laid out as pi's would be: what the
+ * compaction left out, then OpenCode's summary and the tail of recent turns
+ * it kept, then a `compaction` entry keeping from that summary on, then what
+ * came after. The entries written before the compaction (those of the tail
+ * too) sit before that entry: the live sidecar stopped showing their
+ * summaries when OpenCode's list was replaced, and a resumed one shows the
+ * same, while their records stay in the state (a ref still pages back). The
+ * messages left out keep the turn numbers as the live sidecar counted them.
+ */
+export function buildBranch(
+	messages: readonly OcMessage[],
+	logged: readonly LoggedEntry[],
+	history: readonly OcMessage[] = messages,
+): Record<string, unknown>[] {
+	const entries = logged.filter((e) => e.type !== "reported");
+	const placed = new Set<LoggedEntry>();
 	const out: Record<string, unknown>[] = [];
 	let parentId: string | null = null;
 	const push = (entry: Record<string, unknown>) => {
 		out.push({ ...entry, parentId });
 		parentId = entry.id as string;
 	};
-	const pushLogged = (anchor: string | null) => {
-		for (const e of byAnchor.get(anchor) ?? []) {
+	const pushLogged = (wanted: (e: LoggedEntry) => boolean) => {
+		for (const e of entries) {
+			if (placed.has(e) || !wanted(e)) continue;
+			placed.add(e);
 			const { after: _after, ...entry } = e;
 			push(entry);
 		}
 	};
-	pushLogged(null);
+	const after = (id: string | null) => (e: LoggedEntry) => e.after === id;
 	let n = 0;
-	for (const m of messages) {
+	/** Pushes the message's entries; returns the first one's id. */
+	const pushMessage = (m: OcMessage): string => {
 		const { message, results } = toPi(m);
-		const all: PiMessage[] = [message, ...results.map((r) => r.message)];
-		for (const pi of all) {
+		const first = `m${n + 1}`;
+		for (const pi of [message, ...results.map((r) => r.message)]) {
 			n += 1;
 			const ts = typeof pi.timestamp === "number" ? pi.timestamp : 0;
 			push({ type: "message", id: `m${n}`, timestamp: new Date(ts).toISOString(), message: pi });
 		}
-		pushLogged(m.info.id);
+		return first;
+	};
+	pushLogged(after(null));
+	const compaction = messages[0] !== undefined && isCompaction(messages[0]) ? messages[0] : undefined;
+	let rest = messages;
+	if (compaction) {
+		const at = history.findIndex((m) => m.info.id === compaction.info.id);
+		const before = at < 0 ? [] : history.slice(0, at);
+		const earlier = new Set(before.map((m) => m.info.id));
+		const listed = new Set(messages.map((m) => m.info.id));
+		for (const m of before) {
+			if (!listed.has(m.info.id)) pushMessage(m);
+			pushLogged(after(m.info.id));
+		}
+		// Kept by the compaction: its summary, then the tail it kept.
+		const kept = messages.slice(1);
+		let k = 0;
+		while (k < kept.length && ((k === 0 && isCompactionSummary(kept[0] as OcMessage)) || earlier.has((kept[k] as OcMessage).info.id))) k += 1;
+		rest = kept.slice(k);
+		const later = new Set(rest.map((m) => m.info.id));
+		// Entries of messages the history did not give (none when it did).
+		pushLogged((e) => e.after !== compaction.info.id && !later.has(e.after as string));
+		const firstKept = kept.slice(0, k).map(pushMessage).at(0) ?? null;
+		const ts = compaction.info.time?.created ?? 0;
+		push({ type: "compaction", id: "compaction", timestamp: new Date(ts).toISOString(), summary: "", tokensBefore: 0, firstKeptEntryId: firstKept });
+		pushLogged(after(compaction.info.id));
 	}
-	pushLogged("\u0000end");
+	for (const m of rest) {
+		pushMessage(m);
+		pushLogged(after(m.info.id));
+	}
+	// Entries after a message that is gone (a revert) go last.
+	pushLogged(() => true);
 	return out;
 }

@@ -171,6 +171,58 @@ test("the branch puts logged entries after their message and leaves the plugin's
 	branch.forEach((e, i) => assert.equal(e.parentId, i === 0 ? null : branch[i - 1]?.id));
 });
 
+test("after a compaction the branch is pi's: what it left out, its summary and tail, the compaction entry, then the rest", () => {
+	const compaction: OcMessage = {
+		info: { id: "c1", sessionID: S, role: "user", time: { created: 60 } },
+		parts: [{ id: "c1-p", sessionID: S, messageID: "c1", type: "compaction" }],
+	};
+	const summary = assistant("s1", 70, [{ id: "s1-x", sessionID: S, messageID: "s1", type: "text", text: "what we did" }]);
+	summary.info.summary = true;
+	const [u1, a1, a2, a3, u2] = session() as [OcMessage, OcMessage, OcMessage, OcMessage, OcMessage];
+	const cont = user("u3", "Continue", 80);
+	const a4 = assistant("a4", 90, [toolPart("a4", "call_d", "DDD original")]);
+	// Stored order, and the list OpenCode hands the hook (u2 is the kept tail).
+	const history = [u1, a1, a2, a3, u2, compaction, summary, cont, a4];
+	const list = [compaction, summary, u2, cont, a4];
+	const entry = (id: string, after: string) => ({ type: "custom" as const, customType: "context-prune-summary", data: {}, id, timestamp: "t", after });
+	const branch = buildBranch(list, [entry("e1", "a1"), entry("e2", "u2"), entry("e3", "a4")], history);
+	const kinds = branch.map((e) => (e.type === "message" ? String((e.message as PiMessage).role) : e.type === "custom" ? String(e.id) : String(e.type)));
+	assert.deepEqual(kinds, [
+		// Left out by the compaction (its turns still count), with the entries
+		// written before it, the tail's too: a resumed sidecar shows none of
+		// them, as the live one stopped showing them.
+		"user",
+		"assistant",
+		"toolResult",
+		"e1",
+		"assistant",
+		"toolResult",
+		"assistant",
+		"e2",
+		// Kept: OpenCode's summary and the tail, then pi's compaction entry.
+		"assistant",
+		"user",
+		"compaction",
+		"user",
+		"assistant",
+		"toolResult",
+		"e3",
+	]);
+	const kept = branch.find((e) => e.type === "compaction");
+	const first = branch[kinds.indexOf("e2") + 1];
+	assert.equal(kept?.firstKeptEntryId, first?.id);
+	assert.deepEqual((first?.message as PiMessage).content, [{ type: "text", text: "what we did" }]);
+	// The list's compaction message is pi's compaction marker, as the store builds it from that entry.
+	const { pi } = convert(list);
+	assert.deepEqual(pi[0], { role: "compactionSummary", summary: "", tokensBefore: 0, timestamp: 60 });
+	assert.equal(kept?.timestamp, new Date(60).toISOString());
+	// Without the history, the entries of what is gone still stay out of the context.
+	const alone = buildBranch(list, [entry("e1", "a1"), entry("e3", "a4")]);
+	const ids = alone.map((e) => String(e.id));
+	assert.ok(ids.indexOf("e1") < ids.indexOf("compaction"), ids.join(" "));
+	assert.ok(ids.indexOf("e3") > ids.indexOf("compaction"), ids.join(" "));
+});
+
 test("the log appends whole lines, reads them back, and refuses an unsafe session id", () => {
 	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "condense-log-"));
 	const log = new EventLog(dir, S);

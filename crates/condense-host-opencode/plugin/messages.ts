@@ -44,6 +44,8 @@ export interface OcInfo {
 	providerID?: string;
 	modelID?: string;
 	model?: { providerID: string; modelID: string };
+	/** The assistant message that answers a compaction: OpenCode's summary of what came before. */
+	summary?: boolean;
 	finish?: string;
 	error?: unknown;
 	tokens?: { input: number; output: number; reasoning: number; cache: { read: number; write: number } };
@@ -89,9 +91,29 @@ function resultText(part: OcPart & { state: OcToolState }): string {
 	return String(part.state.output ?? "");
 }
 
+/**
+ * True for the user message that starts an OpenCode compaction (its
+ * `compaction` part). Once the compaction's summary is written, OpenCode's
+ * list starts with it and leaves out what came before (its tail of recent
+ * turns aside).
+ */
+export function isCompaction(m: OcMessage): boolean {
+	return m.info.role === "user" && m.parts.some((p) => p.type === "compaction");
+}
+
+/** True for the assistant message holding a compaction's summary (not a turn of the agent's). */
+export function isCompactionSummary(m: OcMessage): boolean {
+	return m.info.role === "assistant" && m.info.summary === true;
+}
+
 /** The pi messages of one OpenCode message (the first is the message itself). */
 export function toPi(m: OcMessage): { message: PiMessage; results: { message: PiMessage; part: OcPart }[] } {
 	const timestamp = m.info.time?.created ?? 0;
+	// pi's own marker of a compaction, as condense's store builds it from a
+	// `compaction` entry (log.ts writes one on resume), so the sidecar's copy
+	// and a rebuilt branch agree byte for byte. OpenCode's summary follows as
+	// the assistant message it is.
+	if (isCompaction(m)) return { message: { role: "compactionSummary", summary: "", tokensBefore: 0, timestamp }, results: [] };
 	if (m.info.role !== "assistant") {
 		const content = m.parts
 			.filter((p) => p.type === "text" && !p.ignored && typeof p.text === "string")

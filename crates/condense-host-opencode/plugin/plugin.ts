@@ -43,7 +43,7 @@ import { placeholdersIn, refusal, WRITING_TOOLS } from "./guard.ts";
 import { complete } from "./llm.ts";
 import type { ProviderEndpoint } from "./llm.ts";
 import { buildBranch, EventLog, knownCount, storageDir } from "./log.ts";
-import { applyRender, convert, toPi } from "./messages.ts";
+import { applyRender, convert, isCompaction, isCompactionSummary, toPi } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
 
 const QUERY_TOOL = "context_tree_query";
@@ -144,6 +144,8 @@ class SessionLink {
 	held: HeldAnswer | undefined;
 	/** The OpenCode messages the last `context` carried. */
 	sent = new Set<string>();
+	/** The next transform is OpenCode's compaction summarizing the history, not a call of the agent's. */
+	compacting = false;
 
 	constructor(
 		readonly sessionID: string,
@@ -191,6 +193,9 @@ class SessionLink {
 			for (const id of adopted) this.reported.add(id);
 			const lastAdopted = adopted.at(-1);
 			if (lastAdopted !== undefined) this.log.append([{ type: "reported", after: lastAdopted }]);
+			// After a compaction OpenCode's list lacks what it summarized; the
+			// branch holds it as pi's does (log.ts).
+			const history = known[0] && isCompaction(known[0]) ? await this.plugin.history(this.sessionID) : undefined;
 			const res = await ask(sidecar, 
 				"session.start",
 				{
@@ -201,7 +206,7 @@ class SessionLink {
 					sessionFile: null,
 					sessionDir: this.log.dir,
 					sessionId: this.sessionID,
-					branch: asJson(buildBranch(known, logged)),
+					branch: asJson(buildBranch(known, logged, history)),
 					tree: false,
 				},
 				REQUEST_TIMEOUT_MS,
@@ -269,6 +274,16 @@ class SessionLink {
 			const info = m.info;
 			if (info.role === "user") runTurn = 0;
 			if (info.role !== "assistant") continue;
+			if (isCompactionSummary(m)) {
+				// OpenCode's summary of what it compacted: pi's compaction
+				// entry, no turn of the agent's (it is no reply to flush at,
+				// and what it summarized left the list it is in).
+				if (!this.reported.has(info.id) && info.time.completed) {
+					this.reported.add(info.id);
+					this.log.append([{ type: "reported", after: info.id }]);
+				}
+				continue;
+			}
 			const turnIndex = runTurn++;
 			if (this.reported.has(info.id) || !info.time.completed) continue;
 			this.reported.add(info.id);
@@ -377,6 +392,16 @@ class CondenseState {
 		return this.windows.get(key) ?? 0;
 	}
 
+	/** Every message of the session as OpenCode stores it (what a compaction left out of the list too). */
+	async history(sessionID: string): Promise<OcMessage[] | undefined> {
+		try {
+			const res = (await this.client.session.messages({ path: { id: sessionID } })) as { data?: unknown };
+			return Array.isArray(res.data) ? (res.data as OcMessage[]) : undefined;
+		} catch {
+			return undefined;
+		}
+	}
+
 	/** A notice: a toast (in the TUI), warnings and errors also on stderr; each warning once per process. */
 	notify(message: string, variant: "info" | "success" | "warning" | "error"): void {
 		if (variant === "warning" || variant === "error") {
@@ -403,7 +428,9 @@ class CondenseState {
 		if (!sidecar) return undefined;
 		try {
 			await link.reportTurns(sidecar, messages);
-			if (messages.at(-1)?.info.role === "user") {
+			const compacting = link.compacting;
+			link.compacting = false;
+			if (messages.at(-1)?.info.role === "user" && !compacting) {
 				// A run's first call: the flush its previous run's reply left
 				// (cache-aware policy) runs now, anchored after that reply.
 				const started = await ask(sidecar, "agent.start", {}, REQUEST_TIMEOUT_MS);
@@ -454,6 +481,12 @@ export function condensePlugin(tool: typeof toolFn): Plugin {
 			} catch (err) {
 				logError(`condense: ${errorText(err)}; messages pass unchanged`);
 			}
+		},
+		// OpenCode runs the transform hook on the history it is about to
+		// summarize right after this one: that call is no run's start.
+		"experimental.session.compacting": async (input) => {
+			const link = state.sessions.get(input.sessionID);
+			if (link) link.compacting = true;
 		},
 		"chat.params": async (input) => {
 			try {
