@@ -1,8 +1,10 @@
 //! Support for condense-host-opencode's tests: the shared test kit
 //! (condense-testkit: the scripted LLM server, the Node, OpenCode and
-//! TypeScript installs).
+//! TypeScript installs), and `scenario`, what the OpenCode end-to-end tests
+//! share.
 
 #![allow(dead_code)]
 
 #[allow(unused_imports)] // each test file uses some of them
 pub use condense_testkit::{fake_llm, opencode_env, pi_env, process, registry, typescript};
+pub mod scenario;

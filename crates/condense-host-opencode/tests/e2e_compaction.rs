@@ -1,0 +1,168 @@
+//! condense through OpenCode's own compaction, in a real OpenCode against
+//! the scripted server (see `e2e_opencode.rs`).
+
+mod support;
+
+use std::fs;
+
+use serde_json::json;
+use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use support::opencode_env::{require_opencode, OpenCodeEnv};
+use support::scenario::{big_file, outline, sidecar_bin, stub_text, tool_result};
+
+/// What a summary request's batch holds, named by the marker of the file it
+/// read, so each flush's summary can be told apart.
+fn summary_naming_markers(
+    markers: &'static [&'static str],
+) -> impl Fn(&serde_json::Value) -> Reply {
+    move |body| {
+        let text = body.to_string();
+        let named: Vec<&str> = markers
+            .iter()
+            .copied()
+            .filter(|m| text.contains(m))
+            .collect();
+        Reply::text(format!("- summary of {}", named.join(" and ")))
+    }
+}
+
+/// The condense summaries (synthetic user messages) a request carries.
+fn condense_summaries(request: &RecordedRequest) -> Vec<String> {
+    request
+        .texts_of_role("user")
+        .into_iter()
+        .filter(|t| t.contains("- summary of "))
+        .collect()
+}
+
+const COMPACTED_TEXT: &str = "OpenCode's compaction summary: alpha and bravo were read.";
+
+/// The lines OpenCode's read tool shows for `text` (`N: line`).
+fn numbered(text: &str) -> Vec<String> {
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| format!("{}: {line}", i + 1))
+        .collect()
+}
+
+/// OpenCode compacts the session itself when a call's usage reaches the
+/// model's limit: it summarizes the history in a call of its own (through
+/// the same transform hook), then goes on from its summary alone. condense
+/// keeps working through it: the run finishes, the compaction is written
+/// from what the model was shown, the read after it is stubbed at the next
+/// call, the query still returns an output from before it whole, and a new
+/// process shows what the live one showed and keeps pruning.
+#[test]
+fn opencode_compaction_keeps_condense_working() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let markers = ["ALPHA-c0a1", "BRAVO-c0b2", "CHARLIE-c0c3", "DELTA-c0d4"];
+    llm.set_summary_responder(summary_naming_markers(&[
+        "ALPHA-c0a1",
+        "BRAVO-c0b2",
+        "CHARLIE-c0c3",
+        "DELTA-c0d4",
+    ]));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
+    let files: Vec<_> = ["alpha", "bravo", "charlie", "delta"]
+        .iter()
+        .zip(markers)
+        .map(|(name, marker)| {
+            let path = env.project.join(format!("{name}.txt"));
+            let text = big_file(marker, 5000);
+            fs::write(&path, &text).expect("write a file");
+            (path, text)
+        })
+        .collect();
+    let read = |id: &str, n: usize, tokens: u64| {
+        Reply::tool_call(id, "read", json!({"filePath": files[n].0})).with_usage(tokens, 10)
+    };
+    llm.push(read("call_a", 0, 20_000));
+    // 125k of the model's 128k: OpenCode compacts before the next call.
+    llm.push(read("call_b", 1, 125_000));
+    llm.push(Reply::text(COMPACTED_TEXT).with_usage(30_000, 50));
+    llm.push(read("call_c", 2, 20_000));
+    llm.push(
+        Reply::tool_call(
+            "call_q",
+            "context_tree_query",
+            json!({"toolCallIds": ["t1"]}),
+        )
+        .with_usage(20_000, 10),
+    );
+    llm.push(Reply::text("Done.").with_usage(20_000, 10));
+    let run = env.run("Read alpha.txt, bravo.txt and charlie.txt.", false);
+    run.assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 6, "{}\n{}", run.report(), outline(&llm));
+
+    // The compaction's own call: no tools, the history as one prompt, with
+    // the stubs and summaries the model was shown (their refs page back).
+    let compaction = &main[2];
+    assert!(compaction.tool_names().is_empty(), "{}", outline(&llm));
+    assert!(
+        compaction.any_message_contains("ref `t1`")
+            && compaction.any_message_contains("- summary of ALPHA-c0a1")
+            && !compaction.any_message_contains("ALPHA-c0a1 line 0000"),
+        "the compaction summarizes what the model was shown\n{}",
+        outline(&llm)
+    );
+    // After it: OpenCode's summary instead of the history; condense shows
+    // none of the summaries of what the compaction took away.
+    let after = &main[3];
+    assert!(
+        after.any_message_contains(COMPACTED_TEXT),
+        "{}",
+        outline(&llm)
+    );
+    assert_eq!(tool_result(after, "call_a"), None);
+    assert!(condense_summaries(after).is_empty(), "{}", outline(&llm));
+    // condense keeps pruning: the read after the compaction is stubbed.
+    assert_eq!(
+        tool_result(&main[4], "call_c"),
+        Some(stub_text("t3")),
+        "{}\n{}",
+        outline(&llm),
+        env.protocol_log()
+    );
+    assert_eq!(
+        condense_summaries(&main[4]),
+        vec![format!("- summary of CHARLIE-c0c3{}", refs_footer("t3"))]
+    );
+    // An output from before the compaction comes back whole.
+    let recovered = tool_result(&main[5], "call_q").expect("the query is answered");
+    for line in numbered(&files[0].1) {
+        assert!(recovered.contains(&line), "{line:?} in\n{recovered}");
+    }
+    let live = condense_summaries(&main[5]);
+
+    // A new process shows what the live one showed, and keeps pruning.
+    llm.push(read("call_d", 3, 20_000));
+    llm.push(Reply::text("Still here.").with_usage(20_000, 10));
+    let run2 = env.run("And delta.txt?", true);
+    run2.assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 8, "{}\n{}", run2.report(), outline(&llm));
+    assert_eq!(
+        condense_summaries(&main[6]),
+        live,
+        "the resumed render shows the summaries the live one did\n{}",
+        outline(&llm)
+    );
+    assert_eq!(tool_result(&main[6], "call_c"), Some(stub_text("t3")));
+    let delta = tool_result(&main[7], "call_d").expect("the read is answered");
+    assert!(
+        delta.starts_with("[Summarized in pruner summary, ref `t"),
+        "the resumed process stubs a new read: {delta}\n{}\n{}",
+        outline(&llm),
+        env.protocol_log()
+    );
+}
+
+/// The footer core puts under a summary naming its refs.
+fn refs_footer(refs: &str) -> String {
+    format!("\n\n---\n**Summarized tool refs**: `{refs}`\nUse `context_tree_query` with these refs to retrieve the original full outputs.")
+}
