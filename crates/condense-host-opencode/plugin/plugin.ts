@@ -270,8 +270,11 @@ class SessionLink {
 	async reportTurns(sidecar: Sidecar, messages: readonly OcMessage[]): Promise<void> {
 		// pi's turnIndex: the assistant message's place in its run (from the user message before it).
 		let runTurn = 0;
+		let previous: string | null = null;
 		for (const m of messages) {
 			const info = m.info;
+			const before = previous;
+			previous = info.id;
 			if (info.role === "user") runTurn = 0;
 			if (info.role !== "assistant") continue;
 			if (isCompactionSummary(m)) {
@@ -287,13 +290,17 @@ class SessionLink {
 			const turnIndex = runTurn++;
 			if (this.reported.has(info.id) || !info.time.completed) continue;
 			this.reported.add(info.id);
-			this.anchor = info.id;
+			// A reply's flush (at `message.end`) goes before the reply, where
+			// the live sidecar shows it and pi's session file has it: the
+			// reply joins the sidecar's copy only at `turn.end`.
+			this.anchor = before;
 			if (info.providerID && info.modelID) this.model = { providerID: info.providerID, modelID: info.modelID };
 			const converted = toPi(m);
 			const message = asJson(converted.message);
 			const now = info.time.completed;
 			const me = await ask(sidecar, "message.end", { message, now }, REQUEST_TIMEOUT_MS);
 			this.carryOut(me.effects, false);
+			this.anchor = info.id;
 			const t = info.tokens;
 			const tokens = t ? t.input + t.output + t.reasoning + t.cache.read + t.cache.write : null;
 			const contextWindow = info.providerID && info.modelID ? await this.plugin.contextWindow(info.providerID, info.modelID) : 0;
