@@ -47,6 +47,8 @@ import { applyRender, convert, isCompaction, isCompactionSummary, toPi } from ".
 import type { OcMessage, PiMessage } from "./messages.ts";
 
 const QUERY_TOOL = "context_tree_query";
+/** pi's `/pruner status` as a tool (an OpenCode command is a prompt for the model, no display). */
+const STATUS_TOOL = "context_prune_status";
 /** `context` deadline: OpenCode waits for it before every LLM call. */
 const CONTEXT_TIMEOUT_MS = 2_000;
 const HELLO_TIMEOUT_MS = 30_000;
@@ -152,6 +154,19 @@ class SessionLink {
 		private readonly plugin: CondenseState,
 	) {
 		this.log = new EventLog(storageDir(), sessionID);
+	}
+
+	/** `/pruner <args>`'s answer as text (its notices), for a tool's result. */
+	async commandText(args: string): Promise<string> {
+		const sidecar = this.failed ? undefined : await this.connect([]);
+		if (!sidecar) throw new Error(`${STATUS_TOOL} is unavailable: the condense sidecar is not running for this session`);
+		const res = await ask(sidecar, "command", { args, utcOffsetMinutes: -new Date().getTimezoneOffset() }, REQUEST_TIMEOUT_MS);
+		const texts: string[] = [];
+		for (const raw of Array.isArray(res.effects) ? res.effects : []) {
+			const e = parseEffect(raw);
+			if (e?.kind === "notify") texts.push(e.text);
+		}
+		return texts.join("\n");
 	}
 
 	/** The sidecar, started and handed the session on first use; `undefined` once failed. */
@@ -420,6 +435,8 @@ class CondenseState {
 	}
 
 	toast(message: string, variant: "info" | "success" | "warning" | "error"): void {
+		// The debug log records each toast, so a test without a TUI sees what the user would.
+		debug(() => `toast ${variant}: ${message}`);
 		// No TUI (`opencode run`): the call fails and is dropped.
 		this.client.tui?.showToast?.({ body: { title: "condense", message, variant } })?.catch?.(() => {});
 	}
@@ -551,6 +568,19 @@ export function condensePlugin(tool: typeof toolFn): Plugin {
 					if (args.limit !== undefined) page.limit = args.limit;
 					const res = await ask(sidecar, "query", { toolCallIds: args.toolCallIds, ...page }, REQUEST_TIMEOUT_MS);
 					return typeof res.text === "string" ? res.text : "";
+				},
+			}),
+			[STATUS_TOOL]: tool({
+				description:
+					"Show condense's status for this session: its settings, the summarizer's usage, the context's metrics, " +
+					"and the prompt cache's economics from the recorded usage with what the pruning policy decided. " +
+					"Call it when the user asks about condense, context pruning or its cost.",
+				args: {},
+				async execute(_args, ctx) {
+					// Only a session this process already handed a call has its sidecar.
+					const link = state.sessions.get(ctx.sessionID);
+					if (!link) throw new Error(`${STATUS_TOOL} is unavailable: condense has not seen this session yet`);
+					return await link.commandText("status");
 				},
 			}),
 		},

@@ -59,10 +59,7 @@ fn a_resumed_session_sends_what_the_live_one_sent() {
         outline(&llm),
         env.protocol_log()
     );
-    let texts: Vec<String> = live
-        .iter()
-        .map(support::fake_llm::message_text)
-        .collect();
+    let texts: Vec<String> = live.iter().map(support::fake_llm::message_text).collect();
     let summary = texts.iter().position(|t| t.contains("ALPHA-r5e1 lines"));
     let reply = texts.iter().position(|t| t == "I read alpha.txt.");
     assert!(
