@@ -62,6 +62,19 @@ test("an assistant message becomes the message and one toolResult per finished t
 	assert.equal(pi[5]?.stopReason, "stop");
 });
 
+test("an assistant message carries the call's usage as pi records it, for the cache economics", () => {
+	const [, a1] = session() as [OcMessage, OcMessage];
+	a1.info.tokens = { input: 500, output: 20, reasoning: 5, cache: { read: 12000, write: 3000 } };
+	a1.info.cost = 0.0125;
+	const { pi } = convert([a1]);
+	assert.deepEqual(pi[0]?.usage, { input: 500, output: 25, cacheRead: 12000, cacheWrite: 3000, totalTokens: 15525, cost: { total: 0.0125 } });
+	// No tokens recorded (or unreadable ones): no usage, as pi has none for such a call.
+	a1.info.tokens = { input: 0, output: 0, reasoning: 0, cache: { read: 0, write: 0 } };
+	assert.equal(convert([a1]).pi[0]?.usage, undefined);
+	a1.info.tokens = { input: -1, output: Number.NaN, reasoning: 0, cache: { read: 1.5, write: 0 } };
+	assert.equal(convert([a1]).pi[0]?.usage, undefined);
+});
+
 test("a part OpenCode cleared is left out: never captured, summarized or stubbed; the model still gets OpenCode's placeholder", () => {
 	const m = session();
 	const part = m[1]?.parts[0];

@@ -151,7 +151,32 @@ export function toPi(m: OcMessage): { message: PiMessage; results: { message: Pi
 		stopReason: hasCalls ? "toolUse" : "stop",
 		timestamp,
 	};
+	const usage = piUsage(m.info);
+	if (usage) message.usage = usage;
 	return { message, results };
+}
+
+/**
+ * What OpenCode recorded for the call as pi's `usage` (the provider's split
+ * of uncached input, cache reads and writes), which the sidecar's cache
+ * economics read; reasoning is output. None for a call with no tokens yet.
+ */
+function piUsage(info: OcInfo): Record<string, unknown> | undefined {
+	const t = info.tokens;
+	if (!t) return undefined;
+	const input = count(t.input);
+	const output = count(t.output) + count(t.reasoning);
+	const cacheRead = count(t.cache?.read);
+	const cacheWrite = count(t.cache?.write);
+	const totalTokens = input + output + cacheRead + cacheWrite;
+	if (totalTokens === 0) return undefined;
+	const cost = typeof info.cost === "number" && Number.isFinite(info.cost) && info.cost >= 0 ? info.cost : 0;
+	return { input, output, cacheRead, cacheWrite, totalTokens, cost: { total: cost } };
+}
+
+/** A token count as recorded, or 0 for anything else (the data is OpenCode's, read as is). */
+function count(v: unknown): number {
+	return typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? v : 0;
 }
 
 /** Every OpenCode message as pi messages, in order. */
