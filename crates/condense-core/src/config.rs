@@ -134,6 +134,12 @@ pub struct EconomyConfig {
     /// [`PROFILE_NAMES`](crate::PROFILE_NAMES) (default `anthropic-5m`); the
     /// cache-aware policy plans with it and the status prices with it.
     pub profile: &'static str,
+    /// `economy.maxExcess`: a number `>= 0`, the most the cache-aware
+    /// policy may ever bill beyond what no pruning would have billed so
+    /// far, as a share of that (`0`: never more); `None` (the default): no
+    /// bound, the policy bets on its projections
+    /// ([`NoPruningBound`](crate::NoPruningBound)).
+    pub max_excess: Option<f64>,
 }
 
 /// The whole `contextPrune` block, normalized.
@@ -230,6 +236,7 @@ impl Default for Config {
                 policy: Policy::Reference,
                 pressure_share: 0.8,
                 profile: crate::PROFILE_NAMES[0],
+                max_excess: None,
             },
         }
     }
@@ -416,6 +423,7 @@ impl Config {
                     ("policy", ec.policy.name().into()),
                     ("pressureShare", number_value(ec.pressure_share)),
                     ("profile", ec.profile.into()),
+                    ("maxExcess", fraction_value(ec.max_excess)),
                 ]),
             ),
         ]
@@ -639,6 +647,16 @@ impl Normalizer {
                 |name| crate::PROFILE_NAMES.into_iter().find(|p| *p == name),
                 |name| name,
             ),
+            max_excess: match Self::lookup(sub, "economy.maxExcess") {
+                None | Some(Value::Null) => None,
+                Some(v) => match v.as_f64() {
+                    Some(f) if f >= 0.0 && f.is_finite() => Some(f),
+                    _ => {
+                        self.warn("economy.maxExcess", v, Value::Null);
+                        None
+                    }
+                },
+            },
         }
     }
 

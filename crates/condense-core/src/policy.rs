@@ -13,6 +13,8 @@
 //! the economy module's [`CacheTerms`].
 
 use crate::economy::CacheTerms;
+#[cfg(doc)]
+use crate::economy::NoPruningBound;
 use crate::message::{Message, Role};
 use crate::render::chars_to_tokens;
 
@@ -93,6 +95,10 @@ pub struct SwitchInputs {
     pub pressure_share: f64,
     /// The budget trigger fired for this call.
     pub budget_triggered: bool,
+    /// Switching at this call keeps the session within its bound against
+    /// no pruning ([`NoPruningBound::allows_call`]; always true without
+    /// one): a warm switch, even under pressure, waits until it does.
+    pub within_bound: bool,
 }
 
 /// Why a switch happens.
@@ -182,6 +188,8 @@ pub fn is_idle_expired(now_ms: i64, previous_call_ms: Option<i64>, ttl_ms: i64) 
 ///
 /// In order: nothing to remove never switches; a cold cache (idle past the
 /// TTL, a resume, a model change) switches, the rewrite being paid anyway;
+/// a switch the session cannot afford (`within_bound` false: the savings so
+/// far would not cover the rewrite should no later call come) waits;
 /// pressure (the prompt at `pressure_share` of the window, or the budget
 /// trigger) switches; otherwise the switch happens iff the rewrite's extra
 /// cost now is below the saving over the later expected calls:
@@ -201,6 +209,8 @@ pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
         None
     } else if cold_reason.is_some() {
         cold_reason
+    } else if !i.within_bound {
+        None
     } else if i.budget_triggered
         || under_pressure(i.prompt_tokens, i.context_window, i.pressure_share)
     {
@@ -282,6 +292,10 @@ pub struct SummarizeInputs {
     pub pressure_share: f64,
     /// The budget trigger asked for this flush.
     pub budget_triggered: bool,
+    /// What the session may still spend within its bound against no
+    /// pruning ([`NoPruningBound::headroom`], units; infinite without one):
+    /// a summary, even under pressure, is paid from it.
+    pub headroom: f64,
 }
 
 /// The outcome of [`decide_summarize`], with its figures.
@@ -299,9 +313,10 @@ pub struct SummarizeDecision {
 /// Whether a flush the triggers asked for is worth its summarizer call.
 ///
 /// Summarizing costs now; it pays back only once the result is shown. So a
-/// flush runs when the prompt is under pressure (pruning then beats pi's
-/// compaction whatever it costs), or when the saving over the expected calls
-/// after it, net of a warm switch's rewrite, exceeds the summarizer's cost.
+/// flush runs, when the session's bound pays the summarizer (`headroom`),
+/// if the prompt is under pressure (pruning then beats pi's compaction
+/// whatever it costs), or if the saving over the expected calls after it,
+/// net of a warm switch's rewrite, exceeds the summarizer's cost.
 /// A deferred flush loses nothing: the outputs stay captured and the next
 /// trigger asks again, with more calls behind the estimate.
 pub fn decide_summarize(i: &SummarizeInputs) -> SummarizeDecision {
@@ -316,7 +331,9 @@ pub fn decide_summarize(i: &SummarizeInputs) -> SummarizeDecision {
     let pressure =
         i.budget_triggered || under_pressure(i.prompt_tokens, i.context_window, i.pressure_share);
     SummarizeDecision {
-        summarize: i.removed_tokens > 0 && (pressure || net_saving > summarizer_cost),
+        summarize: i.removed_tokens > 0
+            && i.headroom >= summarizer_cost
+            && (pressure || net_saving > summarizer_cost),
         summarizer_cost,
         net_saving,
     }

@@ -31,6 +31,7 @@ fn warm() -> SwitchInputs {
         context_window: Some(200_000),
         pressure_share: 0.8,
         budget_triggered: false,
+        within_bound: true,
     }
 }
 
@@ -176,6 +177,7 @@ fn flush() -> SummarizeInputs {
         context_window: Some(200_000),
         pressure_share: 0.8,
         budget_triggered: false,
+        headroom: 1e12,
     }
 }
 
@@ -306,4 +308,71 @@ fn the_cache_aware_budget_threshold_is_at_most_the_pressure_share() {
         budget_threshold(Policy::CacheAware, Some(0.5), 0.8),
         Some(0.5)
     );
+}
+
+#[test]
+fn a_switch_that_would_pay_later_waits_until_the_savings_so_far_cover_it() {
+    // Repays over 100 calls (99 · 400 = 39,600 > 6,500), but the session
+    // could end here and the rewrite would be lost: held.
+    let pays = SwitchInputs {
+        expected_calls: 100,
+        ..warm()
+    };
+    assert_eq!(decide_switch(&pays).switch, Some(SwitchReason::Pays));
+    let unfunded = SwitchInputs {
+        within_bound: false,
+        ..pays.clone()
+    };
+    assert_eq!(decide_switch(&unfunded).switch, None);
+    // A cold cache switches whatever the bound; pressure only within it
+    // (unpruned, the prompt goes to pi's compaction, as with no pruning).
+    let cold = SwitchInputs {
+        now_ms: 2_000_000,
+        ..unfunded.clone()
+    };
+    assert_eq!(decide_switch(&cold).switch, Some(SwitchReason::IdleExpiry));
+    let pressed = SwitchInputs {
+        prompt_tokens: 170_000,
+        ..unfunded
+    };
+    assert_eq!(decide_switch(&pressed).switch, None);
+    let pressed_within = SwitchInputs {
+        within_bound: true,
+        ..pressed
+    };
+    assert_eq!(
+        decide_switch(&pressed_within).switch,
+        Some(SwitchReason::Pressure)
+    );
+}
+
+#[test]
+fn a_summary_that_would_pay_later_waits_until_the_savings_so_far_pay_it() {
+    let pays = SummarizeInputs {
+        expected_calls: 40,
+        ..flush()
+    };
+    assert!(decide_summarize(&pays).summarize);
+    // The summarizer costs 7,500.
+    let short = SummarizeInputs {
+        headroom: 7_499.0,
+        ..pays.clone()
+    };
+    assert!(!decide_summarize(&short).summarize);
+    let enough = SummarizeInputs {
+        headroom: 7_500.0,
+        ..pays.clone()
+    };
+    assert!(decide_summarize(&enough).summarize);
+    let pressed = SummarizeInputs {
+        budget_triggered: true,
+        ..short
+    };
+    assert!(!decide_summarize(&pressed).summarize);
+    let pressed_within = SummarizeInputs {
+        headroom: 7_500.0,
+        expected_calls: 1,
+        ..pressed
+    };
+    assert!(decide_summarize(&pressed_within).summarize);
 }

@@ -132,7 +132,7 @@ pub async fn agent_start<L: EngineLock + ?Sized>(
     summarizer: impl FnOnce() -> Summarizer,
     clock: &(dyn Fn() -> i64 + Sync),
 ) -> Effects {
-    let trigger = lock.engine().agent_start();
+    let trigger = lock.engine().agent_start(clock());
     match trigger {
         Some(t) => {
             let summarizer = summarizer();

@@ -491,7 +491,7 @@ impl Engine {
                 &self.messages,
                 &self.state,
                 &settings,
-                &mut self.calls,
+                &self.calls,
                 call,
             ) {
                 self.state.record_switch(self.messages.len());
@@ -507,7 +507,9 @@ impl Engine {
         let r = render(&self.messages, &self.state, &settings);
         self.report_diagnostics(&r.diagnostics, &mut out);
         if self.config.economy.policy.gates_on_switch() {
-            self.calls.sent(r.messages(&self.messages));
+            let profile = crate::switch::profile(&self.config);
+            self.calls
+                .sent(r.messages(&self.messages), &self.messages, &profile, call);
         }
         let steps = r.plan.map(|plan| {
             self.reclaim = Some((plan.before_chars, plan.after_chars));
@@ -590,15 +592,18 @@ impl Engine {
         }
         // A reply's flush no agent start ran (a host without the event):
         // the next run's first turn runs it.
-        let reply_flush = self.reply_flush == ReplyFlush::NextRun && !self.flushing;
+        let mut reply_flush = self.reply_flush == ReplyFlush::NextRun && !self.flushing;
         if reply_flush {
             self.reply_flush = ReplyFlush::None;
+            reply_flush = self.flush_affordable(now);
         }
         if !pushed && !self.rearmed && !reply_flush {
             return (out, None);
         }
         let n = self.pending.len();
-        let gated = flush_trigger(n, self.rearmed, self.flushing, decision);
+        let gated = flush_trigger(n, self.rearmed, self.flushing, decision).filter(|_| {
+            !self.config.economy.policy.gates_on_switch() || self.flush_affordable(now)
+        });
         let (trigger, text) = match gated {
             Some(TriggerKind::Rearmed) => (
                 gated,
@@ -683,10 +688,29 @@ impl Engine {
     }
 
     /// The start of an agent run (the user's next prompt, before its first
-    /// call): the flush a reply asked for under the cache-aware policy.
-    pub fn agent_start(&mut self) -> Option<TriggerKind> {
+    /// call, at `now`): the flush a reply asked for under the cache-aware
+    /// policy, when the session can afford it ([`Engine::flush_affordable`]).
+    pub fn agent_start(&mut self, now: i64) -> Option<TriggerKind> {
         let asked = std::mem::take(&mut self.reply_flush) != ReplyFlush::None;
-        (asked && self.config.enabled).then_some(TriggerKind::MessageEnd)
+        (asked && self.config.enabled && self.flush_affordable(now))
+            .then_some(TriggerKind::MessageEnd)
+    }
+
+    /// Whether the cache-aware policy's bound against no pruning pays for
+    /// a flush of what is pending ([`crate::switch::flush_affordable`]);
+    /// unpaid, it stays captured for the next trigger.
+    fn flush_affordable(&self, now: i64) -> bool {
+        let settings = RenderSettings {
+            config: &self.config,
+            protection: &self.protection,
+        };
+        crate::switch::flush_affordable(
+            &self.messages,
+            &self.pending,
+            &settings,
+            &self.calls,
+            now,
+        )
     }
 
     /// `agent_end`: status; a flush the run's reply asked for now waits
@@ -756,11 +780,28 @@ impl Engine {
     /// Flush step 2: applies the summarizer's results and plans chain
     /// compression on the messages the engine holds.
     pub fn finish_summaries(&mut self, flush: Flush, results: Vec<JobResult>) -> Chains {
+        self.summarizer_spent(&results);
         let mut chains = flush
             .apply(results, &mut self.state, &self.config)
             .plan_chains(&self.messages, &self.state, &self.config, &self.protection);
         self.pending.extend(chains.take_restored());
         chains
+    }
+
+    /// The summarizer's input `results` report, spent from the cache-aware
+    /// policy's bound against no pruning.
+    fn summarizer_spent(&mut self, results: &[JobResult]) {
+        let input: u64 = results
+            .iter()
+            .filter_map(|r| match r {
+                JobResult::Summary { usage, .. } => Some(usage),
+                JobResult::Unusable { usage } | JobResult::Failed { usage, .. } => usage.as_ref(),
+                JobResult::NotRun => None,
+            })
+            .map(|u| u.input_tokens)
+            .sum();
+        let price = crate::switch::profile(&self.config).summarizer;
+        self.calls.summarized(input as f64 * price);
     }
 
     /// Flush step 3: applies chain compression and returns every effect of
@@ -775,6 +816,7 @@ impl Engine {
         delivery: Delivery,
         now: i64,
     ) -> FlushDone {
+        self.summarizer_spent(&fusion);
         let mut blobs = BlobDir(self.blob_dir.as_deref());
         let report = chains.apply(fusion, &mut blobs, &mut self.state, &self.config, now);
         let mut out = Effects::new();

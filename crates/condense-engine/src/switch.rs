@@ -8,13 +8,13 @@
 
 use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
-    decide_switch, expected_calls, js_len, render, render_after_switch, switch_sizes, CacheTerms,
-    CapturedBatch, ColdEvent, Message, PriceProfile, RenderSettings, Role, State, SummarizeInputs,
-    SwitchInputs,
+    decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render, render_after_switch,
+    switch_sizes, CacheTerms, CapturedBatch, ColdEvent, Config, Message, NoPruningBound, PriceProfile,
+    PromptShape, RenderSettings, Role, State, SummarizeInputs, SwitchInputs,
 };
 use condense_store::entries::SwitchEntryData;
-// What the summarizer reads of one output: its prompt cuts results there.
-use condense_summarizer::prompt::RESULT_CUT;
+// What the summarizer reads: the bound pays for it.
+use condense_summarizer::prompt::{batch_user_message, BATCH_PROMPT};
 
 /// What the host says about the LLM call a `context` request precedes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,6 +40,10 @@ pub(crate) struct CallLog {
     budget_hit: bool,
     /// The prompt the previous call sent (after any switch).
     last_prompt: Option<Vec<Message>>,
+    /// The prompt the previous call would have sent with nothing pruned.
+    last_unpruned: Option<Vec<Message>>,
+    /// What the calls so far billed against no pruning.
+    bound: NoPruningBound,
 }
 
 impl CallLog {
@@ -47,6 +51,7 @@ impl CallLog {
     pub(crate) fn restart(&mut self) {
         *self = CallLog {
             resumed: true,
+            bound: self.bound,
             ..CallLog::default()
         };
     }
@@ -59,9 +64,73 @@ impl CallLog {
         self.budget_hit |= budget_hit;
     }
 
-    /// The prompt this call sent (after any switch).
-    pub(crate) fn sent(&mut self, prompt: Vec<Message>) {
+    /// The prompt this call sent (after any switch), priced against the
+    /// same call with nothing pruned (`messages` without condense's
+    /// summaries) for the bound; the call is then the previous one.
+    pub(crate) fn sent(
+        &mut self,
+        prompt: Vec<Message>,
+        messages: &[Message],
+        profile: &PriceProfile,
+        call: &CallFacts,
+    ) {
+        let unpruned = unpruned(messages);
+        let sent = self.units(profile, &prompt, self.last_prompt.as_deref(), call);
+        let would = self.units(profile, &unpruned, self.last_unpruned.as_deref(), call);
+        self.bound.add_call(sent, would);
         self.last_prompt = Some(prompt);
+        self.last_unpruned = Some(unpruned);
+        self.called(call);
+    }
+
+    /// The summarizer's input, priced: spent from the bound's headroom.
+    pub(crate) fn summarized(&mut self, units: f64) {
+        self.bound.add_summarizer(units);
+    }
+
+    /// The session's bound against no pruning, allowed the excess
+    /// `config` sets (`economy.maxExcess`).
+    fn bound(&self, config: &Config) -> NoPruningBound {
+        let mut bound = self.bound;
+        bound.set_max_excess(config.economy.max_excess);
+        bound
+    }
+
+    /// True when this call finds the cache cold whatever condense does.
+    fn cold_event(&self, call: &CallFacts) -> Option<ColdEvent> {
+        if self.resumed {
+            return Some(ColdEvent::Resume);
+        }
+        match (&call.model, &self.last_model) {
+            (Some(now), Some(before)) if now != before => Some(ColdEvent::ModelChange),
+            _ => None,
+        }
+    }
+
+    /// What `prompt` bills at `call`, the previous call having sent
+    /// `before`.
+    fn units(
+        &self,
+        profile: &PriceProfile,
+        prompt: &[Message],
+        before: Option<&[Message]>,
+        call: &CallFacts,
+    ) -> f64 {
+        let cold = self.cold_event(call).is_some();
+        let shared_prefix = match before {
+            Some(before) if !cold => tokens(&prompt[..common_prefix(before, prompt)]),
+            _ => 0,
+        };
+        let previous = (!cold).then_some(self.last_ms.filter(|_| call.now_ms.is_some()));
+        prompt_units(
+            profile,
+            previous,
+            call.now_ms,
+            PromptShape {
+                tokens: tokens(prompt),
+                shared_prefix,
+            },
+        )
     }
 
     /// Tokens of `prompt` from its first message the previous call did not
@@ -69,13 +138,10 @@ impl CallLog {
     /// switch (a stub whose summary ref a later flush renumbered, a
     /// compaction). The call writes them whether it switches or not.
     fn unsent_tokens(&self, prompt: &[Message]) -> u64 {
-        let first = self.last_prompt.as_deref().map_or(0, |before| {
-            before
-                .iter()
-                .zip(prompt)
-                .take_while(|(a, b)| a == b)
-                .count()
-        });
+        let first = self
+            .last_prompt
+            .as_deref()
+            .map_or(0, |before| common_prefix(before, prompt));
         tokens(prompt.get(first..).unwrap_or_default())
     }
 
@@ -124,6 +190,26 @@ fn tokens(messages: &[Message]) -> u64 {
     messages.iter().map(|m| chars_to_tokens(m.size())).sum()
 }
 
+/// How many leading messages two prompts share.
+fn common_prefix(a: &[Message], b: &[Message]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The prompt a call would send with nothing pruned: the host's messages
+/// without the summaries condense added.
+fn unpruned(messages: &[Message]) -> Vec<Message> {
+    messages
+        .iter()
+        .filter(|m| !m.is_summary_message())
+        .cloned()
+        .collect()
+}
+
+/// The profile the policy prices with (`economy.profile`).
+pub(crate) fn profile(config: &Config) -> PriceProfile {
+    PriceProfile::named_or_default(config.economy.profile)
+}
+
 /// The calls expected from this one on ([`expected_calls`]), no more than
 /// pi's compaction point leaves ([`calls_before_compaction`]).
 fn calls_ahead(prompt_tokens: u64, calls_so_far: u64, context_window: Option<u64>) -> u64 {
@@ -133,15 +219,16 @@ fn calls_ahead(prompt_tokens: u64, calls_so_far: u64, context_window: Option<u64
 }
 
 /// Decides at one call; on a switch returns the entry to persist (the
-/// caller records it in the state and appends it).
+/// caller records it in the state and appends it, then reports the prompt
+/// it sent with [`CallLog::sent`]).
 pub(crate) fn decide(
     messages: &[Message],
     state: &State,
     settings: &RenderSettings<'_>,
-    log: &mut CallLog,
+    log: &CallLog,
     call: &CallFacts,
 ) -> Option<SwitchEntryData> {
-    let outcome = if state.pending_count() == 0 && !purge_pending(messages, state, settings) {
+    if state.pending_count() == 0 && !purge_pending(messages, state, settings) {
         None
     } else {
         let current = render(messages, state, settings).messages(messages);
@@ -149,13 +236,20 @@ pub(crate) fn decide(
         let sizes = switch_sizes(&current, &shown);
         let prices = cache_terms(settings.config.economy.profile);
         let (calls, cold) = call_history(messages, prices.ttl_ms);
-        let cold_event = if log.resumed {
-            Some(ColdEvent::Resume)
-        } else {
-            match (&call.model, &log.last_model) {
-                (Some(now), Some(before)) if now != before => Some(ColdEvent::ModelChange),
-                _ => None,
-            }
+        let cold_event = log.cold_event(call);
+        let within_bound = {
+            let profile = profile(settings.config);
+            let before = log.last_prompt.as_deref();
+            let with = log.units(&profile, &shown, before, call);
+            let without = log.units(&profile, &current, before, call);
+            let unpruned = log.units(
+                &profile,
+                &unpruned(messages),
+                log.last_unpruned.as_deref(),
+                call,
+            );
+            log.bound(settings.config)
+                .allows_call(with, without, unpruned)
         };
         let inputs = SwitchInputs {
             now_ms: call.now_ms.unwrap_or_default(),
@@ -171,6 +265,7 @@ pub(crate) fn decide(
             context_window: log.context_window,
             pressure_share: settings.config.economy.pressure_share,
             budget_triggered: log.budget_hit,
+            within_bound,
         };
         let decision = decide_switch(&inputs);
         decision.switch.map(|reason| SwitchEntryData {
@@ -183,9 +278,7 @@ pub(crate) fn decide(
             ts: call.now_ms,
             extra: Default::default(),
         })
-    };
-    log.called(call);
-    outcome
+    }
 }
 
 /// The turn of an agent run from which the cache-aware policy may flush at
@@ -195,12 +288,59 @@ pub(crate) fn decide(
 /// the oldest of them.
 pub(crate) const LONG_RUN_TURNS: i64 = 10;
 
-/// Tokens of the summarizer's instructions, per batch.
-const SUMMARIZER_PROMPT_TOKENS: u64 = 250;
 /// Tokens a summarized output still shows (its stub), and a batch's
 /// summary, as written by the summarizer.
 const STUB_TOKENS: u64 = 40;
 const SUMMARY_TOKENS: u64 = 150;
+
+/// What summarizing `batches` (captured, not yet flushed) would cost and
+/// remove, estimated before the summarizer runs.
+struct FlushEstimate {
+    /// The summarizer's input tokens: its instructions and each batch as
+    /// it reads it, at three characters a token (on the high side: what
+    /// the summarizer reads is paid from the bound's headroom).
+    summarizer_input: u64,
+    /// Tokens showing the summaries would remove (`P`).
+    removed: u64,
+    /// Tokens of the prompt from the first output the flush stubs (`S`).
+    suffix: u64,
+}
+
+impl FlushEstimate {
+    fn of(messages: &[Message], batches: &[CapturedBatch]) -> FlushEstimate {
+        let calls = batches.iter().flat_map(|b| &b.calls);
+        let outputs: u64 = calls
+            .clone()
+            .map(|c| chars_to_tokens(js_len(&c.result_text)))
+            .sum();
+        let read: usize = batches
+            .iter()
+            .map(|b| js_len(BATCH_PROMPT) + js_len(&batch_user_message(b)))
+            .sum();
+        let call_count = calls.count() as u64;
+        let batch_count = batches.len() as u64;
+        let from = batches
+            .first()
+            .and_then(|b| b.calls.first())
+            .and_then(|c| {
+                messages.iter().rposition(|m| {
+                    m.skeleton().tool_call_id.as_deref() == Some(c.tool_call_id.as_str())
+                })
+            })
+            .unwrap_or(messages.len());
+        FlushEstimate {
+            summarizer_input: read.div_ceil(3) as u64,
+            removed: outputs
+                .saturating_sub(call_count * STUB_TOKENS + batch_count * SUMMARY_TOKENS),
+            suffix: tokens(messages.get(from..).unwrap_or_default()),
+        }
+    }
+
+    /// The summarizer's input, priced (`summarizer` times the main model's).
+    fn summarizer_cost(&self, profile: &PriceProfile) -> f64 {
+        self.summarizer_input as f64 * profile.summarizer
+    }
+}
 
 /// Whether summarizing `batches` (captured, not yet flushed) now, at a turn
 /// end of a long run, pays ([`decide_summarize`]): their outputs sit at the
@@ -211,49 +351,53 @@ pub(crate) fn turn_flush_pays(
     settings: &RenderSettings<'_>,
     log: &CallLog,
 ) -> bool {
-    let calls = batches.iter().flat_map(|b| &b.calls);
-    let outputs: u64 = calls
-        .clone()
-        .map(|c| chars_to_tokens(js_len(&c.result_text)))
-        .sum();
-    let read: u64 = calls
-        .clone()
-        .map(|c| chars_to_tokens(js_len(&c.result_text).min(RESULT_CUT)))
-        .sum();
-    let call_count = calls.count() as u64;
-    let batch_count = batches.len() as u64;
-    let first: Option<&str> = batches
-        .first()
-        .and_then(|b| b.calls.first())
-        .map(|c| c.tool_call_id.as_str());
-    let from = first
-        .and_then(|id| {
-            messages
-                .iter()
-                .rposition(|m| m.skeleton().tool_call_id.as_deref() == Some(id))
-        })
-        .unwrap_or(messages.len());
+    let estimate = FlushEstimate::of(messages, batches);
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config.economy.profile);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
+    let summarizer_price = profile(settings.config).summarizer;
     decide_summarize(&SummarizeInputs {
         prices,
-        // The session's own model summarizes (pi-condense's default); the
-        // output counts like input, as the figure policies are compared by
-        // is billed input (docs/economy.md).
-        summarizer_input_price: 1.0,
-        summarizer_output_price: 1.0,
-        summarizer_input_tokens: read + batch_count * SUMMARIZER_PROMPT_TOKENS,
-        summarizer_output_tokens: batch_count * SUMMARY_TOKENS,
-        suffix_tokens: tokens(messages.get(from..).unwrap_or_default()),
-        removed_tokens: outputs
-            .saturating_sub(call_count * STUB_TOKENS + batch_count * SUMMARY_TOKENS),
+        summarizer_input_price: summarizer_price,
+        // The figure policies are compared by is billed input
+        // (docs/economy.md); the output counts like input here.
+        summarizer_output_price: summarizer_price,
+        summarizer_input_tokens: estimate.summarizer_input,
+        summarizer_output_tokens: batches.len() as u64 * SUMMARY_TOKENS,
+        suffix_tokens: estimate.suffix,
+        removed_tokens: estimate.removed,
         expected_calls: calls_ahead(prompt_tokens, calls_so_far, log.context_window),
         cold_share: cold_share(cold, calls_so_far),
         prompt_tokens,
         context_window: log.context_window,
         pressure_share: settings.config.economy.pressure_share,
         budget_triggered: false,
+        headroom: log.bound(settings.config).headroom(),
     })
     .summarize
+}
+
+/// Whether a flush of `batches` may run at `now_ms` within the session's
+/// bound against no pruning: the headroom pays its summarizer, or the next
+/// call finds the cache cold anyway, so showing the summaries there saves
+/// their outputs' rewrite at once ([`NoPruningBound::allows_summary`]).
+/// Always true without a bound.
+pub(crate) fn flush_affordable(
+    messages: &[Message],
+    batches: &[CapturedBatch],
+    settings: &RenderSettings<'_>,
+    log: &CallLog,
+    now_ms: i64,
+) -> bool {
+    let estimate = FlushEstimate::of(messages, batches);
+    let profile = profile(settings.config);
+    let prices = cache_terms(settings.config.economy.profile);
+    let cold = log.resumed || is_idle_expired(now_ms, log.last_ms, prices.ttl_ms);
+    let saved_at_once = if cold {
+        estimate.removed as f64 * prices.write
+    } else {
+        0.0
+    };
+    log.bound(settings.config)
+        .allows_summary(estimate.summarizer_cost(&profile), saved_at_once)
 }

@@ -6,13 +6,17 @@
 //! that call. Counting tokens and deciding what each prompt holds are the
 //! caller's (the simulator's) business. [`recorded`] prices what a session
 //! recorded instead (pi's `usage` per call), and [`ledger`] adds a branch's
-//! recorded calls and switches up for the status commands.
+//! recorded calls and switches up for the status commands. [`bound`] keeps
+//! the cache-aware policy's promise that pruning never bills more than not
+//! pruning.
 
 mod bill;
+mod bound;
 mod ledger;
 mod price;
 mod recorded;
 
+pub use bound::{prompt_units, NoPruningBound, PromptShape};
 pub use bill::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall};
 pub use ledger::{EconomyReport, SessionEconomy, SwitchRecord};
 pub use price::{CacheTerms, PriceProfile, ProfileError, ProfileOverrides, PROFILE_NAMES};

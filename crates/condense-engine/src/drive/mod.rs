@@ -269,9 +269,14 @@ impl Driver {
                 .is_some_and(|m| m.is(&Role::Assistant));
             if entry.message.as_ref().is_some_and(|m| m.is(&Role::User)) {
                 // pi's `before_agent_start` comes before the prompt is
-                // persisted: what a flush there adds precedes it.
+                // persisted: what a flush there adds precedes it. It runs
+                // when the prompt is submitted, after the user's pause.
                 self.close_turn();
-                let clock = self.now;
+                let clock = entry
+                    .message
+                    .as_ref()
+                    .and_then(|m| m.timestamp())
+                    .map_or(self.now, |ts| self.now.max(ts));
                 let effects = self.runtime.block_on(host::agent_start(
                     &self.engine,
                     || self.summarizer(),

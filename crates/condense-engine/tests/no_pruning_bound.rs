@@ -1,0 +1,132 @@
+//! The cache-aware policy with a bound against no pruning
+//! (`economy.maxExcess`): a summary or a switch is a bet on later calls,
+//! placed only when the session's savings so far cover it, or when it costs
+//! nothing beyond not placing it.
+
+use condense_core::TriggerKind;
+use condense_engine::{CallFacts, Effect, Engine, StartParams};
+use serde_json::{json, Value};
+
+const T0: i64 = 1_780_000_000_000;
+const MINUTE: i64 = 60_000;
+
+fn message(v: Value) -> condense_core::Message {
+    condense_core::Message::from_value(&v).expect("a message")
+}
+
+fn started(economy: Value) -> Engine {
+    let mut e = Engine::default();
+    let prompt = json!({"type": "message", "id": "00000000", "parentId": null,
+        "timestamp": "2026-06-01T00:00:00.000Z",
+        "message": {"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0}});
+    e.start(StartParams {
+        settings: json!({"contextPrune": {"enabled": true, "economy": economy}}),
+        session_id: "s".into(),
+        session_dir: None,
+        branch: condense_engine::jsonl([prompt.to_string()]),
+        tree: false,
+    });
+    e
+}
+
+fn call(now: i64) -> CallFacts {
+    CallFacts {
+        now_ms: Some(now),
+        model: Some("anthropic/claude-x".into()),
+    }
+}
+
+/// One call that reads a file with `lines` lines of output, at `at`.
+fn read_turn(e: &mut Engine, n: i64, lines: usize, at: i64) -> Option<TriggerKind> {
+    let held = e.messages().len();
+    e.context_at(held, Vec::new(), &call(at));
+    let id = format!("r{n}");
+    let assistant = message(json!({"role": "assistant", "content": [{"type": "toolCall",
+        "id": id, "name": "read", "arguments": {"path": format!("f{n}.txt")}}],
+        "stopReason": "toolUse", "timestamp": at}));
+    let text: String = (0..lines).map(|l| format!("f{n} line {l:04}\n")).collect();
+    let result = message(json!({"role": "toolResult", "toolCallId": id,
+        "toolName": "read", "content": [{"type": "text", "text": text}], "isError": false,
+        "timestamp": at + 500}));
+    let (_, trigger) = e.turn_end(n, &assistant, &[result], None, 200_000, at + 600);
+    trigger
+}
+
+/// A run of `turns` reads, a second apart; the turns whose end flushed.
+fn long_run(e: &mut Engine, turns: i64) -> Vec<i64> {
+    (0..turns)
+        .filter(|&n| read_turn(e, n, 400, T0 + 1_000 * (2 * n + 1)).is_some())
+        .collect()
+}
+
+#[test]
+fn a_long_run_flushes_on_its_projection_without_a_bound_and_not_with_nothing_saved() {
+    let unbounded = long_run(&mut started(json!({"policy": "cache-aware"})), 14);
+    assert!(!unbounded.is_empty(), "the run flushed from its tenth turn");
+    // Every call warm and nothing pruned yet: nothing has been saved, so
+    // the summarizer cannot be paid, however well it would repay later.
+    let bounded = long_run(
+        &mut started(json!({"policy": "cache-aware", "maxExcess": 0})),
+        14,
+    );
+    assert_eq!(bounded, Vec::<i64>::new());
+    // An allowed excess is spent on the same bet.
+    let allowed = long_run(
+        &mut started(json!({"policy": "cache-aware", "maxExcess": 1})),
+        14,
+    );
+    assert!(!allowed.is_empty());
+}
+
+/// One run reading a 40,000-character file and replying, then the next
+/// run's start `pause` ms after the reply: whether its flush runs.
+fn next_run_flushes(economy: Value, pause: i64) -> bool {
+    let mut e = started(economy);
+    read_turn(&mut e, 0, 2_000, T0 + 1_000);
+    let held = e.messages().len();
+    e.context_at(held, Vec::new(), &call(T0 + 3_000));
+    let reply = message(json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
+        "stopReason": "stop", "timestamp": T0 + 3_000}));
+    assert_eq!(e.message_end(&reply), None, "the flush waits for the next run");
+    e.agent_end();
+    e.agent_start(T0 + 3_000 + pause) == Some(TriggerKind::MessageEnd)
+}
+
+#[test]
+fn a_replys_flush_runs_within_the_bound_only_when_the_next_call_finds_the_cache_cold() {
+    let strict = json!({"policy": "cache-aware", "maxExcess": 0});
+    // Back within the cache's five minutes: showing the summary would save
+    // only on later calls, and nothing saved so far pays the summarizer.
+    assert!(!next_run_flushes(strict.clone(), MINUTE));
+    // Back after ten: the next call writes its whole prompt anyway, and
+    // writing the summary instead of the 40,000 characters saves more at
+    // once than the summarizer reads.
+    assert!(next_run_flushes(strict, 10 * MINUTE));
+    // Without a bound the flush runs either way.
+    assert!(next_run_flushes(json!({"policy": "cache-aware"}), MINUTE));
+}
+
+#[test]
+fn a_bad_max_excess_is_reported_and_leaves_the_policy_unbounded() {
+    let mut e = Engine::default();
+    let effects = e.start(StartParams {
+        settings: json!({"contextPrune": {"enabled": true,
+            "economy": {"policy": "cache-aware", "maxExcess": -1}}}),
+        session_id: "s".into(),
+        session_dir: None,
+        branch: String::new(),
+        tree: false,
+    });
+    let said: Vec<&str> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Notify { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter().any(|t| t.contains("economy.maxExcess")),
+        "{said:?}"
+    );
+    assert_eq!(e.config().economy.max_excess, None);
+}
