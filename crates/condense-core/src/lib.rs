@@ -159,7 +159,7 @@ pub use js::{js_len, js_prefix};
 
 // Prompt-cache economics: price profiles and what each call bills.
 pub use economy::{
-    bill_call, prompt_units, recorded_bill, BillTotals, CacheTerms, CallBill, CallTokens,
-    EconomyReport, NoPruningBound, PreviousCall, PriceProfile, ProfileError, ProfileOverrides,
-    PromptShape, RecordedUsage, SessionEconomy, SwitchRecord, PROFILE_NAMES,
+    bill_call, prompt_units, recorded_bill, AgainstNoPruning, BillTotals, CacheTerms, CallBill,
+    CallTokens, EconomyReport, NoPruningBound, PreviousCall, PriceProfile, ProfileError,
+    ProfileOverrides, PromptShape, RecordedUsage, SessionEconomy, SwitchRecord, PROFILE_NAMES,
 };

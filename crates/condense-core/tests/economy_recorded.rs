@@ -1,7 +1,9 @@
 //! A session's economics from its recorded usage, against hand-computed
 //! cases: what `/pruner status` and `condense status` show.
 
-use condense_core::{Policy, PriceProfile, RecordedUsage, SessionEconomy, SwitchRecord};
+use condense_core::{
+    AgainstNoPruning, Policy, PriceProfile, RecordedUsage, SessionEconomy, SwitchRecord,
+};
 
 /// `(input, cacheRead, cacheWrite, output)` of each recorded call; each
 /// costs $0.002 as pi recorded it.
@@ -171,6 +173,28 @@ fn status_lines_golden() {
         "not shown:    3 summarized, pending the next switch",
     ];
     assert_eq!(r.lines(), expected);
+
+    // With the live engine's estimate against no pruning, one more line.
+    let with = |saved_units: f64, max_excess: Option<f64>| {
+        let mut r = r.clone();
+        r.against_no_pruning = Some(AgainstNoPruning {
+            saved_units,
+            max_excess,
+        });
+        r.lines().last().cloned().unwrap_or_default()
+    };
+    assert_eq!(
+        with(12_345.4, Some(0.0)),
+        "no pruning:   saved 12.3k units (estimate); bound: never above it"
+    );
+    assert_eq!(
+        with(-250.0, Some(0.05)),
+        "no pruning:   cost 250 units more (estimate); bound: at most 5.0% above it"
+    );
+    assert_eq!(
+        with(0.0, None),
+        "no pruning:   saved 0 units (estimate); no bound"
+    );
 
     // Nothing recorded, reference policy: no switch or pending lines.
     let empty = SessionEconomy::new().report(&PriceProfile::default(), Policy::Reference, 5);

@@ -487,13 +487,9 @@ impl Engine {
             protection: &self.protection,
         };
         if self.config.economy.policy.gates_on_switch() {
-            if let Some(switch) = crate::switch::decide(
-                &self.messages,
-                &self.state,
-                &settings,
-                &self.calls,
-                call,
-            ) {
+            if let Some(switch) =
+                crate::switch::decide(&self.messages, &self.state, &settings, &self.calls, call)
+            {
                 self.state.record_switch(self.messages.len());
                 self.economy
                     .add_switch(condense_store::economy::switch_record(&switch));
@@ -522,9 +518,19 @@ impl Engine {
 
     /// The session's cache economics so far (recorded usage, priced at the
     /// configured profile) and what the display policy decided.
+    /// Under the cache-aware policy it adds the engine's estimate against
+    /// no pruning over the calls this process saw.
     pub fn economy_report(&self) -> EconomyReport {
-        self.economy
-            .report_for(&self.config.economy, self.state.pending_count())
+        let mut report = self
+            .economy
+            .report_for(&self.config.economy, self.state.pending_count());
+        if self.config.economy.policy.gates_on_switch() {
+            report.against_no_pruning = Some(condense_core::AgainstNoPruning {
+                saved_units: self.calls.saved(),
+                max_excess: self.config.economy.max_excess,
+            });
+        }
+        report
     }
 
     /// `turn_end`: capture the turn's batch (protection, eager spill, frontier
@@ -704,13 +710,7 @@ impl Engine {
             config: &self.config,
             protection: &self.protection,
         };
-        crate::switch::flush_affordable(
-            &self.messages,
-            &self.pending,
-            &settings,
-            &self.calls,
-            now,
-        )
+        crate::switch::flush_affordable(&self.messages, &self.pending, &settings, &self.calls, now)
     }
 
     /// `agent_end`: status; a flush the run's reply asked for now waits

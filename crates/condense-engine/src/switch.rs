@@ -8,9 +8,10 @@
 
 use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
-    decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render, render_after_switch,
-    switch_sizes, CacheTerms, CapturedBatch, ColdEvent, Config, Message, NoPruningBound, PriceProfile,
-    PromptShape, RenderSettings, Role, State, SummarizeInputs, SwitchInputs,
+    decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
+    render_after_switch, switch_sizes, CacheTerms, CapturedBatch, ColdEvent, Config, Message,
+    NoPruningBound, PriceProfile, PromptShape, RenderSettings, Role, State, SummarizeInputs,
+    SwitchInputs,
 };
 use condense_store::entries::SwitchEntryData;
 // What the summarizer reads: the bound pays for it.
@@ -86,6 +87,12 @@ impl CallLog {
     /// The summarizer's input, priced: spent from the bound's headroom.
     pub(crate) fn summarized(&mut self, units: f64) {
         self.bound.add_summarizer(units);
+    }
+
+    /// What the calls so far saved against no pruning, the summarizer's
+    /// input included (units, estimated).
+    pub(crate) fn saved(&self) -> f64 {
+        self.bound.saved()
     }
 
     /// The session's bound against no pruning, allowed the excess

@@ -23,6 +23,7 @@ fn started(economy: Value) -> Engine {
         settings: json!({"contextPrune": {"enabled": true, "economy": economy}}),
         session_id: "s".into(),
         session_dir: None,
+        session_file: None,
         branch: condense_engine::jsonl([prompt.to_string()]),
         tree: false,
     });
@@ -85,9 +86,15 @@ fn next_run_flushes(economy: Value, pause: i64) -> bool {
     read_turn(&mut e, 0, 2_000, T0 + 1_000);
     let held = e.messages().len();
     e.context_at(held, Vec::new(), &call(T0 + 3_000));
-    let reply = message(json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
-        "stopReason": "stop", "timestamp": T0 + 3_000}));
-    assert_eq!(e.message_end(&reply), None, "the flush waits for the next run");
+    let reply = message(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
+        "stopReason": "stop", "timestamp": T0 + 3_000}),
+    );
+    assert_eq!(
+        e.message_end(&reply),
+        None,
+        "the flush waits for the next run"
+    );
     e.agent_end();
     e.agent_start(T0 + 3_000 + pause) == Some(TriggerKind::MessageEnd)
 }
@@ -114,6 +121,7 @@ fn a_bad_max_excess_is_reported_and_leaves_the_policy_unbounded() {
             "economy": {"policy": "cache-aware", "maxExcess": -1}}}),
         session_id: "s".into(),
         session_dir: None,
+        session_file: None,
         branch: String::new(),
         tree: false,
     });

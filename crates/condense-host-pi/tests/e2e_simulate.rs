@@ -706,3 +706,30 @@ fn a_turn_ends_budget_flush_is_shown_at_the_next_call() {
         "the budget flush's summary is shown"
     );
 }
+
+/// The cache-aware policy bounded against no pruning (`maxExcess: 0`), both
+/// runs in one process: the second run's start is warm and nothing has
+/// been saved yet, so the first run's flush would be a bet the session
+/// cannot cover. It is held: no summarizer call, no summary shown, and the
+/// simulator agrees with what the server received.
+#[test]
+fn a_bounded_policy_holds_a_flush_nothing_saved_can_pay_for() {
+    let settings = json!({
+        "contextPrune": {"enabled": true, "economy": {"policy": "cache-aware", "maxExcess": 0}},
+        "compaction": {"enabled": false},
+    });
+    let file = std::env::temp_dir().join(format!(
+        "condense-e2e-bounded-settings-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&file, settings.to_string()).expect("write the settings");
+    let path = file.to_string_lossy().into_owned();
+    let played = agree_in_one_process("settings", settings, &["--settings", path.as_str()]);
+    let _ = std::fs::remove_file(&file);
+    let Some((received, summary_requests, main)) = played else {
+        return;
+    };
+    assert_eq!(summary_requests, 0);
+    assert_eq!(received.totals.summarizer_input, 0);
+    assert!(main.iter().all(|r| !shows_a_summary(r)));
+}

@@ -108,6 +108,7 @@ impl SessionEconomy {
             rewrite_cost: rewrite,
             projected_saving: saving,
             pending: if policy.gates_on_switch() { pending } else { 0 },
+            against_no_pruning: None,
         }
     }
 }
@@ -144,6 +145,21 @@ pub struct EconomyReport {
     pub projected_saving: f64,
     /// Items summarized but not shown yet.
     pub pending: usize,
+    /// What the live engine estimated the calls it saw saved against no
+    /// pruning, and the bound it keeps (`None` where no engine ran them,
+    /// e.g. `condense status` on a file).
+    pub against_no_pruning: Option<AgainstNoPruning>,
+}
+
+/// The cache-aware policy's running estimate against no pruning
+/// ([`NoPruningBound`](crate::NoPruningBound)).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AgainstNoPruning {
+    /// What no pruning would have billed, less what was billed with the
+    /// summarizer's input (units; negative when pruning cost more).
+    pub saved_units: f64,
+    /// `economy.maxExcess`: the excess bets may risk (`None`: unbounded).
+    pub max_excess: Option<f64>,
 }
 
 /// `part / whole` as a percentage with one decimal (`0.0%` for an empty
@@ -240,6 +256,19 @@ impl EconomyReport {
                 "not shown:    {} summarized, pending the next switch",
                 self.pending
             ));
+        }
+        if let Some(a) = &self.against_no_pruning {
+            let bound = match a.max_excess {
+                None => "no bound".to_owned(),
+                Some(x) if x == 0.0 => "bound: never above it".to_owned(),
+                Some(x) => format!("bound: at most {:.1}% above it", 100.0 * x),
+            };
+            let saved = if a.saved_units < 0.0 {
+                format!("cost {} units more", units(-a.saved_units))
+            } else {
+                format!("saved {} units", units(a.saved_units))
+            };
+            out.push(format!("no pruning:   {saved} (estimate); {bound}"));
         }
         out
     }

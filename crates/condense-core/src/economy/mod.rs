@@ -16,8 +16,8 @@ mod ledger;
 mod price;
 mod recorded;
 
-pub use bound::{prompt_units, NoPruningBound, PromptShape};
 pub use bill::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall};
-pub use ledger::{EconomyReport, SessionEconomy, SwitchRecord};
+pub use bound::{prompt_units, NoPruningBound, PromptShape};
+pub use ledger::{AgainstNoPruning, EconomyReport, SessionEconomy, SwitchRecord};
 pub use price::{CacheTerms, PriceProfile, ProfileError, ProfileOverrides, PROFILE_NAMES};
 pub use recorded::{recorded_bill, RecordedUsage};
