@@ -260,7 +260,7 @@ impl EconomyReport {
         if let Some(a) = &self.against_no_pruning {
             let bound = match a.max_excess {
                 None => "no bound".to_owned(),
-                Some(x) if x == 0.0 => "bound: never above it".to_owned(),
+                Some(0.0) => "bound: never above it".to_owned(),
                 Some(x) => format!("bound: at most {:.1}% above it", 100.0 * x),
             };
             let saved = if a.saved_units < 0.0 {
