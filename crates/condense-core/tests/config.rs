@@ -247,6 +247,13 @@ fn rows() -> Vec<Row> {
         ok("economy.profile", json!("no-cache")),
         fixed("economy.profile", json!("anthropic"), json!("anthropic-5m")),
         fixed("economy.profile", json!(5), json!("anthropic-5m")),
+        ok("economy.maxExcess", json!(0)),
+        ok("economy.maxExcess", json!(0.05)),
+        ok("economy.maxExcess", json!(2)),
+        ok("economy.maxExcess", json!(null)),
+        fixed("economy.maxExcess", json!(-0.1), json!(null)),
+        fixed("economy.maxExcess", json!("0"), json!(null)),
+        fixed("economy.maxExcess", json!(true), json!(null)),
         fixed("thinkingStrip.keepLastTurns", json!(1e12), u32_max),
     ]
 }
@@ -388,7 +395,7 @@ fn defaults_and_their_camel_case_form() {
                 "stripFinalAssistantThinking": true, "fuseRangeSummary": true},
             "purgeErrors": {"enabled": true, "cooldownTurns": 2, "minArgChars": 500},
             "thinkingStrip": {"enabled": false, "keepLastTurns": 16},
-            "economy": {"policy": "reference", "pressureShare": 0.8, "profile": "anthropic-5m"}
+            "economy": {"policy": "reference", "pressureShare": 0.8, "profile": "anthropic-5m", "maxExcess": null}
         })
     );
 }
@@ -628,7 +635,7 @@ fn saved_text_is_camel_case_in_order() {
     assert!(text
         .starts_with(r#"{"enabled":false,"showPruneStatusLine":true,"summarizerModel":"default""#));
     assert!(text.ends_with(
-        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"reference","pressureShare":0.8,"profile":"anthropic-5m"}}"#
+        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"reference","pressureShare":0.8,"profile":"anthropic-5m","maxExcess":null}}"#
     ));
 }
 
