@@ -624,6 +624,27 @@ fn agree_in_one_process(
     Some((received, requests.len() - main.len(), main))
 }
 
+/// [`agree_in_one_process`] for pi's `settings`, simulated as the
+/// `settings` policy from a copy of them (`name` tells the copies apart),
+/// with `extra` arguments to `simulate`.
+fn agree_with_settings(
+    name: &str,
+    settings: Value,
+    extra: &[&str],
+) -> Option<(Received, usize, Vec<RecordedRequest>)> {
+    let file = std::env::temp_dir().join(format!(
+        "condense-e2e-{name}-settings-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&file, settings.to_string()).expect("write the settings");
+    let path = file.to_string_lossy().into_owned();
+    let mut args = vec!["--settings", path.as_str()];
+    args.extend_from_slice(extra);
+    let played = agree_in_one_process("settings", settings, &args);
+    let _ = std::fs::remove_file(&file);
+    played
+}
+
 /// Whether a request showed the model a condense summary (a custom
 /// message, which pi sends as user text).
 fn shows_a_summary(request: &RecordedRequest) -> bool {
@@ -679,21 +700,11 @@ fn a_turn_ends_budget_flush_is_shown_at_the_next_call() {
         "compaction": {"enabled": false},
     });
     // Simulated with the same settings (the budget trigger is off by default).
-    let file = std::env::temp_dir().join(format!(
-        "condense-e2e-budget-settings-{}.json",
-        std::process::id()
-    ));
-    std::fs::write(&file, settings.to_string()).expect("write the settings");
-    let path = file.to_string_lossy().into_owned();
-    let extra = [
-        "--settings",
-        path.as_str(),
-        "--context-window",
-        "32000",
-        "--no-compaction",
-    ];
-    let played = agree_in_one_process("settings", settings, &extra);
-    let _ = std::fs::remove_file(&file);
+    let played = agree_with_settings(
+        "budget",
+        settings,
+        &["--context-window", "32000", "--no-compaction"],
+    );
     let Some((_, summary_requests, main)) = played else {
         return;
     };
@@ -718,14 +729,7 @@ fn a_bounded_policy_holds_a_flush_nothing_saved_can_pay_for() {
         "contextPrune": {"enabled": true, "economy": {"policy": "cache-aware", "maxExcess": 0}},
         "compaction": {"enabled": false},
     });
-    let file = std::env::temp_dir().join(format!(
-        "condense-e2e-bounded-settings-{}.json",
-        std::process::id()
-    ));
-    std::fs::write(&file, settings.to_string()).expect("write the settings");
-    let path = file.to_string_lossy().into_owned();
-    let played = agree_in_one_process("settings", settings, &["--settings", path.as_str()]);
-    let _ = std::fs::remove_file(&file);
+    let played = agree_with_settings("bounded", settings, &[]);
     let Some((received, summary_requests, main)) = played else {
         return;
     };
