@@ -47,6 +47,17 @@ import { applyRender, convert, isCompaction, isCompactionSummary, toPi } from ".
 import type { OcMessage, PiMessage } from "./messages.ts";
 
 const QUERY_TOOL = "context_tree_query";
+/**
+ * What OpenCode's compaction is told besides its own prompt: the stubs it
+ * reads stand for outputs the query tool pages back, by refs that only its
+ * summary can carry past the compaction.
+ */
+const COMPACTION_HINT =
+	"Some tool outputs in this conversation were replaced by condense with stubs such as " +
+	"\"[Summarized in pruner summary, ref `t3`. Use context_tree_query to retrieve full output.]\", " +
+	"or summarized in messages that list their refs. The originals stay retrievable with the " +
+	`${QUERY_TOOL} tool. In your summary, keep each ref (\`t<N>\`) next to what it stands for, ` +
+	"so the work can page back the outputs it still needs.";
 /** pi's `/pruner status` as a tool (an OpenCode command is a prompt for the model, no display). */
 const STATUS_TOOL = "context_prune_status";
 /** `context` deadline: OpenCode waits for it before every LLM call. */
@@ -508,9 +519,11 @@ export function condensePlugin(tool: typeof toolFn): Plugin {
 		},
 		// OpenCode runs the transform hook on the history it is about to
 		// summarize right after this one: that call is no run's start.
-		"experimental.session.compacting": async (input) => {
+		"experimental.session.compacting": async (input, output) => {
 			const link = state.sessions.get(input.sessionID);
-			if (link) link.compacting = true;
+			if (!link || link.failed) return;
+			link.compacting = true;
+			output.context.push(COMPACTION_HINT);
 		},
 		"chat.params": async (input) => {
 			try {
@@ -526,6 +539,12 @@ export function condensePlugin(tool: typeof toolFn): Plugin {
 			if (found.length > 0) throw new Error(refusal(input.tool, found));
 		},
 		event: async ({ event }) => {
+			if (event.type === "tui.toast.show") {
+				// What OpenCode's bus carried to the TUI: the debug log shows a test it did.
+				const toast = event.properties;
+				if (toast.title === "condense") debug(() => `toast event ${toast.variant}: ${toast.message}`);
+				return;
+			}
 			if (event.type !== "session.idle") return;
 			const link = state.sessions.get(event.properties.sessionID);
 			const sidecar = link && !link.failed ? await link.connect([]) : undefined;

@@ -110,6 +110,11 @@ fn opencode_compaction_keeps_condense_working() {
         "the compaction summarizes what the model was shown\n{}",
         outline(&llm)
     );
+    assert!(
+        compaction.any_message_contains("keep each ref"),
+        "the compaction is asked to keep the refs\n{}",
+        outline(&llm)
+    );
     // After it: OpenCode's summary instead of the history; condense shows
     // none of the summaries of what the compaction took away.
     let after = &main[3];

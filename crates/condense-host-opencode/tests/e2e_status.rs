@@ -60,4 +60,11 @@ fn the_status_tool_and_a_flush_toast() {
         log.contains("toast info: pruner: context budget reached — compacting 1 pending turn(s)"),
         "the budget flush's notice is toasted\n{log}"
     );
+    // OpenCode took it: its bus carried the toast the TUI shows.
+    assert!(
+        log.contains(
+            "toast event info: pruner: context budget reached — compacting 1 pending turn(s)"
+        ),
+        "OpenCode published the toast\n{log}"
+    );
 }
