@@ -81,6 +81,13 @@ fn opencode_compaction_keeps_condense_working() {
         Reply::tool_call(id, "read", json!({"filePath": files[n].0})).with_usage(tokens, 10)
     };
     llm.push(read("call_a", 0, 20_000));
+    // Two turns more before the compaction, with outputs too small to
+    // summarize: a resumed process numbers later turns after all of them
+    // (the frontier is in that numbering) only if it counts what the
+    // compaction left out.
+    for id in ["call_g1", "call_g2"] {
+        llm.push(Reply::tool_call(id, "glob", json!({"pattern": "*.none"})).with_usage(20_000, 10));
+    }
     // 125k of the model's 128k: OpenCode compacts before the next call.
     llm.push(read("call_b", 1, 125_000));
     llm.push(Reply::text(COMPACTED_TEXT).with_usage(30_000, 50));
@@ -97,11 +104,11 @@ fn opencode_compaction_keeps_condense_working() {
     let run = env.run("Read alpha.txt, bravo.txt and charlie.txt.", false);
     run.assert_success();
     let main = llm.main_requests();
-    assert_eq!(main.len(), 6, "{}\n{}", run.report(), outline(&llm));
+    assert_eq!(main.len(), 8, "{}\n{}", run.report(), outline(&llm));
 
     // The compaction's own call: no tools, the history as one prompt, with
     // the stubs and summaries the model was shown (their refs page back).
-    let compaction = &main[2];
+    let compaction = &main[4];
     assert!(compaction.tool_names().is_empty(), "{}", outline(&llm));
     assert!(
         compaction.any_message_contains("ref `t1`")
@@ -117,7 +124,7 @@ fn opencode_compaction_keeps_condense_working() {
     );
     // After it: OpenCode's summary instead of the history; condense shows
     // none of the summaries of what the compaction took away.
-    let after = &main[3];
+    let after = &main[5];
     assert!(
         after.any_message_contains(COMPACTED_TEXT),
         "{}",
@@ -127,22 +134,22 @@ fn opencode_compaction_keeps_condense_working() {
     assert!(condense_summaries(after).is_empty(), "{}", outline(&llm));
     // condense keeps pruning: the read after the compaction is stubbed.
     assert_eq!(
-        tool_result(&main[4], "call_c"),
+        tool_result(&main[6], "call_c"),
         Some(stub_text("t3")),
         "{}\n{}",
         outline(&llm),
         env.protocol_log()
     );
     assert_eq!(
-        condense_summaries(&main[4]),
+        condense_summaries(&main[6]),
         vec![format!("- summary of CHARLIE-c0c3{}", refs_footer("t3"))]
     );
     // An output from before the compaction comes back whole.
-    let recovered = tool_result(&main[5], "call_q").expect("the query is answered");
+    let recovered = tool_result(&main[7], "call_q").expect("the query is answered");
     for line in numbered(&files[0].1) {
         assert!(recovered.contains(&line), "{line:?} in\n{recovered}");
     }
-    let live = condense_summaries(&main[5]);
+    let live = condense_summaries(&main[7]);
 
     // A new process shows what the live one showed, and keeps pruning.
     llm.push(read("call_d", 3, 20_000));
@@ -150,15 +157,15 @@ fn opencode_compaction_keeps_condense_working() {
     let run2 = env.run("And delta.txt?", true);
     run2.assert_success();
     let main = llm.main_requests();
-    assert_eq!(main.len(), 8, "{}\n{}", run2.report(), outline(&llm));
+    assert_eq!(main.len(), 10, "{}\n{}", run2.report(), outline(&llm));
     assert_eq!(
-        condense_summaries(&main[6]),
+        condense_summaries(&main[8]),
         live,
         "the resumed render shows the summaries the live one did\n{}",
         outline(&llm)
     );
-    assert_eq!(tool_result(&main[6], "call_c"), Some(stub_text("t3")));
-    let delta = tool_result(&main[7], "call_d").expect("the read is answered");
+    assert_eq!(tool_result(&main[8], "call_c"), Some(stub_text("t3")));
+    let delta = tool_result(&main[9], "call_d").expect("the read is answered");
     assert!(
         delta.starts_with("[Summarized in pruner summary, ref `t"),
         "the resumed process stubs a new read: {delta}\n{}\n{}",
