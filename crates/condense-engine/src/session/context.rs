@@ -1,0 +1,76 @@
+//! The per-call path: the host's list synced into the engine's copy, the
+//! cache-aware policy's switch, and the render the model is sent.
+
+use condense_core::{render, Message, PlanStep, RenderSettings};
+use condense_store::effects::switch_entry;
+
+use super::Engine;
+use crate::protocol::{Delivery, Effect, Effects};
+use crate::switch::CallFacts;
+
+impl Engine {
+    /// `context`: syncs the messages (`keep` of ours still match, then
+    /// `append`) and renders. Returns the steps (`None` = unchanged) and
+    /// effects (footer, diagnostics to persist).
+    pub fn context(
+        &mut self,
+        keep: usize,
+        append: Vec<Message>,
+    ) -> (Option<Vec<PlanStep>>, Effects) {
+        self.context_at(keep, append, &CallFacts::default())
+    }
+
+    /// [`Engine::context`] for a call the host describes (its time and
+    /// model). Under the cache-aware policy this is where a switch happens:
+    /// its entry is the first effect, and the render already shows it, so
+    /// what the model is sent is what a reload renders.
+    pub fn context_at(
+        &mut self,
+        keep: usize,
+        append: Vec<Message>,
+        call: &CallFacts,
+    ) -> (Option<Vec<PlanStep>>, Effects) {
+        if keep == 0 && !self.messages.is_empty() {
+            self.turns_before =
+                crate::turns::turns_before_replacing(&self.messages, self.turns_before, &append);
+        }
+        self.injected
+            .sync(&mut self.messages, &mut self.entry_ts, keep, append);
+        let mut out = Effects::new();
+        if !self.config.enabled {
+            return (self.injected.host_steps(None, &self.messages), out);
+        }
+        let settings = RenderSettings {
+            config: &self.config,
+            protection: &self.protection,
+        };
+        if self.config.economy.policy.gates_on_switch() {
+            if let Some(switch) =
+                crate::switch::decide(&self.messages, &self.state, &settings, &self.calls, call)
+            {
+                self.state.record_switch(self.messages.len());
+                self.economy
+                    .add_switch(condense_store::economy::switch_record(&switch));
+                out.push(Effect::entry(switch_entry(&switch), Delivery::Runtime));
+            }
+        }
+        let settings = RenderSettings {
+            config: &self.config,
+            protection: &self.protection,
+        };
+        let r = render(&self.messages, &self.state, &settings);
+        self.report_diagnostics(&r.diagnostics, &mut out);
+        if self.config.economy.policy.gates_on_switch() {
+            let profile = crate::switch::profile(&self.config);
+            self.calls
+                .sent(r.messages(&self.messages), &self.messages, &profile, call);
+        }
+        let steps = r.plan.map(|plan| {
+            self.reclaim = Some((plan.before_chars, plan.after_chars));
+            plan.steps
+        });
+        let steps = self.injected.host_steps(steps, &self.messages);
+        out.extend(self.status_if_changed());
+        (steps, out)
+    }
+}

@@ -1,0 +1,214 @@
+//! The engine's side of a flush: planning it, applying the summarizer's
+//! and the chain fusion's results, and the lock the driver steps through.
+
+use std::sync::MutexGuard;
+
+use condense_core::{FlushEffect, JobResult, Message, TriggerKind};
+use condense_store::effects::{entry_for, flush_metrics_entry, NewEntry};
+
+use super::{entries, notices, Engine, ReplyFlush};
+use crate::flush::{BlobDir, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
+use crate::protocol::{Delivery, Effect, Effects};
+
+/// A flush's result: what the host carries out, and the report.
+#[derive(Debug)]
+pub struct FlushDone {
+    /// Entries, notices, metrics, cost and footer, in order.
+    pub effects: Effects,
+    /// What the flush did.
+    pub report: FlushReport,
+}
+
+/// Something that holds an [`Engine`] behind a lock.
+pub trait EngineLock: Sync {
+    /// The engine (never held across an `.await`).
+    fn engine(&self) -> MutexGuard<'_, Engine>;
+}
+
+impl EngineLock for std::sync::Mutex<Engine> {
+    fn engine(&self) -> MutexGuard<'_, Engine> {
+        // A panic elsewhere must not take the session down with it: the
+        // engine's state is consistent between steps, so a poisoned lock
+        // is taken over.
+        self.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The engine behind its lock, as the flush driver's steps, delivering
+/// entries with `delivery`.
+pub struct EngineFlush<'a, L: EngineLock + ?Sized> {
+    /// The engine's lock.
+    pub lock: &'a L,
+    /// How the flush's entries are delivered.
+    pub delivery: Delivery,
+}
+
+impl<L: EngineLock + ?Sized> FlushSteps for EngineFlush<'_, L> {
+    type Done = FlushDone;
+
+    fn apply_summaries(&self, flush: Flush, results: Vec<JobResult>) -> Chains {
+        self.lock.engine().finish_summaries(flush, results)
+    }
+
+    fn apply_chains(&self, chains: Chains, fusion: Vec<JobResult>, now: i64) -> FlushDone {
+        self.lock
+            .engine()
+            .finish_chains(chains, fusion, self.delivery, now)
+    }
+
+    fn abandon(&self) {
+        self.lock.engine().abandon_flush();
+    }
+}
+
+impl Engine {
+    /// Plans a flush; `None` if one is already running. An empty capture
+    /// still yields a plan (its metrics entry records `empty`). The engine
+    /// counts as flushing until [`Engine::finish_chains`] or
+    /// [`Engine::abandon_flush`].
+    pub fn begin_flush(
+        &mut self,
+        trigger: TriggerKind,
+        closing: Option<Message>,
+        now: i64,
+    ) -> Option<Flush> {
+        if self.flushing {
+            return None;
+        }
+        self.rearmed = false;
+        self.reply_flush = ReplyFlush::None;
+        self.refresh_metrics();
+        let batches = self.capture_now(now);
+        self.pending.clear();
+        self.flushing = true;
+        let chains = if self.config.chain_compression.enabled {
+            ChainPolicy::AfterBatches(self.config.chain_compression.rolling_window)
+        } else {
+            ChainPolicy::Never
+        };
+        Some(Flush::plan(
+            batches,
+            &self.state,
+            &self.config,
+            chains,
+            Some(trigger),
+            self.metrics,
+            closing,
+        ))
+    }
+
+    /// Plans `/pruner compact`: every eligible closed chain (K = 0), whether
+    /// or not `chainCompression.enabled`. `None` while a flush runs.
+    pub fn begin_compact(&mut self) -> Option<Flush> {
+        if self.flushing {
+            return None;
+        }
+        self.flushing = true;
+        Some(Flush::chains_only(0))
+    }
+
+    /// Flush step 2: applies the summarizer's results and plans chain
+    /// compression on the messages the engine holds.
+    pub fn finish_summaries(&mut self, flush: Flush, results: Vec<JobResult>) -> Chains {
+        self.summarizer_spent(&results);
+        let mut chains = flush
+            .apply(results, &mut self.state, &self.config)
+            .plan_chains(&self.messages, &self.state, &self.config, &self.protection);
+        self.pending.extend(chains.take_restored());
+        chains
+    }
+
+    /// The summarizer's input `results` report, spent from the cache-aware
+    /// policy's bound against no pruning.
+    fn summarizer_spent(&mut self, results: &[JobResult]) {
+        let input: u64 = results
+            .iter()
+            .filter_map(|r| match r {
+                JobResult::Summary { usage, .. } => Some(usage),
+                JobResult::Unusable { usage } | JobResult::Failed { usage, .. } => usage.as_ref(),
+                JobResult::NotRun => None,
+            })
+            .map(|u| u.input_tokens)
+            .sum();
+        let price = crate::switch::profile(&self.config).summarizer;
+        self.calls.summarized(input as f64 * price);
+    }
+
+    /// Flush step 3: applies chain compression and returns every effect of
+    /// the flush, entries delivered with `delivery`. A flush with a trigger
+    /// ends with its metrics entry and the cost; a chains-only flush
+    /// (compact) reports the cost only when it compressed something, and
+    /// leaves its notices to the caller (in the report).
+    pub fn finish_chains(
+        &mut self,
+        chains: Chains,
+        fusion: Vec<JobResult>,
+        delivery: Delivery,
+        now: i64,
+    ) -> FlushDone {
+        self.summarizer_spent(&fusion);
+        let mut blobs = BlobDir(self.blob_dir.as_deref());
+        let report = chains.apply(fusion, &mut blobs, &mut self.state, &self.config, now);
+        let mut out = Effects::new();
+        let live = report.trigger.is_some();
+        entries(&mut out, &report.flush_effects, delivery);
+        self.inject_summaries(&report.flush_effects, now);
+        if live {
+            notices(&mut out, &report.flush_notices);
+        }
+        entries(&mut out, &report.chain_effects, delivery);
+        self.report_diagnostics(&report.diagnostics, &mut out);
+        if live {
+            notices(&mut out, &report.chain_notices);
+        }
+        if let Some(data) = report.metrics_entry() {
+            out.push(Effect::entry(flush_metrics_entry(&data), delivery));
+        }
+        if live || !report.compressed.is_empty() {
+            out.push(self.cost_effect());
+        }
+        self.flushing = false;
+        self.refresh_metrics();
+        out.push(self.footer());
+        FlushDone {
+            effects: out,
+            report,
+        }
+    }
+
+    /// The summaries a flush writes join the engine's context now, after
+    /// the messages it holds (at a reply, before the reply, which pi
+    /// persists after `message_end`): the host's list lacks them until it
+    /// rebuilds from the file, or, delivered at runtime, until its next
+    /// `context` (pi's agent takes them at once; OpenCode's list never).
+    fn inject_summaries(&mut self, effects: &[FlushEffect], now: i64) {
+        for effect in effects {
+            if let NewEntry::CustomMessage {
+                custom_type,
+                content,
+                display,
+                details,
+            } = entry_for(effect)
+            {
+                let message = condense_store::context::custom_message(
+                    custom_type,
+                    &content,
+                    display,
+                    &details,
+                    now,
+                );
+                if let Some(m) = message {
+                    self.injected
+                        .push(&mut self.messages, &mut self.entry_ts, m);
+                }
+            }
+        }
+    }
+
+    /// Marks an abandoned flush (no entries were returned for it): its
+    /// batches will be captured again by the next flush's rescan.
+    pub fn abandon_flush(&mut self) {
+        self.flushing = false;
+    }
+}

@@ -1,0 +1,138 @@
+//! Start: the engine rebuilt from the branch a host hands it (replay,
+//! config, the first render that warms the caches).
+
+use std::path::PathBuf;
+
+use condense_core::{render, Config, Protection, PruneOn, RenderSettings};
+use condense_store::session::Session;
+use serde_json::{json, Value};
+
+use super::{Engine, ReplyFlush};
+use crate::protocol::{Effect, Effects, Placement};
+
+/// JSON values as the lines of a [`StartParams::branch`].
+pub fn jsonl<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> String {
+    let mut out = String::new();
+    for (i, e) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(e.as_ref());
+    }
+    out
+}
+
+/// `session.start` / `session_tree` parameters.
+#[derive(Debug, Clone)]
+pub struct StartParams {
+    /// The whole settings.json (or null); ignored for `session_tree`.
+    pub settings: Value,
+    /// The session's id (for the blob directory).
+    pub session_id: String,
+    /// The session's directory.
+    pub session_dir: Option<PathBuf>,
+    /// The session file the host writes the branch to (`None` for a
+    /// session held in memory only): a raw id `context_tree_query` cannot
+    /// find in the index or the context is looked up on its branch.
+    pub session_file: Option<PathBuf>,
+    /// The branch entries as `getBranch()` returns them, root first: their
+    /// JSON texts, one per line, read as a session file's lines (never a
+    /// `Value` tree: at 1M tokens the branch is 10 MB).
+    pub branch: String,
+    /// `session_tree`: keep config and fallback state.
+    pub tree: bool,
+}
+
+impl Engine {
+    /// Rebuilds everything from the branch (what `session_start` does).
+    pub fn start(&mut self, p: StartParams) -> Effects {
+        let mut out = Effects::new();
+        if !p.tree {
+            self.settings = p.settings;
+            let (config, warnings) = Config::from_settings_file_value(&self.settings);
+            for w in warnings {
+                out.push(Effect::warning(format!("condense: {w}")));
+            }
+            let (protection, pw) = Protection::compile(&config);
+            for w in pw {
+                out.push(Effect::warning(format!("condense: {w}")));
+            }
+            self.config = config;
+            self.protection = protection;
+        }
+        // The store reads the entries exactly as it reads a session file.
+        let header = json!({"type": "session", "version": 3, "id": p.session_id, "timestamp": "", "cwd": ""});
+        let mut text = header.to_string();
+        if !p.branch.is_empty() {
+            text.reserve(p.branch.len() + 1);
+            text.push('\n');
+            text.push_str(&p.branch);
+        }
+        let session = Session::parse(&text);
+        let branch: Vec<_> = session.entries.iter().collect();
+        let ctx = condense_store::context::build_context(&branch);
+        let ts_of = |id: &str| {
+            session
+                .entry(id)
+                .and_then(|e| condense_store::time::parse_iso(&e.timestamp))
+        };
+        self.entry_ts = ctx.entry_ids.iter().map(|id| ts_of(id)).collect();
+        self.turns_before = ctx.turns_before;
+        self.messages = ctx.messages;
+        self.injected.clear();
+        let (state, _problems) = condense_store::replay::replay_branch(&branch);
+        self.state = state;
+        self.economy = condense_store::economy::session_economy(&branch);
+        self.cost_baseline = self.state.stats().clone();
+        // The id is the session's to claim: named as the CLI names it, so a
+        // crafted or over-long one cannot move spills out of the session
+        // directory or make every spill fail.
+        self.blob_dir = p
+            .session_dir
+            .map(|d| condense_store::spill::blob_dir_in(&d, &p.session_id));
+        self.session_file = p.session_file;
+        self.pending.clear();
+        self.budget.reset();
+        self.calls.restart();
+        self.rearmed = false;
+        self.reply_flush = ReplyFlush::None;
+        self.flushing = false;
+        self.reclaim = None;
+        if !p.tree {
+            self.diagnostics.reset();
+        }
+        if self.config.enabled {
+            self.rearmed = !self.capture_now(0).is_empty();
+            // Work a reply left for the next run before the process ended.
+            if self.rearmed
+                && self.config.economy.policy.gates_on_switch()
+                && self.config.prune_on == PruneOn::AgentMessage
+            {
+                self.reply_flush = ReplyFlush::NextRun;
+            }
+            // A render now fills the state's stub and chain caches, so the
+            // first LLM call after a resume costs what later ones do (its
+            // result is dropped: `context` renders what pi actually sends).
+            let settings = RenderSettings {
+                config: &self.config,
+                protection: &self.protection,
+            };
+            drop(render(&self.messages, &self.state, &settings));
+        }
+        self.refresh_metrics();
+        out.push(self.footer());
+        if !p.tree {
+            out.push(Effect::Widget {
+                key: "pruner-boot".to_owned(),
+                lines: Some(vec![format!(
+                    "pruner loaded — pruning {} | model: {}",
+                    if self.config.enabled { "ON" } else { "OFF" },
+                    self.config.summarizer_model
+                )]),
+                placement: Placement::BelowEditor,
+                ttl_ms: Some(10_000),
+            });
+        }
+        out
+    }
+}

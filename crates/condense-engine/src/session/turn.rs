@@ -1,0 +1,241 @@
+//! Turn end, replies, and agent runs starting and ending: what is
+//! captured and spilled, and which of them fires a flush.
+
+use condense_core::{capture_pending, capture_turn, trim_to_pending, without_protected};
+use condense_core::{flush_trigger, TriggerKind};
+use condense_core::{CapturedBatch, Message, PruneOn, RecordedUsage, RenderSettings};
+
+use super::{entries, Engine, ReplyFlush};
+use crate::flush::{spill_batch, BlobDir};
+use crate::protocol::{Delivery, Effect, Effects};
+
+impl Engine {
+    /// `turn_end` comes before the next `context`: appends the turn's
+    /// assistant message and results to the copy (so a budget flush at turn
+    /// end rescans them, as pi-condense's `getBranch()` would), unless the
+    /// copy already ends with them (a pi that delivered `context` first).
+    fn sync_turn(&mut self, assistant: &Message, results: &[Message]) {
+        let turn: Vec<&Message> = std::iter::once(assistant).chain(results).collect();
+        let n = turn.len();
+        let already = self.messages.len() >= n
+            && self.messages[self.messages.len() - n..]
+                .iter()
+                .zip(&turn)
+                .all(|(a, b)| a.json() == b.json());
+        if !already {
+            self.messages.extend(turn.into_iter().cloned());
+            self.entry_ts.extend(std::iter::repeat_n(None, n));
+        }
+    }
+
+    pub(super) fn capture_now(&self, now: i64) -> Vec<CapturedBatch> {
+        capture_pending(
+            &self.messages,
+            &self.entry_ts,
+            self.turns_before,
+            &self.state,
+            &self.protection,
+            self.config.batching_mode,
+            now,
+        )
+    }
+
+    /// `turn_end`: capture the turn's batch (protection, eager spill, frontier
+    /// trim), queue it, and decide whether a budget trigger flushes now.
+    pub fn turn_end(
+        &mut self,
+        turn_index: i64,
+        assistant: &Message,
+        results: &[Message],
+        tokens: Option<u64>,
+        context_window: u64,
+        now: i64,
+    ) -> (Effects, Option<TriggerKind>) {
+        let mut out = Effects::new();
+        self.sync_turn(assistant, results);
+        if let Some(usage) = RecordedUsage::of_message(assistant) {
+            self.economy.add_call(usage);
+        }
+        if !self.config.enabled {
+            return (out, None);
+        }
+        // Measured on every turn: the delta trigger compares consecutive turns.
+        let threshold = condense_core::budget_threshold(
+            self.config.economy.policy,
+            self.config.auto_budget_threshold,
+            self.config.economy.pressure_share,
+        );
+        let decision = self.budget.on_turn_end(
+            tokens,
+            context_window,
+            threshold,
+            self.config.budget_turn_delta,
+        );
+        self.calls.turn(context_window, decision.budget_hit);
+        let mut pushed = false;
+        if !results.is_empty() {
+            // Numbered over the branch as the frontier is (pi's `turnIndex`
+            // counts within the run: every turn of a later run would number
+            // below the frontier and never queue).
+            let turn = self.turns_before + crate::turns::assistants(&self.messages) - 1;
+            let batch = without_protected(
+                capture_turn(assistant, results, turn, now),
+                &self.protection,
+            );
+            let batch = self.spill(batch, &mut out);
+            if let Some(b) = trim_to_pending(batch, &self.state, self.state.frontier()) {
+                self.pending.push(b);
+                pushed = true;
+                if self.config.show_prune_status_line {
+                    out.push(Effect::status(Some(format!(
+                        "│ prune: {} pending",
+                        self.pending.len()
+                    ))));
+                }
+                let when = match self.config.prune_on {
+                    PruneOn::AgentMessage => "agent's next text response",
+                    PruneOn::OnDemand => "/pruner now",
+                };
+                out.push(Effect::info(format!(
+                    "pruner: {} turn(s) queued — will summarize on {when}",
+                    self.pending.len()
+                )));
+            }
+            self.refresh_metrics();
+        }
+        // A reply's flush no agent start ran (a host without the event):
+        // the next run's first turn runs it.
+        let mut reply_flush = self.reply_flush == ReplyFlush::NextRun && !self.flushing;
+        if reply_flush {
+            self.reply_flush = ReplyFlush::None;
+            reply_flush = self.flush_affordable(now);
+        }
+        if !pushed && !self.rearmed && !reply_flush {
+            return (out, None);
+        }
+        let n = self.pending.len();
+        let gated = flush_trigger(n, self.rearmed, self.flushing, decision).filter(|_| {
+            !self.config.economy.policy.gates_on_switch() || self.flush_affordable(now)
+        });
+        let (trigger, text) = match gated {
+            Some(TriggerKind::Rearmed) => (
+                gated,
+                "pruner: context budget reached — compacting work recovered after reload"
+                    .to_owned(),
+            ),
+            Some(TriggerKind::Budget) => (
+                gated,
+                format!("pruner: context budget reached — compacting {n} pending turn(s)"),
+            ),
+            Some(_) => (
+                gated,
+                format!("pruner: context jumped this turn — compacting {n} pending turn(s)"),
+            ),
+            // The cache-aware policy's own flushes say what they are.
+            None if reply_flush => (
+                Some(TriggerKind::MessageEnd),
+                format!("pruner: after the last reply — compacting {n} pending turn(s)"),
+            ),
+            None => match self.long_run_flush(turn_index) {
+                Some(t) => (
+                    Some(t),
+                    format!("pruner: long run — compacting {n} pending turn(s)"),
+                ),
+                None => (None, String::new()),
+            },
+        };
+        if trigger.is_some() {
+            out.push(Effect::info(text));
+        }
+        (out, trigger)
+    }
+
+    /// Under the cache-aware policy, a flush at the end of a long run's
+    /// turn when summarizing what is pending pays now
+    /// ([`crate::switch::turn_flush_pays`]); reported as `delta` (the
+    /// context grew), the trigger pi-condense knows for a mid-run flush.
+    fn long_run_flush(&self, turn_index: i64) -> Option<TriggerKind> {
+        let eligible = self.config.economy.policy.gates_on_switch()
+            && turn_index >= crate::switch::LONG_RUN_TURNS
+            && !self.flushing
+            && !self.pending.is_empty();
+        if !eligible {
+            return None;
+        }
+        let settings = RenderSettings {
+            config: &self.config,
+            protection: &self.protection,
+        };
+        crate::switch::turn_flush_pays(&self.messages, &self.pending, &settings, &self.calls)
+            .then_some(TriggerKind::Delta)
+    }
+
+    /// Eager spill of oversized results: the blob is written first and the
+    /// record committed after, so a failed write leaves the output inline.
+    fn spill(&mut self, batch: CapturedBatch, out: &mut Effects) -> CapturedBatch {
+        let mut blobs = BlobDir(self.blob_dir.as_deref());
+        let spilled = spill_batch(batch, &mut self.state, &self.config, &mut blobs);
+        for f in spilled.failures {
+            // The output stays inline; the next flush summarizes it.
+            eprintln!("condense: {f}");
+        }
+        entries(out, &spilled.effects, Delivery::Session);
+        spilled.rest
+    }
+
+    /// `message_end`: an assistant reply without tool calls flushes in
+    /// `agent-message` mode (the reply threaded in as the closing message).
+    /// Under the cache-aware policy the flush waits for the next agent run
+    /// ([`Engine::agent_start`]): summaries made at a session's last reply
+    /// would never be shown, and the next run's first call is where a
+    /// switch is cheapest (its cache is often cold after the user's pause).
+    pub fn message_end(&mut self, message: &Message) -> Option<TriggerKind> {
+        let asks = self.config.enabled
+            && self.config.prune_on == PruneOn::AgentMessage
+            && message.is_text_only_assistant();
+        if asks && self.config.economy.policy.gates_on_switch() {
+            self.reply_flush = ReplyFlush::ThisRun;
+            return None;
+        }
+        asks.then_some(TriggerKind::MessageEnd)
+    }
+
+    /// The start of an agent run (the user's next prompt, before its first
+    /// call, at `now`): the flush a reply asked for under the cache-aware
+    /// policy, when the session can afford it (`Engine::flush_affordable`).
+    pub fn agent_start(&mut self, now: i64) -> Option<TriggerKind> {
+        let asked = std::mem::take(&mut self.reply_flush) != ReplyFlush::None;
+        (asked && self.config.enabled && self.flush_affordable(now))
+            .then_some(TriggerKind::MessageEnd)
+    }
+
+    /// Whether the cache-aware policy's bound against no pruning pays for
+    /// a flush of what is pending ([`crate::switch::flush_affordable`]);
+    /// unpaid, it stays captured for the next trigger.
+    fn flush_affordable(&self, now: i64) -> bool {
+        let settings = RenderSettings {
+            config: &self.config,
+            protection: &self.protection,
+        };
+        crate::switch::flush_affordable(&self.messages, &self.pending, &settings, &self.calls, now)
+    }
+
+    /// `agent_end`: status; a flush the run's reply asked for now waits
+    /// for the next run.
+    pub fn agent_end(&mut self) -> Effects {
+        if self.reply_flush == ReplyFlush::ThisRun {
+            self.reply_flush = ReplyFlush::NextRun;
+        }
+        if !self.config.enabled || !self.config.show_prune_status_line {
+            return Effects::new();
+        }
+        let text = if self.pending.is_empty() && self.rearmed {
+            "│ prune: recovered pending (reload)".to_owned()
+        } else if !self.pending.is_empty() {
+            format!("│ prune: {} pending", self.pending.len())
+        } else {
+            return vec![self.footer()];
+        };
+        vec![Effect::status(Some(text))]
+    }
+}
