@@ -48,11 +48,12 @@ pub(crate) struct CallLog {
 }
 
 impl CallLog {
-    /// A session (re)started: its first call finds the cache cold.
+    /// A session (re)started: its first call finds the cache cold, and
+    /// its bound against no pruning starts from nothing saved (another
+    /// session's savings, or another branch's, pay for no bet here).
     pub(crate) fn restart(&mut self) {
         *self = CallLog {
             resumed: true,
-            bound: self.bound,
             ..CallLog::default()
         };
     }

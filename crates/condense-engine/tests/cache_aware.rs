@@ -303,3 +303,32 @@ fn a_switch_is_free_when_the_call_rewrites_the_suffix_anyway() {
     let saving = switched[0]["projectedSaving"].as_f64().expect("saving");
     assert!((saving - 8.0 * removed * 0.1).abs() < 1e-6, "{saving}");
 }
+
+#[test]
+fn the_estimate_against_no_pruning_starts_again_with_each_session() {
+    let lines = branch_lines();
+    let mut e = started("cache-aware", &lines);
+    let saved = |e: &Engine| {
+        e.economy_report()
+            .against_no_pruning
+            .map(|a| a.saved_units)
+            .expect("the cache-aware policy reports its estimate")
+    };
+    assert_eq!(saved(&e), 0.0);
+    // The resume switch shows the summary in place of 2,400 characters of
+    // output: both prompts are written whole, the pruned one is smaller.
+    let n = e.messages().len();
+    let (_, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    assert_eq!(switches(&effects).len(), 1);
+    assert!(saved(&e) > 0.0, "{}", saved(&e));
+    // Another session (or a restart): nothing it saved pays for a bet here.
+    e.start(StartParams {
+        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware"}}}),
+        session_id: "other".into(),
+        session_dir: None,
+        session_file: None,
+        branch: linked(&lines[..4]),
+        tree: false,
+    });
+    assert_eq!(saved(&e), 0.0);
+}
