@@ -1,6 +1,8 @@
 //! Building a [`State`] from what was persisted, without knowing the order
 //! replay must apply it in.
 
+use std::collections::HashSet;
+
 use crate::occurrence::OccurrenceKey;
 use crate::records::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
 use crate::state::State;
@@ -14,8 +16,11 @@ use crate::state::State;
 ///   with the same occurrence replaces an earlier one; short refs `t<N>`
 ///   and block ids `b<N>` continue after the highest seen);
 /// - dedup aliases are applied by [`StateBuilder::build`], after everything
-///   else, so an alias finds its original whatever the append order (each
-///   keeps its own position for the cache-aware policy's switches);
+///   else, so an alias finds its original and its short ref whatever the
+///   append order (a summary delivered at runtime may land after a later
+///   alias of one of its outputs); each keeps its own position for the
+///   cache-aware policy's switches, and an alias of an original that had
+///   no ref yet (an eager spill) takes none from a chain's backfill after it;
 /// - a switch shows, under the cache-aware policy, what came before it;
 /// - the last frontier and the last stats snapshot win.
 ///
@@ -46,7 +51,22 @@ use crate::state::State;
 #[derive(Debug, Default)]
 pub struct StateBuilder {
     state: State,
-    aliases: Vec<(OccurrenceKey, OccurrenceKey, u64)>,
+    aliases: Vec<PendingAlias>,
+    /// Occurrences whose short ref a chain's backfill gave.
+    backfilled_refs: HashSet<OccurrenceKey>,
+}
+
+/// A dedup alias waiting for [`StateBuilder::build`].
+#[derive(Debug)]
+struct PendingAlias {
+    new: OccurrenceKey,
+    original: OccurrenceKey,
+    /// Switches recorded before it.
+    since: u64,
+    /// Whether its original had a short ref at the alias's position: when
+    /// not, a ref a backfill gives the original later is not the alias's
+    /// (a summary's ref may come later in the file, a backfill's never).
+    original_had_ref: bool,
 }
 
 impl StateBuilder {
@@ -55,6 +75,7 @@ impl StateBuilder {
         StateBuilder {
             state: State::new(),
             aliases: Vec::new(),
+            backfilled_refs: HashSet::new(),
         }
     }
 
@@ -68,6 +89,16 @@ impl StateBuilder {
 
     /// The short refs a backfilled index entry carries.
     pub fn backfill_refs(&mut self, refs: &[SummaryRef]) -> &mut StateBuilder {
+        for r in refs {
+            let key = r.key();
+            if self
+                .state
+                .short_ref(&key.id, key.result_timestamp)
+                .is_none()
+            {
+                self.backfilled_refs.insert(key);
+            }
+        }
         self.state.register_summary_refs(refs);
         self
     }
@@ -96,7 +127,16 @@ impl StateBuilder {
         original: OccurrenceKey,
     ) -> &mut StateBuilder {
         let since = self.state.switch_count();
-        self.aliases.push((new, original, since));
+        let original_had_ref = self
+            .state
+            .short_ref(&original.id, original.result_timestamp)
+            .is_some();
+        self.aliases.push(PendingAlias {
+            new,
+            original,
+            since,
+            original_had_ref,
+        });
         self
     }
 
@@ -122,9 +162,105 @@ impl StateBuilder {
 
     /// The state, with the dedup aliases applied.
     pub fn build(mut self) -> State {
-        for (new, original, since) in &self.aliases {
-            self.state.register_dedup_alias_since(new, original, *since);
+        for a in &self.aliases {
+            let backfilled_after =
+                !a.original_had_ref && self.backfilled_refs.contains(&a.original);
+            let shared = (!backfilled_after)
+                .then(|| {
+                    self.state
+                        .short_ref(&a.original.id, a.original.result_timestamp)
+                        .map(str::to_owned)
+                })
+                .flatten();
+            self.state
+                .register_dedup_alias_since(&a.new, &a.original, a.since, shared);
         }
         self.state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rec(id: &str, ts: i64, spilled: bool) -> ToolCallRecord {
+        serde_json::from_value(json!({
+            "toolCallId": id, "toolName": "read", "args": {}, "resultText": "SAME",
+            "isError": false, "turnIndex": 0, "timestamp": 1000, "resultTimestamp": ts,
+            "spillPath": spilled.then_some("/blobs/x.txt"),
+        }))
+        .expect("a record")
+    }
+
+    fn sref(short: &str, key: &OccurrenceKey) -> SummaryRef {
+        SummaryRef {
+            short_id: short.into(),
+            tool_call_id: key.id.clone(),
+            result_timestamp: key.result_timestamp,
+        }
+    }
+
+    /// Live: an eager spill (no ref), an alias of it (no ref to share), a
+    /// chain's backfill giving the original `t3`. Replay must not hand the
+    /// alias `t3`: its stub was shown naming its own id.
+    #[test]
+    fn an_alias_of_an_eager_spill_takes_no_ref_its_originals_later_backfill_gives() {
+        let original = OccurrenceKey::parse("g0@1500");
+        let alias = OccurrenceKey::parse("g2@9500");
+        let mut live = State::new();
+        live.add_record(rec("g0", 1500, true), true);
+        live.register_dedup_alias(&alias, &original);
+        live.register_summary_refs(&[sref("t3", &original)]);
+
+        let mut builder = StateBuilder::new();
+        builder
+            .record(rec("g0", 1500, true), false)
+            .dedup_alias(alias.clone(), original.clone())
+            .backfill_refs(&[sref("t3", &original)]);
+        let replayed = builder.build();
+
+        for s in [&live, &replayed] {
+            assert_eq!(s.short_ref("g0", Some(1500)), Some("t3"));
+            assert_eq!(s.short_ref("g2", Some(9500)), None);
+            assert_eq!(s.resolve("g2@9500"), Some(original.clone()));
+        }
+    }
+
+    /// A summary delivered at runtime lands after entries appended later
+    /// (a turn-end spill's alias of one of its outputs): the alias still
+    /// shares the ref live gave it.
+    #[test]
+    fn an_alias_written_before_its_originals_summary_shares_its_ref() {
+        let original = OccurrenceKey::parse("c1@1500");
+        let alias = OccurrenceKey::parse("g2@9500");
+        let mut live = State::new();
+        live.add_record(rec("c1", 1500, false), true);
+        live.register_summary_refs(&[sref("t1", &original)]);
+        live.register_dedup_alias(&alias, &original);
+
+        let mut builder = StateBuilder::new();
+        builder
+            .record(rec("c1", 1500, false), false)
+            .dedup_alias(alias.clone(), original.clone())
+            .summary(&[sref("t1", &original)], "- read".into());
+        let replayed = builder.build();
+
+        for s in [&live, &replayed] {
+            assert_eq!(s.short_ref("g2", Some(9500)), Some("t1"));
+        }
+    }
+
+    /// An alias after the backfill that gave its original a ref shares it.
+    #[test]
+    fn an_alias_after_its_originals_backfill_shares_its_ref() {
+        let original = OccurrenceKey::parse("g0@1500");
+        let alias = OccurrenceKey::parse("g2@9500");
+        let mut builder = StateBuilder::new();
+        builder
+            .record(rec("g0", 1500, true), false)
+            .backfill_refs(&[sref("t3", &original)])
+            .dedup_alias(alias, original);
+        assert_eq!(builder.build().short_ref("g2", Some(9500)), Some("t3"));
     }
 }

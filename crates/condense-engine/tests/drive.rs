@@ -518,3 +518,109 @@ fn an_eager_spills_stub_changes_only_at_a_switch_under_cache_aware() {
     assert_eq!(d.unrecoverable(), 0);
     d.reload_renders_the_same().expect("same render");
 }
+
+/// A task reading a giant file, a short one, a second task reading the
+/// same giant content under another id, then short tasks a minute apart.
+fn session_with_a_duplicate_giant_output() -> Session {
+    let giant: String = (0..3_000)
+        .map(|l| format!("big line {l:05}: data data data\n"))
+        .collect();
+    assert!(giant.len() > 65_536);
+    let giant_task = |id: &str, t: i64| {
+        vec![
+            json!({"role": "user", "content": [{"type": "text", "text": format!("read {id}")}], "timestamp": t}),
+            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id, "name": "read",
+                "arguments": {"path": format!("{id}.log")}}], "stopReason": "toolUse", "timestamp": t + 1_000,
+                "provider": "anthropic", "model": "claude-x"}),
+            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
+                "content": [{"type": "text", "text": giant}], "isError": false, "timestamp": t + 1_500}),
+            json!({"role": "assistant", "content": [{"type": "text", "text": format!("{id} read")}],
+                "stopReason": "stop", "timestamp": t + 2_000, "provider": "anthropic", "model": "claude-x"}),
+        ]
+    };
+    let mut messages = giant_task("g0", T0);
+    messages.extend(run("a", 1, T0 + MIN, true));
+    messages.extend(giant_task("g2", T0 + 2 * MIN));
+    for (k, tag) in ["b", "c", "d", "e", "f", "h"].iter().enumerate() {
+        messages.extend(run(tag, 1, T0 + (k as i64 + 3) * MIN, true));
+    }
+    session_of("dup", "u", messages)
+}
+
+#[test]
+fn a_dedup_alias_of_an_eager_spill_renders_the_same_after_a_reload_at_every_call() {
+    // `g2` duplicates `g0`, spilled at its turn's end without a ref: `g2`
+    // is aliased to it with no ref to share (its stub names `g2`). The
+    // rolling window then compresses `g0`'s chain, whose backfill gives
+    // `g0` a ref; `g2`'s stub was shown naming `g2`, and a reload must
+    // render it so until `g2`'s own chain is compressed.
+    let s = session_with_a_duplicate_giant_output();
+    let branch = s.branch(None);
+    for policy in ["reference", "cache-aware"] {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let mut d = Driver::new(DriverOptions {
+            settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
+            summarizer: Arc::new(Extractive::new()),
+            tokens: Arc::new(|t: &str| t.len() as u64 / 4),
+            session_dir: Some(dir.path().to_path_buf()),
+        })
+        .expect("a driver");
+        let mut differ = Vec::new();
+        let prompts = play_watching(&mut d, &branch, |d, prompts| {
+            if let Err(e) = d.reload_renders_the_same() {
+                differ.push((prompts.len(), e));
+            }
+        });
+        let alias_stub_beside_a_chain = prompts.iter().any(|p| {
+            p.iter().any(|m| m.json().contains("<compressed-chain"))
+                && p.iter().any(|m| m.json().contains("ref `g2`"))
+        });
+        assert!(
+            alias_stub_beside_a_chain,
+            "{policy}: the alias's stub is shown beside the original's compressed chain"
+        );
+        assert_eq!(
+            differ,
+            Vec::new(),
+            "{policy}: calls a reload renders differently"
+        );
+        assert_eq!(d.unrecoverable(), 0);
+        d.reload_renders_the_same().expect("same render");
+    }
+}
+
+#[test]
+fn a_dedup_alias_of_an_eager_spill_keeps_its_stub_until_a_switch_under_cache_aware() {
+    // After the original's chain, the rolling window compresses the
+    // alias's own chain, whose backfill gives `g2` a record and a ref of
+    // its own: its stub, shown naming `g2`, keeps naming it until a switch
+    // shows that chain (naming the original's later ref would rewrite the
+    // cached prompt from there without a switch).
+    let s = session_with_a_duplicate_giant_output();
+    let branch = s.branch(None);
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut d = Driver::new(DriverOptions {
+        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware"}}}),
+        summarizer: Arc::new(Extractive::new()),
+        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
+        session_dir: Some(dir.path().to_path_buf()),
+    })
+    .expect("a driver");
+    let (prompts, changed) = play_checking_sent_prefix(&mut d, &branch);
+    let chains = |p: &[Message]| {
+        p.iter()
+            .filter(|m| m.json().contains("<compressed-chain"))
+            .count()
+    };
+    assert!(
+        prompts.last().is_some_and(|p| chains(p) >= 2),
+        "both giant tasks' chains are compressed"
+    );
+    assert_eq!(
+        changed,
+        Vec::<usize>::new(),
+        "calls before which the prompt sent changed without a switch"
+    );
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same().expect("same render");
+}

@@ -15,28 +15,33 @@ pub(super) fn record_hash(r: &ToolCallRecord) -> String {
 }
 
 impl State {
-    /// Registers `new` as a duplicate of `original`: it is summarized, resolves
-    /// to the original's record and reuses the original's short ref.
+    /// Registers `new` as a duplicate of `original`: it is summarized,
+    /// resolves to the original's record and shares the original's short
+    /// ref as it stands now (an original without one yet, an eager spill,
+    /// leaves the alias without one: a ref a chain's backfill gives the
+    /// original later is not the alias's).
     pub fn register_dedup_alias(&mut self, new: &OccurrenceKey, original: &OccurrenceKey) {
         let switches = self.switches;
-        self.register_dedup_alias_since(new, original, switches);
+        let shared = self
+            .occurrence(&original.id, original.result_timestamp)
+            .and_then(|o| o.short_ref.clone());
+        self.register_dedup_alias_since(new, original, switches, shared);
     }
 
     /// [`register_dedup_alias`](Self::register_dedup_alias) for an alias
-    /// persisted when `since` switches had been recorded (replay applies
-    /// aliases after the walk, but each is shown by its own position).
+    /// persisted when `since` switches had been recorded and its original's
+    /// short ref was `shared` (replay applies aliases after its walk, but
+    /// each is shown by its own position and with the ref it was shown with).
     pub(crate) fn register_dedup_alias_since(
         &mut self,
         new: &OccurrenceKey,
         original: &OccurrenceKey,
         since: u64,
+        shared: Option<String>,
     ) {
         if new == original {
             return;
         }
-        let short = self
-            .occurrence(&original.id, original.result_timestamp)
-            .and_then(|o| o.short_ref.clone());
         let occ = self.occurrence_mut(new);
         // Replay applies aliases after its walk, so an index record of the
         // same occurrence written *after* the alias (a later flush indexing
@@ -47,9 +52,12 @@ impl State {
         occ.since = Some(occ.since.map_or(since, |s| s.min(since)));
         let own_record = occ.record.is_some();
         occ.alias_of = Some(original.clone());
-        if let Some(s) = short.filter(|_| !own_record) {
-            occ.short_ref = Some(s);
+        if !own_record {
+            if let Some(s) = &shared {
+                occ.short_ref = Some(s.clone());
+            }
         }
+        occ.alias_ref = shared;
     }
 
     /// The dedup original of an occurrence, if it is an alias.

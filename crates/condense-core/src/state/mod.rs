@@ -47,6 +47,11 @@ struct Occurrence {
     record: Option<usize>,
     alias_of: Option<OccurrenceKey>,
     short_ref: Option<String>,
+    /// The short ref a dedup alias shared with its original when it was
+    /// aliased: none when the original had none yet (an eager spill, whose
+    /// later ref from a chain's backfill the alias never takes). What its
+    /// stub names until its own record, if it gets one, is shown.
+    alias_ref: Option<String>,
     summary_bodies: Vec<usize>,
     stub: StubCell,
     /// The number of switches recorded when this occurrence was first
@@ -312,7 +317,7 @@ mod tests {
         replay.register_summary_refs(&[sref("t2", "bash_99", Some(4150))]);
         replay.record_switch(20);
         // The alias entry sat before the first switch.
-        replay.register_dedup_alias_since(&new, &original, 0);
+        replay.register_dedup_alias_since(&new, &original, 0, Some("t1".into()));
 
         for s in [&live, &replay] {
             let target = s.stub_target("bash_99", Some(4150)).unwrap();

@@ -70,7 +70,7 @@ pub(crate) struct AliasView<'a> {
     pub(crate) record_since: Option<u64>,
     /// The original's record.
     pub(crate) record: Option<&'a ToolCallRecord>,
-    /// The original's short ref.
+    /// The short ref it shared with the original when aliased.
     pub(crate) short_ref: Option<&'a str>,
 }
 
@@ -98,14 +98,11 @@ impl State {
             (None, None) => None,
         };
         let aliased_before = match (occ.record, &occ.alias_of) {
-            (Some(_), Some(orig)) => {
-                let original = self.occurrence(&orig.id, orig.result_timestamp);
-                Some(AliasView {
-                    record_since: occ.record_since,
-                    record: self.record_exact(&orig.id, orig.result_timestamp),
-                    short_ref: original.and_then(|o| o.short_ref.as_deref()),
-                })
-            }
+            (Some(_), Some(orig)) => Some(AliasView {
+                record_since: occ.record_since,
+                record: self.record_exact(&orig.id, orig.result_timestamp),
+                short_ref: occ.alias_ref.as_deref(),
+            }),
             _ => None,
         };
         Some(StubTarget {
