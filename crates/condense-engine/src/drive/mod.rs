@@ -277,6 +277,9 @@ impl Driver {
                     .as_ref()
                     .and_then(|m| m.timestamp())
                     .map_or(self.now, |ts| self.now.max(ts));
+                // What the flush appends carries that time in the file too,
+                // as in the engine's context.
+                self.now = clock;
                 let effects = self.runtime.block_on(host::agent_start(
                     &self.engine,
                     || self.summarizer(),
