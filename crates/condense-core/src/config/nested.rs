@@ -1,0 +1,140 @@
+//! The nested objects (`economy`, `chainCompression`, `purgeErrors`,
+//! `thinkingStrip`), merged key by key over their defaults: a partial
+//! object keeps the defaults of the sub-keys it leaves out.
+
+use serde_json::{Map, Value};
+
+use super::load::{to_u32, Normalizer};
+use super::save::number_value;
+use super::values::{BelowMin, IntRule};
+use super::{
+    ChainCompressionConfig, Config, EconomyConfig, PurgeErrorsConfig, ThinkingStripConfig,
+};
+use crate::policy::Policy;
+
+impl Normalizer {
+    pub(super) fn economy(
+        &mut self,
+        obj: &Map<String, Value>,
+        de: &EconomyConfig,
+    ) -> EconomyConfig {
+        let sub = self.nested(obj, "economy");
+        EconomyConfig {
+            policy: self.choice(
+                sub,
+                "economy.policy",
+                de.policy,
+                Policy::from_name,
+                Policy::name,
+            ),
+            pressure_share: match Self::lookup(sub, "economy.pressureShare") {
+                None => de.pressure_share,
+                Some(v) => match v.as_f64() {
+                    Some(f) if f > 0.0 && f <= 1.0 => f,
+                    _ => {
+                        self.warn("economy.pressureShare", v, number_value(de.pressure_share));
+                        de.pressure_share
+                    }
+                },
+            },
+            profile: self.choice(
+                sub,
+                "economy.profile",
+                de.profile,
+                |name| crate::PROFILE_NAMES.into_iter().find(|p| *p == name),
+                |name| name,
+            ),
+            max_excess: match Self::lookup(sub, "economy.maxExcess") {
+                None | Some(Value::Null) => None,
+                Some(v) => match v.as_f64() {
+                    Some(f) if f >= 0.0 && f.is_finite() => Some(f),
+                    _ => {
+                        self.warn("economy.maxExcess", v, Value::Null);
+                        None
+                    }
+                },
+            },
+        }
+    }
+
+    pub(super) fn chain_compression(
+        &mut self,
+        obj: &Map<String, Value>,
+        dc: &ChainCompressionConfig,
+    ) -> ChainCompressionConfig {
+        let sub = self.nested(obj, "chainCompression");
+        ChainCompressionConfig {
+            enabled: self.boolean(sub, "chainCompression.enabled", dc.enabled),
+            rolling_window: to_u32(self.integer(
+                sub,
+                "chainCompression.rollingWindow",
+                IntRule::u32_at_least_one(dc.rolling_window, BelowMin::Default),
+            )),
+            strip_final_assistant_thinking: self.boolean(
+                sub,
+                "chainCompression.stripFinalAssistantThinking",
+                dc.strip_final_assistant_thinking,
+            ),
+            fuse_range_summary: self.boolean(
+                sub,
+                "chainCompression.fuseRangeSummary",
+                dc.fuse_range_summary,
+            ),
+        }
+    }
+
+    pub(super) fn purge_errors(
+        &mut self,
+        obj: &Map<String, Value>,
+        dp: &PurgeErrorsConfig,
+    ) -> PurgeErrorsConfig {
+        let sub = self.nested(obj, "purgeErrors");
+        PurgeErrorsConfig {
+            enabled: self.boolean(sub, "purgeErrors.enabled", dp.enabled),
+            cooldown_turns: to_u32(self.integer(
+                sub,
+                "purgeErrors.cooldownTurns",
+                IntRule::u32_at_least_one(dp.cooldown_turns, BelowMin::Default),
+            )),
+            min_arg_chars: self.integer(
+                sub,
+                "purgeErrors.minArgChars",
+                IntRule::non_negative(dp.min_arg_chars),
+            ),
+        }
+    }
+
+    pub(super) fn thinking_strip(
+        &mut self,
+        obj: &Map<String, Value>,
+        dt: &ThinkingStripConfig,
+    ) -> ThinkingStripConfig {
+        let sub = self.nested(obj, "thinkingStrip");
+        ThinkingStripConfig {
+            enabled: self.boolean(sub, "thinkingStrip.enabled", dt.enabled),
+            keep_last_turns: to_u32(self.integer(
+                sub,
+                "thinkingStrip.keepLastTurns",
+                IntRule::u32_at_least_one(dt.keep_last_turns, BelowMin::Clamp),
+            )),
+        }
+    }
+
+    /// A nested object: `None` (all sub-defaults) when missing or not an
+    /// object; the latter is reported with the default object as used value.
+    fn nested<'v>(
+        &mut self,
+        obj: &'v Map<String, Value>,
+        key: &str,
+    ) -> Option<&'v Map<String, Value>> {
+        match obj.get(key) {
+            None => None,
+            Some(Value::Object(sub)) => Some(sub),
+            Some(bad) => {
+                let defaults = Config::default().to_settings_value(&Value::Null);
+                self.warn(key, bad, defaults[key].clone());
+                None
+            }
+        }
+    }
+}
