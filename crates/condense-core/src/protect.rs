@@ -185,6 +185,12 @@ fn compile_pattern(pattern: &str) -> Result<globset::Glob, globset::Error> {
 ///   or anything with one).
 ///
 /// `[`, `]`, `{`, `}`, `,` and `\` are escaped so that they stay literal.
+///
+/// A pattern ending in `.` ends in the class `[.]` instead. globset reads a
+/// literal tail such as `.`, `..` or `.md` as an extension or a base name it
+/// may check alone, and it gives a path whose last segment is `..` neither
+/// (`?.`, `**/..`, `**/*.` and `a**.` all missed `..` or `x/..`); no tail
+/// but `.` can match `..`, and a class leaves the pattern to its regex.
 fn to_globset_syntax(pattern: &str) -> String {
     let chars: Vec<char> = pattern.chars().collect();
     let mut out = String::with_capacity(pattern.len() + 8);
@@ -220,6 +226,8 @@ fn to_globset_syntax(pattern: &str) -> String {
                 out.push('\\');
                 out.push(c);
             }
+            // A final `.` as a class: see the function's doc.
+            '.' if i + 1 == chars.len() => out.push_str("[.]"),
             _ => out.push(c),
         }
         i += 1;
@@ -250,5 +258,8 @@ mod tests {
         assert_eq!(to_globset_syntax("**/"), "{,*/**/}");
         assert_eq!(to_globset_syntax("**/**/"), "{,*/**/}");
         assert_eq!(to_globset_syntax("[a]{b,c}\\"), "\\[a\\]\\{b\\,c\\}\\\\");
+        assert_eq!(to_globset_syntax("?."), "?[.]");
+        assert_eq!(to_globset_syntax("**/.."), "**/.[.]");
+        assert_eq!(to_globset_syntax("a.b"), "a.b");
     }
 }

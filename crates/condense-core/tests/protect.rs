@@ -81,6 +81,19 @@ const GLOB_CASES: &[(&str, &str, bool)] = &[
     ("a,b", "a,b", true),
     ("a.b", "axb", false),
     ("a+b(c)|d$^", "a+b(c)|d$^", true),
+    // A last segment `..` is a name like any other (globset gives such a
+    // path no base name or extension, which patterns ending in `.` relied on).
+    ("?.", "..", true),
+    ("x/?.", "x/..", true),
+    ("?.", "a/..", false),
+    ("*.", "..", true),
+    ("*.", ".", true),
+    ("**/..", "..", true),
+    ("**/..", "a/b/..", true),
+    ("**/*.", "a/..", true),
+    ("a**.", "a/..", true),
+    ("**/.", "a/.", true),
+    ("..", "..", true),
     ("x.md", "X.MD", false),
     ("**/Skills/**", "a/skills/b", false),
     ("é/*.md", "é/x.md", true),
@@ -328,8 +341,19 @@ fn check_against_reference(pattern: &str, path: &str) -> Result<(), TestCaseErro
     Ok(())
 }
 
+/// 3,000 cases unless `PROPTEST_CASES` says otherwise.
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3000),
+        ..ProptestConfig::default()
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #![proptest_config(config())]
 
     /// Stars, `?` and `/` only, over short paths: the wildcard semantics.
     #[test]
