@@ -113,13 +113,12 @@ export function knownCount(messages: readonly OcMessage[], logged: readonly Logg
  * with a compaction.
  *
  * After a compaction the branch is laid out as pi's would be: what the
- * compaction left out, then OpenCode's summary and the tail of recent turns
- * it kept, then a `compaction` entry keeping from that summary on, then what
- * came after. The entries written before the compaction (those of the tail
- * too) sit before that entry: the live sidecar stopped showing their
- * summaries when OpenCode's list was replaced, and a resumed one shows the
- * same, while their records stay in the state (a ref still pages back). The
- * messages left out keep the turn numbers as the live sidecar counted them.
+ * compaction left out, with its entries, then OpenCode's summary and the
+ * tail of recent turns it kept, with theirs, then a `compaction` entry
+ * keeping from that summary on, then what came after. The summaries of what
+ * was left out are out of the context, as in pi, while their records stay in
+ * the state (a ref still pages back); the left-out messages keep the turns
+ * numbered as the sidecar numbered them.
  */
 export function buildBranch(
 	messages: readonly OcMessage[],
@@ -164,7 +163,8 @@ export function buildBranch(
 		const earlier = new Set(before.map((m) => m.info.id));
 		const listed = new Set(messages.map((m) => m.info.id));
 		for (const m of before) {
-			if (!listed.has(m.info.id)) pushMessage(m);
+			if (listed.has(m.info.id)) continue;
+			pushMessage(m);
 			pushLogged(after(m.info.id));
 		}
 		// Kept by the compaction: its summary, then the tail it kept.
@@ -172,10 +172,15 @@ export function buildBranch(
 		let k = 0;
 		while (k < kept.length && ((k === 0 && isCompactionSummary(kept[0] as OcMessage)) || earlier.has((kept[k] as OcMessage).info.id))) k += 1;
 		rest = kept.slice(k);
-		const later = new Set(rest.map((m) => m.info.id));
+		const shown = new Set(kept.map((m) => m.info.id));
 		// Entries of messages the history did not give (none when it did).
-		pushLogged((e) => e.after !== compaction.info.id && !later.has(e.after as string));
-		const firstKept = kept.slice(0, k).map(pushMessage).at(0) ?? null;
+		pushLogged((e) => e.after !== compaction.info.id && !shown.has(e.after as string));
+		let firstKept: string | null = null;
+		for (const m of kept.slice(0, k)) {
+			const id = pushMessage(m);
+			firstKept ??= id;
+			pushLogged(after(m.info.id));
+		}
 		const ts = compaction.info.time?.created ?? 0;
 		push({ type: "compaction", id: "compaction", timestamp: new Date(ts).toISOString(), summary: "", tokensBefore: 0, firstKeptEntryId: firstKept });
 		pushLogged(after(compaction.info.id));

@@ -201,9 +201,8 @@ test("after a compaction the branch is pi's: what it left out, its summary and t
 	const branch = buildBranch(list, [entry("e1", "a1"), entry("e2", "u2"), entry("e3", "a4")], history);
 	const kinds = branch.map((e) => (e.type === "message" ? String((e.message as PiMessage).role) : e.type === "custom" ? String(e.id) : String(e.type)));
 	assert.deepEqual(kinds, [
-		// Left out by the compaction (its turns still count), with the entries
-		// written before it, the tail's too: a resumed sidecar shows none of
-		// them, as the live one stopped showing them.
+		// Left out by the compaction (its turns still count), with its entries:
+		// out of the context, as in pi.
 		"user",
 		"assistant",
 		"toolResult",
@@ -211,10 +210,10 @@ test("after a compaction the branch is pi's: what it left out, its summary and t
 		"assistant",
 		"toolResult",
 		"assistant",
-		"e2",
-		// Kept: OpenCode's summary and the tail, then pi's compaction entry.
+		// Kept: OpenCode's summary and the tail with its entries, then pi's compaction entry.
 		"assistant",
 		"user",
+		"e2",
 		"compaction",
 		"user",
 		"assistant",
@@ -222,7 +221,7 @@ test("after a compaction the branch is pi's: what it left out, its summary and t
 		"e3",
 	]);
 	const kept = branch.find((e) => e.type === "compaction");
-	const first = branch[kinds.indexOf("e2") + 1];
+	const first = branch[kinds.indexOf("e1") + 4];
 	assert.equal(kept?.firstKeptEntryId, first?.id);
 	assert.deepEqual((first?.message as PiMessage).content, [{ type: "text", text: "what we did" }]);
 	// The list's compaction message is pi's compaction marker, as the store builds it from that entry.

@@ -43,6 +43,7 @@ import { placeholdersIn, refusal, WRITING_TOOLS } from "./guard.ts";
 import { complete } from "./llm.ts";
 import type { ProviderEndpoint } from "./llm.ts";
 import { buildBranch, EventLog, knownCount, storageDir } from "./log.ts";
+import type { LoggedEntry } from "./log.ts";
 import { applyRender, convert, isCompaction, isCompactionSummary, toPi } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
 
@@ -159,6 +160,8 @@ class SessionLink {
 	sent = new Set<string>();
 	/** The next transform is OpenCode's compaction summarizing the history, not a call of the agent's. */
 	compacting = false;
+	/** The compaction the sidecar's branch was built after (the message starting OpenCode's list). */
+	compaction: string | undefined;
 
 	constructor(
 		readonly sessionID: string,
@@ -219,30 +222,57 @@ class SessionLink {
 			for (const id of adopted) this.reported.add(id);
 			const lastAdopted = adopted.at(-1);
 			if (lastAdopted !== undefined) this.log.append([{ type: "reported", after: lastAdopted }]);
-			// After a compaction OpenCode's list lacks what it summarized; the
-			// branch holds it as pi's does (log.ts).
-			const history = known[0] && isCompaction(known[0]) ? await this.plugin.history(this.sessionID) : undefined;
-			const res = await ask(sidecar, 
-				"session.start",
-				{
-					reason: "startup",
-					settings: { contextPrune: this.plugin.config },
-					model: null,
-					// OpenCode's session lives in its database: no file to hold.
-					sessionFile: null,
-					sessionDir: this.log.dir,
-					sessionId: this.sessionID,
-					branch: asJson(buildBranch(known, logged, history)),
-					tree: false,
-				},
-				REQUEST_TIMEOUT_MS,
-			);
-			this.carryOut(res.effects, false);
+			await this.startSession(sidecar, known, logged, "startup");
 			return true;
 		} catch (err) {
 			this.fail(`the sidecar did not start: ${errorText(err)}`);
 			return false;
 		}
+	}
+
+	/**
+	 * `session.start` with the branch `known` and the log make (log.ts).
+	 * After a compaction OpenCode's list lacks what it summarized; the branch
+	 * holds it as pi's does.
+	 */
+	private async startSession(sidecar: Sidecar, known: readonly OcMessage[], logged: readonly LoggedEntry[], reason: string): Promise<void> {
+		const first = known[0];
+		this.compaction = first && isCompaction(first) ? first.info.id : undefined;
+		const history = this.compaction ? await this.plugin.history(this.sessionID) : undefined;
+		const res = await ask(
+			sidecar,
+			"session.start",
+			{
+				reason,
+				settings: { contextPrune: this.plugin.config },
+				model: null,
+				// OpenCode's session lives in its database: no file to hold.
+				sessionFile: null,
+				sessionDir: this.log.dir,
+				sessionId: this.sessionID,
+				branch: asJson(buildBranch(known, logged, history)),
+				tree: false,
+			},
+			REQUEST_TIMEOUT_MS,
+		);
+		this.carryOut(res.effects, false);
+	}
+
+	/**
+	 * The first call after a compaction: OpenCode's list was replaced (its
+	 * summary first, then the tail of recent turns it kept, which it moved
+	 * after the summary), so the sidecar starts again from the log, as a
+	 * resumed process would, and shows the tail's summaries where a resume
+	 * does. A compaction's own call and the list it summarizes never start one.
+	 */
+	async afterCompaction(sidecar: Sidecar, messages: readonly OcMessage[]): Promise<void> {
+		const first = messages[0];
+		if (!first || !isCompaction(first) || first.info.id === this.compaction) return;
+		const logged = this.log.read();
+		await this.startSession(sidecar, messages.slice(0, knownCount(messages, logged)), logged, "compact");
+		this.keys = undefined;
+		this.held = undefined;
+		this.sent = new Set();
 	}
 
 	private async onRequest(request: SidecarRequest): Promise<SidecarResult> {
@@ -465,6 +495,7 @@ class CondenseState {
 			await link.reportTurns(sidecar, messages);
 			const compacting = link.compacting;
 			link.compacting = false;
+			if (!compacting) await link.afterCompaction(sidecar, messages);
 			if (messages.at(-1)?.info.role === "user" && !compacting) {
 				// A run's first call: the flush its previous run's reply left
 				// (cache-aware policy) runs now, anchored after that reply.

@@ -178,3 +178,121 @@ fn opencode_compaction_keeps_condense_working() {
 fn refs_footer(refs: &str) -> String {
     format!("\n\n---\n**Summarized tool refs**: `{refs}`\nUse `context_tree_query` with these refs to retrieve the original full outputs.")
 }
+
+/// A compaction keeps the tail of recent turns when what came before is big
+/// enough: OpenCode moves that tail after its summary. condense starts its
+/// session again from its log at the first call after the compaction, so
+/// the tail's stubs keep their summary on screen, and a new process sends
+/// what the live one sent.
+#[test]
+fn a_compaction_keeping_a_tail() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let markers = ["ALPHA-7a11", "BRAVO-7a12", "CHARLIE-7a13", "KILO-7a14"];
+    llm.set_summary_responder(summary_naming_markers(&[
+        "ALPHA-7a11",
+        "BRAVO-7a12",
+        "CHARLIE-7a13",
+        "KILO-7a14",
+    ]));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
+    // Three reads of 25 KB: more than the 15k tokens OpenCode keeps, so the
+    // second prompt's turn is the tail.
+    let files: Vec<_> = ["alpha", "bravo", "charlie", "kilo"]
+        .iter()
+        .zip(markers)
+        .map(|(name, marker)| {
+            let path = env.project.join(format!("{name}.txt"));
+            let bytes = if *name == "kilo" { 5000 } else { 25_000 };
+            fs::write(&path, big_file(marker, bytes)).expect("write a file");
+            path
+        })
+        .collect();
+    let read = |id: &str, n: usize, tokens: u64| {
+        Reply::tool_call(id, "read", json!({"filePath": files[n]})).with_usage(tokens, 10)
+    };
+    llm.push(read("call_a", 0, 20_000));
+    llm.push(read("call_b", 1, 20_000));
+    llm.push(read("call_c", 2, 20_000));
+    llm.push(Reply::text("Read all three.").with_usage(20_000, 10));
+    env.run("Read alpha, bravo and charlie.", false)
+        .assert_success();
+    // The second prompt's read reaches the model's limit: OpenCode compacts.
+    llm.push(read("call_k", 3, 125_000));
+    llm.push(Reply::text(COMPACTED_TEXT).with_usage(30_000, 50));
+    llm.push(Reply::text("Done.").with_usage(20_000, 10));
+    let run = env.run("Read kilo.txt.", true);
+    run.assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 7, "{}\n{}", run.report(), outline(&llm));
+    let after = &main[6];
+    let texts = after.texts_of_role("user");
+    assert!(
+        texts
+            .first()
+            .is_some_and(|t| t.contains("What did we do so far?")),
+        "{}",
+        outline(&llm)
+    );
+    // The tail (OpenCode picks it by size): at least the second prompt and
+    // its read, after OpenCode's summary; the first read is not in it.
+    assert!(
+        after.any_message_contains("Read kilo.txt.") && after.any_message_contains(COMPACTED_TEXT),
+        "{}",
+        outline(&llm)
+    );
+    assert_eq!(tool_result(after, "call_a"), None, "{}", outline(&llm));
+    let stub = tool_result(after, "call_k").expect("the tail's read is sent");
+    assert!(
+        stub.starts_with("[Summarized in pruner summary, ref `t"),
+        "{stub}\n{}",
+        outline(&llm)
+    );
+    // Exactly the summaries of the tail's reads are shown.
+    let kept: Vec<String> = ["call_a", "call_b", "call_c", "call_k"]
+        .iter()
+        .zip(markers)
+        .filter(|(call, _)| tool_result(after, call).is_some())
+        .map(|(_, marker)| format!("- summary of {marker}"))
+        .collect();
+    let live = condense_summaries(after);
+    let named: Vec<String> = live
+        .iter()
+        .map(|t| t.lines().next().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(
+        named,
+        kept,
+        "the tail's summaries stay shown, the rest's do not\n{}\n{}",
+        outline(&llm),
+        env.protocol_log()
+    );
+
+    // Each where a resumed branch has it: after its read's result.
+    let at = |needle: &str| {
+        after
+            .messages()
+            .iter()
+            .position(|m| support::fake_llm::message_text(m).contains(needle))
+    };
+    assert!(
+        at("- summary of KILO-7a14") > at("KILO-7a14 line 0000").or(at(&stub)),
+        "the tail's summary follows its read\n{}",
+        outline(&llm)
+    );
+
+    llm.push(Reply::text("Still here.").with_usage(20_000, 10));
+    env.run("Anything else?", true).assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 8, "{}", outline(&llm));
+    assert_eq!(
+        condense_summaries(&main[7]),
+        live,
+        "a new process shows what the live one did\n{}",
+        outline(&llm)
+    );
+    assert_eq!(tool_result(&main[7], "call_k"), Some(stub));
+}
