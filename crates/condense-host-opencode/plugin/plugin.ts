@@ -15,10 +15,16 @@
 // - `chat.params` (each LLM call): the model's context limit, for the budget
 //   triggers `turn.end` reports, and the provider's endpoint and key, for
 //   the summarizer's calls (llm.ts).
-// - `event`: `session.idle` is pi's `agent_end`.
+// - `event`: `session.idle` is pi's `agent_end`; `tui.toast.show` (a toast
+//   OpenCode's bus carried to the TUI) goes to the debug log.
+// - `experimental.session.compacting`: the next transform is OpenCode's
+//   compaction summarizing the history (no run starts), told to keep the
+//   stubs' refs; the first call after it starts the sidecar's session again
+//   from the log, with the branch laid out as pi's after a compaction.
 // - `tool.execute.before`: a file write whose arguments carry a placeholder
 //   (guard.ts) is refused.
-// - `context_tree_query`: the sidecar's `query`.
+// - `context_tree_query`: the sidecar's `query`; `context_prune_status`:
+//   pi's `/pruner status` text.
 // - State: one sidecar per OpenCode session (sub-agents are sessions too);
 //   entries go to the session's event log (log.ts).
 //
@@ -478,7 +484,7 @@ class CondenseState {
 	toast(message: string, variant: "info" | "success" | "warning" | "error"): void {
 		// The debug log records each toast, so a test without a TUI sees what the user would.
 		debug(() => `toast ${variant}: ${message}`);
-		// No TUI (`opencode run`): the call fails and is dropped.
+		// Without a TUI (`opencode run`) nobody shows it; a failed call is dropped.
 		this.client.tui?.showToast?.({ body: { title: "condense", message, variant } })?.catch?.(() => {});
 	}
 
