@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { test } from "node:test";
 
 import { buildBranch, EventLog, knownCount } from "./log.ts";
-import { applyRender, convert, isCleared, OPENCODE_CLEARED } from "./messages.ts";
+import { applyRender, contextTokens, convert, isCleared, OPENCODE_CLEARED } from "./messages.ts";
 import type { OcMessage, OcPart, PiMessage } from "./messages.ts";
 
 const S = "ses_test";
@@ -73,6 +73,17 @@ test("an assistant message carries the call's usage as pi records it, for the ca
 	assert.equal(convert([a1]).pi[0]?.usage, undefined);
 	a1.info.tokens = { input: -1, output: Number.NaN, reasoning: 0, cache: { read: 1.5, write: 0 } };
 	assert.equal(convert([a1]).pi[0]?.usage, undefined);
+});
+
+test("the context a turn reports counts every part, and malformed counts as nothing", () => {
+	const [, a1] = session() as [OcMessage, OcMessage];
+	a1.info.tokens = { input: 500, output: 20, reasoning: 5, cache: { read: 12000, write: 3000 } };
+	assert.equal(contextTokens(a1.info), 15525);
+	delete a1.info.tokens;
+	assert.equal(contextTokens(a1.info), null);
+	// A provider that reports no cache object, and counts that are not counts.
+	a1.info.tokens = JSON.parse('{"input": 100, "output": "x", "reasoning": null}');
+	assert.equal(contextTokens(a1.info), 100);
 });
 
 test("a part OpenCode cleared is left out: never captured, summarized or stubbed; the model still gets OpenCode's placeholder", () => {

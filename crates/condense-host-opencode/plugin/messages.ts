@@ -174,6 +174,18 @@ function piUsage(info: OcInfo): Record<string, unknown> | undefined {
 	return { input, output, cacheRead, cacheWrite, totalTokens, cost: { total: cost } };
 }
 
+/**
+ * The call's whole context as the harness reports it to the budget gates
+ * (input, output, reasoning and both cache parts), or null with no tokens
+ * recorded. Malformed counts read as 0: a missing `cache` object must not
+ * throw and switch condense off for the session.
+ */
+export function contextTokens(info: OcInfo): number | null {
+	const t = info.tokens;
+	if (!t) return null;
+	return count(t.input) + count(t.output) + count(t.reasoning) + count(t.cache?.read) + count(t.cache?.write);
+}
+
 /** A token count as recorded, or 0 for anything else (the data is OpenCode's, read as is). */
 function count(v: unknown): number {
 	return typeof v === "number" && Number.isSafeInteger(v) && v > 0 ? v : 0;

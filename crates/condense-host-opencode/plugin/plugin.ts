@@ -50,7 +50,7 @@ import { complete } from "./llm.ts";
 import type { ProviderEndpoint } from "./llm.ts";
 import { buildBranch, EventLog, knownCount, storageDir } from "./log.ts";
 import type { LoggedEntry } from "./log.ts";
-import { applyRender, convert, isCompaction, isCompactionSummary, toPi } from "./messages.ts";
+import { applyRender, contextTokens, convert, isCompaction, isCompactionSummary, toPi } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
 
 const QUERY_TOOL = "context_tree_query";
@@ -363,8 +363,7 @@ class SessionLink {
 			const me = await ask(sidecar, "message.end", { message, now }, REQUEST_TIMEOUT_MS);
 			this.carryOut(me.effects, false);
 			this.anchor = info.id;
-			const t = info.tokens;
-			const tokens = t ? t.input + t.output + t.reasoning + t.cache.read + t.cache.write : null;
+			const tokens = contextTokens(info);
 			const contextWindow = info.providerID && info.modelID ? await this.plugin.contextWindow(info.providerID, info.modelID) : 0;
 			const toolResults = asJson(converted.results.map((r) => r.message));
 			const te = await ask(
