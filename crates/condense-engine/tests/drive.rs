@@ -75,11 +75,16 @@ fn session_of(id: &str, prefix: &str, messages: Vec<Value>) -> Session {
 }
 
 fn driver(policy: &str) -> Driver {
+    driver_spilling_into(policy, None)
+}
+
+/// [`driver`] with eager spills written under `session_dir`.
+fn driver_spilling_into(policy: &str, session_dir: Option<&std::path::Path>) -> Driver {
     Driver::new(DriverOptions {
         settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
         summarizer: Arc::new(Extractive::new()),
         tokens: Arc::new(|t: &str| t.len() as u64 / 4),
-        session_dir: None,
+        session_dir: session_dir.map(std::path::Path::to_path_buf),
     })
     .expect("a driver")
 }
@@ -488,13 +493,7 @@ fn an_eager_spills_stub_changes_only_at_a_switch_under_cache_aware() {
     let s = session_of("g", "g", messages);
     let branch = s.branch(None);
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut d = Driver::new(DriverOptions {
-        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware"}}}),
-        summarizer: Arc::new(Extractive::new()),
-        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
-        session_dir: Some(dir.path().to_path_buf()),
-    })
-    .expect("a driver");
+    let mut d = driver_spilling_into("cache-aware", Some(dir.path()));
     let (prompts, changed) = play_checking_sent_prefix(&mut d, &branch);
     let spill_stub = |p: &[Message]| {
         p.iter()
@@ -558,13 +557,7 @@ fn a_dedup_alias_of_an_eager_spill_renders_the_same_after_a_reload_at_every_call
     let branch = s.branch(None);
     for policy in ["reference", "cache-aware"] {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let mut d = Driver::new(DriverOptions {
-            settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
-            summarizer: Arc::new(Extractive::new()),
-            tokens: Arc::new(|t: &str| t.len() as u64 / 4),
-            session_dir: Some(dir.path().to_path_buf()),
-        })
-        .expect("a driver");
+        let mut d = driver_spilling_into(policy, Some(dir.path()));
         let mut differ = Vec::new();
         let prompts = play_watching(&mut d, &branch, |d, prompts| {
             if let Err(e) = d.reload_renders_the_same() {
@@ -599,13 +592,7 @@ fn a_dedup_alias_of_an_eager_spill_keeps_its_stub_until_a_switch_under_cache_awa
     let s = session_with_a_duplicate_giant_output();
     let branch = s.branch(None);
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut d = Driver::new(DriverOptions {
-        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware"}}}),
-        summarizer: Arc::new(Extractive::new()),
-        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
-        session_dir: Some(dir.path().to_path_buf()),
-    })
-    .expect("a driver");
+    let mut d = driver_spilling_into("cache-aware", Some(dir.path()));
     let (prompts, changed) = play_checking_sent_prefix(&mut d, &branch);
     let chains = |p: &[Message]| {
         p.iter()

@@ -91,13 +91,5 @@ pub fn session_messages(entries: &[Value]) -> Vec<Value> {
 /// The text of a pi message's `content` (a string, or the `text` of its
 /// parts joined).
 pub fn pi_message_text(message: &Value) -> String {
-    match message.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join(""),
-        _ => String::new(),
-    }
+    crate::fake_llm::message_text(message)
 }
