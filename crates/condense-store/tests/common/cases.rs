@@ -1,4 +1,4 @@
-//! The harness of the data-driven case suites (`flush_cases.rs`,
+//! The harness of the data-driven case suites (`flush_cases/`,
 //! `render_cases.rs`): case files under `tests/cases/<kind>/`, the shape all
 //! of them share, known failures, and the check that every file has a test
 //! function and every area a case.
