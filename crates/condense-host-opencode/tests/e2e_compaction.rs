@@ -8,7 +8,7 @@ use std::fs;
 use serde_json::json;
 use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use support::opencode_env::{require_opencode, OpenCodeEnv};
-use support::scenario::{big_file, outline, sidecar_bin, stub_text, tool_result};
+use support::scenario::{big_file, outline, read_call, sidecar_bin, stub_text, tool_result};
 
 /// What a summary request's batch holds, named by the marker of the file it
 /// read, so each flush's summary can be told apart.
@@ -58,18 +58,13 @@ fn opencode_compaction_keeps_condense_working() {
         return;
     };
     let llm = FakeLlm::start([]);
-    let markers = ["ALPHA-c0a1", "BRAVO-c0b2", "CHARLIE-c0c3", "DELTA-c0d4"];
-    llm.set_summary_responder(summary_naming_markers(&[
-        "ALPHA-c0a1",
-        "BRAVO-c0b2",
-        "CHARLIE-c0c3",
-        "DELTA-c0d4",
-    ]));
+    const MARKERS: [&str; 4] = ["ALPHA-c0a1", "BRAVO-c0b2", "CHARLIE-c0c3", "DELTA-c0d4"];
+    llm.set_summary_responder(summary_naming_markers(&MARKERS));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
     let files: Vec<_> = ["alpha", "bravo", "charlie", "delta"]
         .iter()
-        .zip(markers)
+        .zip(MARKERS)
         .map(|(name, marker)| {
             let path = env.project.join(format!("{name}.txt"));
             let text = big_file(marker, 5000);
@@ -77,9 +72,7 @@ fn opencode_compaction_keeps_condense_working() {
             (path, text)
         })
         .collect();
-    let read = |id: &str, n: usize, tokens: u64| {
-        Reply::tool_call(id, "read", json!({"filePath": files[n].0})).with_usage(tokens, 10)
-    };
+    let read = |id: &str, n: usize, tokens: u64| read_call(id, &files[n].0).with_usage(tokens, 10);
     llm.push(read("call_a", 0, 20_000));
     // Two turns more before the compaction, with outputs too small to
     // summarize: a resumed process numbers later turns after all of them
@@ -190,20 +183,15 @@ fn a_compaction_keeping_a_tail() {
         return;
     };
     let llm = FakeLlm::start([]);
-    let markers = ["ALPHA-7a11", "BRAVO-7a12", "CHARLIE-7a13", "KILO-7a14"];
-    llm.set_summary_responder(summary_naming_markers(&[
-        "ALPHA-7a11",
-        "BRAVO-7a12",
-        "CHARLIE-7a13",
-        "KILO-7a14",
-    ]));
+    const MARKERS: [&str; 4] = ["ALPHA-7a11", "BRAVO-7a12", "CHARLIE-7a13", "KILO-7a14"];
+    llm.set_summary_responder(summary_naming_markers(&MARKERS));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
     // Three reads of 25 KB: more than the 15k tokens OpenCode keeps, so the
     // second prompt's turn is the tail.
     let files: Vec<_> = ["alpha", "bravo", "charlie", "kilo"]
         .iter()
-        .zip(markers)
+        .zip(MARKERS)
         .map(|(name, marker)| {
             let path = env.project.join(format!("{name}.txt"));
             let bytes = if *name == "kilo" { 5000 } else { 25_000 };
@@ -211,9 +199,7 @@ fn a_compaction_keeping_a_tail() {
             path
         })
         .collect();
-    let read = |id: &str, n: usize, tokens: u64| {
-        Reply::tool_call(id, "read", json!({"filePath": files[n]})).with_usage(tokens, 10)
-    };
+    let read = |id: &str, n: usize, tokens: u64| read_call(id, &files[n]).with_usage(tokens, 10);
     llm.push(read("call_a", 0, 20_000));
     llm.push(read("call_b", 1, 20_000));
     llm.push(read("call_c", 2, 20_000));
@@ -254,7 +240,7 @@ fn a_compaction_keeping_a_tail() {
     // Exactly the summaries of the tail's reads are shown.
     let kept: Vec<String> = ["call_a", "call_b", "call_c", "call_k"]
         .iter()
-        .zip(markers)
+        .zip(MARKERS)
         .filter(|(call, _)| tool_result(after, call).is_some())
         .map(|(_, marker)| format!("- summary of {marker}"))
         .collect();

@@ -16,11 +16,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use support::fake_llm::{FakeLlm, Reply};
 use support::opencode_env::{require_opencode, OpenCodeEnv};
 use support::pi_env::require_pi;
-use support::process::which;
+use support::process::path_without_rust;
 use support::registry::{dist_tarballs, node_platform, Registry};
+use support::scenario::tool_result;
 
 const SUMMARY_TEXT: &str = "- alpha.txt holds numbered ALPHA lines.";
 
@@ -35,43 +36,6 @@ fn big_file(marker: &str, bytes: usize) -> String {
         i += 1;
     }
     out
-}
-
-/// The text of the tool message answering `call_id`, if the request has one.
-fn tool_result(request: &RecordedRequest, call_id: &str) -> Option<String> {
-    request
-        .tool_results()
-        .into_iter()
-        .find(|(id, _)| id == call_id)
-        .map(|(_, text)| text)
-}
-
-/// The system's directories and npm's: what a machine with Node but no Rust
-/// has on `PATH` (OpenCode brings its own runtime).
-fn path_without_rust() -> String {
-    let npm = which("npm").expect("`npm` on PATH");
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for dir in npm
-        .parent()
-        .map(Path::to_path_buf)
-        .into_iter()
-        .chain(["/usr/bin", "/bin"].map(PathBuf::from))
-    {
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
-        }
-    }
-    for dir in &dirs {
-        assert!(
-            !dir.join("cargo").exists() && !dir.join("condense-opencode").exists(),
-            "{} holds cargo or a condense-opencode: this test needs a PATH without Rust",
-            dir.display()
-        );
-    }
-    std::env::join_paths(dirs)
-        .expect("a PATH")
-        .to_string_lossy()
-        .into_owned()
 }
 
 /// Every file under `dir` (symbolic links not followed).
@@ -114,7 +78,11 @@ fn plugin_by_name_from_a_registry_prunes() {
     let mut extra = registry.npm_env();
     // Bun, which OpenCode installs plugins with, reads the upper-case name.
     extra.push(("NPM_CONFIG_REGISTRY".to_owned(), registry.url()));
-    extra.push(("PATH".to_owned(), path_without_rust()));
+    // The system's directories and npm's (OpenCode brings its own runtime).
+    extra.push((
+        "PATH".to_owned(),
+        path_without_rust(&[], "condense-opencode"),
+    ));
     env.use_plugin_package("condense-opencode", extra);
     env.write_condense_config(&json!({"enabled": true}));
     let file = env.project.join("alpha.txt");

@@ -8,29 +8,13 @@ use std::fs;
 
 use serde_json::json;
 use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
-use support::opencode_env::{require_opencode, OpenCodeEnv, OpenCodeRun};
+use support::opencode_env::{require_opencode, OpenCodeEnv};
 use support::scenario::{
-    big_file, custom_of, dump, logged, requests_with_result, sidecar_bin, stub_text, tool_result,
+    custom_of, dump, indexed_calls, last_main_request, logged, project_file, read_alpha,
+    read_alpha_then_go_on, read_call, requests_with_result, sidecar_bin, stub_text, tool_result,
 };
 
 const SUMMARY_TEXT: &str = "- alpha.txt holds numbered ALPHA lines.";
-
-/// Prompt 1 of a session with `condense.json` `config`: a read of a 6 KB
-/// `alpha.txt`, then a text reply. Returns the run.
-fn read_alpha(env: &OpenCodeEnv, llm: &FakeLlm, config: &serde_json::Value) -> OpenCodeRun {
-    env.write_condense_config(config);
-    let file = env.project.join("alpha.txt");
-    fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
-    llm.push(Reply::tool_call(
-        "call_a",
-        "read",
-        json!({"filePath": file}),
-    ));
-    llm.push(Reply::text("I read alpha.txt."));
-    let run = env.run("Read alpha.txt.", false);
-    run.assert_success();
-    run
-}
 
 #[test]
 fn stubs_query_and_restart() {
@@ -41,7 +25,8 @@ fn stubs_query_and_restart() {
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     // Prompt 1: a read, then a text reply.
-    let run = read_alpha(&env, &llm, &json!({"enabled": true}));
+    env.write_condense_config(&json!({"enabled": true}));
+    let run = read_alpha(&env, &llm, "ALPHA-7f3e");
     let original = requests_with_result(&llm, "call_a");
     let (_, original) = original.first().unwrap_or_else(|| {
         panic!(
@@ -128,11 +113,7 @@ fn stubs_query_and_restart() {
     llm.push(Reply::text("Still here."));
     let run3 = env.run("Anything else?", true);
     run3.assert_success();
-    let last = llm
-        .main_requests()
-        .into_iter()
-        .last()
-        .expect("prompt 3 reached the model");
+    let last = last_main_request(&llm, "prompt 3");
     assert_eq!(
         tool_result(&last, "call_a"),
         Some(stub.clone()),
@@ -148,24 +129,11 @@ fn fails_open_without_the_sidecar() {
     let llm = FakeLlm::start([]);
     let env = OpenCodeEnv::new(install, &llm.base_url(), None);
     env.write_condense_config(&json!({"enabled": true}));
-    let file = env.project.join("alpha.txt");
-    fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
-    llm.push(Reply::tool_call(
-        "call_a",
-        "read",
-        json!({"filePath": file}),
-    ));
-    llm.push(Reply::text("I read alpha.txt."));
-    let run = env.run("Read alpha.txt.", false);
-    run.assert_success();
+    read_alpha(&env, &llm, "ALPHA-7f3e");
     llm.push(Reply::text("Sure."));
     let run2 = env.run("And again?", true);
     run2.assert_success();
-    let last = llm
-        .main_requests()
-        .into_iter()
-        .last()
-        .expect("prompt 2 reached the model");
+    let last = last_main_request(&llm, "prompt 2");
     let text = tool_result(&last, "call_a").expect("the read is answered");
     assert!(text.contains("ALPHA-7f3e line 0000"), "unchanged: {text}");
     assert!(llm.summary_requests().is_empty());
@@ -193,24 +161,11 @@ fn fails_open_when_the_sidecar_dies() {
         .expect("chmod");
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&script));
     env.write_condense_config(&json!({"enabled": true}));
-    let file = env.project.join("alpha.txt");
-    fs::write(&file, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
-    llm.push(Reply::tool_call(
-        "call_a",
-        "read",
-        json!({"filePath": file}),
-    ));
-    llm.push(Reply::text("I read alpha.txt."));
-    let run = env.run("Read alpha.txt.", false);
-    run.assert_success();
+    read_alpha(&env, &llm, "ALPHA-7f3e");
     llm.push(Reply::text("Sure."));
     let run2 = env.run("And again?", true);
     run2.assert_success();
-    let last = llm
-        .main_requests()
-        .into_iter()
-        .last()
-        .expect("prompt 2 reached the model");
+    let last = last_main_request(&llm, "prompt 2");
     let text = tool_result(&last, "call_a").expect("the read is answered");
     assert!(
         text.contains("ALPHA-7f3e line 0000"),
@@ -258,13 +213,11 @@ fn budget_flush_incremental_context_and_the_write_guard() {
         // The refusal itself stays verbatim for the assertion below.
         "protectedTools": ["write"],
     }));
-    let alpha = env.project.join("alpha.txt");
-    let bravo = env.project.join("bravo.txt");
+    let alpha = project_file(&env, "alpha.txt", "ALPHA-5d21", 5000);
+    let bravo = project_file(&env, "bravo.txt", "BRAVO-88b0", 5000);
     let copy = env.project.join("copy.txt");
-    fs::write(&alpha, big_file("ALPHA-5d21", 5000)).expect("write alpha.txt");
-    fs::write(&bravo, big_file("BRAVO-88b0", 5000)).expect("write bravo.txt");
-    llm.push(Reply::tool_call("call_a", "read", json!({"filePath": alpha})).with_usage(20_000, 10));
-    llm.push(Reply::tool_call("call_b", "read", json!({"filePath": bravo})).with_usage(20_000, 10));
+    llm.push(read_call("call_a", &alpha).with_usage(20_000, 10));
+    llm.push(read_call("call_b", &bravo).with_usage(20_000, 10));
     llm.push(
         Reply::tool_call(
             "call_w",
@@ -336,32 +289,18 @@ fn a_compressed_chain_reaches_the_model() {
         "enabled": true,
         "chainCompression": {"rollingWindow": 1},
     }));
-    let alpha = env.project.join("alpha.txt");
-    let bravo = env.project.join("bravo.txt");
-    fs::write(&alpha, big_file("ALPHA-7f3e", 6000)).expect("write alpha.txt");
-    fs::write(&bravo, big_file("BRAVO-1c2d", 6000)).expect("write bravo.txt");
-    llm.push(Reply::tool_call(
-        "call_a",
-        "read",
-        json!({"filePath": alpha}),
-    ));
+    let alpha = project_file(&env, "alpha.txt", "ALPHA-7f3e", 6000);
+    let bravo = project_file(&env, "bravo.txt", "BRAVO-1c2d", 6000);
+    llm.push(read_call("call_a", &alpha));
     llm.push(Reply::text("I read alpha.txt."));
     env.run("Read alpha.txt.", false).assert_success();
-    llm.push(Reply::tool_call(
-        "call_b",
-        "read",
-        json!({"filePath": bravo}),
-    ));
+    llm.push(read_call("call_b", &bravo));
     llm.push(Reply::text("I read bravo.txt."));
     env.run("Read bravo.txt.", true).assert_success();
     llm.push(Reply::text("Both read."));
     let run = env.run("Summarize.", true);
     run.assert_success();
-    let last = llm
-        .main_requests()
-        .into_iter()
-        .last()
-        .expect("prompt 3 reached the model");
+    let last = last_main_request(&llm, "prompt 3");
     let users = last.texts_of_role("user");
     let chain = users
         .iter()
@@ -415,8 +354,7 @@ fn a_sub_agent_session_has_its_own_state() {
         "autoBudgetThreshold": 0.1,
         "chainCompression": {"rollingWindow": 0},
     }));
-    let alpha = env.project.join("alpha.txt");
-    fs::write(&alpha, big_file("ALPHA-9a9a", 5000)).expect("write alpha.txt");
+    let alpha = project_file(&env, "alpha.txt", "ALPHA-9a9a", 5000);
     // Main: delegate; sub-agent: read, then answer; main: done.
     llm.push(
         Reply::tool_call(
@@ -426,9 +364,7 @@ fn a_sub_agent_session_has_its_own_state() {
         )
         .with_usage(20_000, 10),
     );
-    llm.push(
-        Reply::tool_call("call_sub", "read", json!({"filePath": alpha})).with_usage(20_000, 10),
-    );
+    llm.push(read_call("call_sub", &alpha).with_usage(20_000, 10));
     llm.push(Reply::text("alpha.txt holds ALPHA lines.").with_usage(20_000, 10));
     llm.push(Reply::text("The sub-agent read it.").with_usage(20_000, 10));
     let run = env.run("Have a sub-agent read alpha.txt.", false);
@@ -462,17 +398,9 @@ fn a_sub_agent_session_has_its_own_state() {
         .map(|f| f.trim_end_matches(".jsonl").to_owned())
         .find(|s| *s != parent)
         .expect("the sub-agent's log");
-    let refs_of = |session: &str| -> Vec<String> {
-        custom_of(&logged(&env, session), "context-prune-index")
-            .iter()
-            .filter_map(|e| e["data"]["toolCalls"].as_array())
-            .flatten()
-            .filter_map(|r| r["toolCallId"].as_str().map(str::to_owned))
-            .collect()
-    };
-    assert_eq!(refs_of(&child), vec!["call_sub".to_owned()]);
+    assert_eq!(indexed_calls(&env, &child), vec!["call_sub".to_owned()]);
     assert!(
-        !refs_of(&parent).contains(&"call_sub".to_owned()),
+        !indexed_calls(&env, &parent).contains(&"call_sub".to_owned()),
         "the parent's state does not hold the sub-agent's call"
     );
     let warned = run
@@ -500,17 +428,13 @@ fn a_part_opencode_cleared_is_not_summarized() {
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({"enabled": true}));
-    let alpha = env.project.join("alpha.txt");
-    let bravo = env.project.join("bravo.txt");
-    fs::write(&alpha, big_file("ALPHA-c1ea", 6000)).expect("write alpha.txt");
-    fs::write(&bravo, big_file("BRAVO-c1eb", 6000)).expect("write bravo.txt");
-    llm.push(
-        Reply::tool_call("call_a", "read", json!({"filePath": alpha})).and_tool_call(
-            "call_b",
-            "read",
-            json!({"filePath": bravo}),
-        ),
-    );
+    let alpha = project_file(&env, "alpha.txt", "ALPHA-c1ea", 6000);
+    let bravo = project_file(&env, "bravo.txt", "BRAVO-c1eb", 6000);
+    llm.push(read_call("call_a", &alpha).and_tool_call(
+        "call_b",
+        "read",
+        json!({"filePath": bravo}),
+    ));
     llm.push(Reply::text("I read both."));
     let run = env.run("Read alpha.txt and bravo.txt.", false);
     run.assert_success();
@@ -519,11 +443,7 @@ fn a_part_opencode_cleared_is_not_summarized() {
     llm.push(Reply::text("Fine."));
     let run2 = env.run("Go on.", true);
     run2.assert_success();
-    let last = llm
-        .main_requests()
-        .into_iter()
-        .last()
-        .expect("prompt 2 reached the model");
+    let last = last_main_request(&llm, "prompt 2");
     assert_eq!(
         tool_result(&last, "call_a").as_deref(),
         Some("[Old tool result content cleared]"),
@@ -546,13 +466,7 @@ fn a_part_opencode_cleared_is_not_summarized() {
         "the cleared output is never summarized"
     );
     let session = run.session_id().expect("a session id");
-    let indexed: Vec<String> = custom_of(&logged(&env, &session), "context-prune-index")
-        .iter()
-        .filter_map(|e| e["data"]["toolCalls"].as_array())
-        .flatten()
-        .filter_map(|r| r["toolCallId"].as_str().map(str::to_owned))
-        .collect();
-    assert_eq!(indexed, vec!["call_b".to_owned()]);
+    assert_eq!(indexed_calls(&env, &session), vec!["call_b".to_owned()]);
 }
 
 /// The arguments of `call_id` as the request sends them (OpenAI's
@@ -613,24 +527,8 @@ fn purged_arguments_reach_the_model() {
 /// the stub prompt 2's request carries for the read, the session id and
 /// prompt 2's stderr.
 fn flush_one_read(env: &OpenCodeEnv, llm: &FakeLlm) -> (Option<String>, String, String) {
-    let alpha = env.project.join("alpha.txt");
-    fs::write(&alpha, big_file("ALPHA-5ab5", 6000)).expect("write alpha.txt");
-    llm.push(Reply::tool_call(
-        "call_a",
-        "read",
-        json!({"filePath": alpha}),
-    ));
-    llm.push(Reply::text("I read alpha.txt."));
-    let run = env.run("Read alpha.txt.", false);
-    run.assert_success();
-    llm.push(Reply::text("Fine."));
-    let run2 = env.run("Go on.", true);
-    run2.assert_success();
-    let last = llm
-        .main_requests()
-        .into_iter()
-        .last()
-        .expect("prompt 2 reached the model");
+    let (run, run2) = read_alpha_then_go_on(env, llm, "ALPHA-5ab5");
+    let last = last_main_request(llm, "prompt 2");
     (
         tool_result(&last, "call_a"),
         run.session_id().expect("a session id"),
@@ -727,11 +625,8 @@ fn cache_aware_summarizes_a_reply_at_the_next_runs_first_call() {
     let llm = FakeLlm::start([]);
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    read_alpha(
-        &env,
-        &llm,
-        &json!({"enabled": true, "economy": {"policy": "cache-aware"}}),
-    );
+    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "cache-aware"}}));
+    read_alpha(&env, &llm, "ALPHA-7f3e");
     assert!(
         llm.summary_requests().is_empty(),
         "nothing is summarized before a next run"

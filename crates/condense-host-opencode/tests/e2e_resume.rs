@@ -4,12 +4,10 @@
 
 mod support;
 
-use std::fs;
-
 use serde_json::{json, Value};
 use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use support::opencode_env::{require_opencode, OpenCodeEnv};
-use support::scenario::{big_file, outline, sidecar_bin, stub_text, tool_result};
+use support::scenario::{outline, read_alpha_then_go_on, sidecar_bin, stub_text, tool_result};
 
 /// The request's messages without the system prompt (which OpenCode builds afresh).
 fn conversation(request: &RecordedRequest) -> Vec<Value> {
@@ -34,17 +32,7 @@ fn a_resumed_session_sends_what_the_live_one_sent() {
     llm.set_default_summary(Reply::text("- alpha.txt holds ALPHA-r5e1 lines."));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({"enabled": true}));
-    let alpha = env.project.join("alpha.txt");
-    fs::write(&alpha, big_file("ALPHA-r5e1", 6000)).expect("write alpha.txt");
-    llm.push(Reply::tool_call(
-        "call_a",
-        "read",
-        json!({"filePath": alpha}),
-    ));
-    llm.push(Reply::text("I read alpha.txt."));
-    env.run("Read alpha.txt.", false).assert_success();
-    llm.push(Reply::text("Fine."));
-    env.run("Go on.", true).assert_success();
+    read_alpha_then_go_on(&env, &llm, "ALPHA-r5e1");
     llm.push(Reply::text("Still here."));
     env.run("Anything else?", true).assert_success();
 

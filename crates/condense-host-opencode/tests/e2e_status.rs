@@ -5,12 +5,10 @@
 
 mod support;
 
-use std::fs;
-
 use serde_json::json;
 use support::fake_llm::{FakeLlm, Reply};
 use support::opencode_env::{require_opencode, OpenCodeEnv};
-use support::scenario::{big_file, outline, sidecar_bin, tool_result};
+use support::scenario::{outline, project_file, read_call, sidecar_bin, tool_result};
 
 /// A budget flush's notice reaches the UI as a toast, and the status tool
 /// answers with pi's `/pruner status` text: the settings, the summarizer's
@@ -24,10 +22,9 @@ fn the_status_tool_and_a_flush_toast() {
     llm.set_default_summary(Reply::text("- alpha.txt holds ALPHA-57a1 lines."));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
-    let alpha = env.project.join("alpha.txt");
-    fs::write(&alpha, big_file("ALPHA-57a1", 5000)).expect("write alpha.txt");
+    let alpha = project_file(&env, "alpha.txt", "ALPHA-57a1", 5000);
     llm.push(
-        Reply::tool_call("call_a", "read", json!({"filePath": alpha}))
+        read_call("call_a", &alpha)
             .with_usage(20_000, 10)
             .with_cache(12_000, 8_000),
     );

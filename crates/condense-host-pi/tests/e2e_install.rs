@@ -22,36 +22,9 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use support::fake_llm::{FakeLlm, Reply};
 use support::pi_env::{require_pi, PiEnv};
+use support::process::path_without_rust;
 use support::registry::{dist_tarballs, node_platform, Registry};
 use support::scenario::{self, big_file, condense_settings, tool_result};
-
-/// A `PATH` holding only the directories of `node` and `npm` and the
-/// system's: what a machine with Node but no Rust has.
-fn path_without_rust(node: &Path) -> String {
-    let npm = support::process::which("npm").expect("`npm` on PATH");
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for dir in [node.parent(), npm.parent()]
-        .into_iter()
-        .flatten()
-        .map(Path::to_path_buf)
-        .chain(["/usr/bin", "/bin"].map(PathBuf::from))
-    {
-        if !dirs.contains(&dir) {
-            dirs.push(dir);
-        }
-    }
-    for dir in &dirs {
-        assert!(
-            !dir.join("cargo").exists() && !dir.join("condense-pi").exists(),
-            "{} holds cargo or a condense-pi: this test needs a PATH without Rust",
-            dir.display()
-        );
-    }
-    std::env::join_paths(dirs)
-        .expect("a PATH")
-        .to_string_lossy()
-        .into_owned()
-}
 
 /// Every file named `name` under `dir`.
 fn find_files(dir: &Path, name: &str) -> Vec<PathBuf> {
@@ -86,7 +59,9 @@ fn registry_with_packages(node: &Path) -> Registry {
 /// `pi` set up as on a machine without Rust, pointed at `registry`, with
 /// `condense-pi` installed from it (`extra_npm_env` for that install only).
 fn install_condense_pi(pi: PiEnv, registry: &Registry, extra_npm_env: &[(&str, &str)]) -> PiEnv {
-    let path = path_without_rust(&pi.install().node);
+    // Only the directories of `node` and `npm` and the system's.
+    let node_dir: Vec<&Path> = pi.install().node.parent().into_iter().collect();
+    let path = path_without_rust(&node_dir, "condense-pi");
     let mut pi = pi
         .with_installed_packages()
         .with_env("PATH", path)

@@ -12,13 +12,17 @@
 //!   plugin.
 //! * [`typescript`]: finds or installs the TypeScript compiler next to the
 //!   e2e installs, to type-check the shims.
+//! * [`node_tests`]: runs the shims' TypeScript unit tests with that Node.
 //! * [`registry`]: a real npm registry (verdaccio) on 127.0.0.1 serving the
 //!   packages `cargo xtask dist` packed, for the install tests.
+//! * [`text`]: the contents of the files the tests have the agent read.
 
 pub mod cache;
 pub mod fake_llm;
+pub mod node_tests;
 pub mod opencode_env;
 pub mod pi_env;
 pub mod process;
 pub mod registry;
+pub mod text;
 pub mod typescript;

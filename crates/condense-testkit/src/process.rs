@@ -3,7 +3,7 @@
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -15,6 +15,37 @@ pub fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
+}
+
+/// A `PATH` of `dirs`, `npm`'s directory and the system's (`/usr/bin`,
+/// `/bin`), in that order and without repeats: what a machine with Node but
+/// no Rust has. Fails the calling test if one of them holds `cargo` or
+/// `sidecar` (the sidecar's binary name), which the install must bring.
+pub fn path_without_rust(dirs: &[&Path], sidecar: &str) -> String {
+    let npm = which("npm").expect("`npm` on PATH");
+    let mut path: Vec<PathBuf> = Vec::new();
+    for dir in dirs
+        .iter()
+        .copied()
+        .chain(npm.parent())
+        .map(Path::to_path_buf)
+        .chain(["/usr/bin", "/bin"].map(PathBuf::from))
+    {
+        if !path.contains(&dir) {
+            path.push(dir);
+        }
+    }
+    for dir in &path {
+        assert!(
+            !dir.join("cargo").exists() && !dir.join(sidecar).exists(),
+            "{} holds cargo or a {sidecar}: this test needs a PATH without Rust",
+            dir.display()
+        );
+    }
+    std::env::join_paths(path)
+        .expect("a PATH")
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The last `max` bytes of `text` (from a character boundary).

@@ -6,5 +6,7 @@
 #![allow(dead_code)]
 
 #[allow(unused_imports)] // each test file uses some of them
-pub use condense_testkit::{fake_llm, opencode_env, pi_env, process, registry, typescript};
+pub use condense_testkit::{
+    fake_llm, node_tests, opencode_env, pi_env, process, registry, text, typescript,
+};
 pub mod scenario;

@@ -3,26 +3,63 @@
 //! what condense logged.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::fake_llm::{FakeLlm, RecordedRequest};
-use super::opencode_env::OpenCodeEnv;
+use serde_json::json;
+
+use super::fake_llm::{FakeLlm, RecordedRequest, Reply};
+use super::opencode_env::{OpenCodeEnv, OpenCodeRun};
+pub use super::text::big_file;
 
 pub fn sidecar_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_condense-opencode"))
 }
 
-/// About `bytes` of text with `marker` on every line.
-pub fn big_file(marker: &str, bytes: usize) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while out.len() < bytes {
-        out.push_str(&format!(
-            "{marker} line {i:04}: the quick brown fox jumps over the lazy dog\n"
-        ));
-        i += 1;
-    }
-    out
+/// Writes `name` into the project: about `bytes` of text with `marker` on
+/// every line. Returns its path.
+pub fn project_file(env: &OpenCodeEnv, name: &str, marker: &str, bytes: usize) -> PathBuf {
+    let path = env.project.join(name);
+    fs::write(&path, big_file(marker, bytes)).unwrap_or_else(|e| panic!("write {name}: {e}"));
+    path
+}
+
+/// The model's call `call_id` of OpenCode's `read` tool on `file`.
+pub fn read_call(call_id: &str, file: &Path) -> Reply {
+    Reply::tool_call(call_id, "read", json!({"filePath": file}))
+}
+
+/// Prompt 1 of a session: a read (`call_a`) of a 6 KB `alpha.txt` with
+/// `marker` on every line, then a text reply. Returns the run.
+pub fn read_alpha(env: &OpenCodeEnv, llm: &FakeLlm, marker: &str) -> OpenCodeRun {
+    let file = project_file(env, "alpha.txt", marker, 6000);
+    llm.push(read_call("call_a", &file));
+    llm.push(Reply::text("I read alpha.txt."));
+    let run = env.run("Read alpha.txt.", false);
+    run.assert_success();
+    run
+}
+
+/// [`read_alpha`], then prompt 2 in a new process, whose reply is text: the
+/// first reply's flush runs when it is reported there. Returns both runs.
+pub fn read_alpha_then_go_on(
+    env: &OpenCodeEnv,
+    llm: &FakeLlm,
+    marker: &str,
+) -> (OpenCodeRun, OpenCodeRun) {
+    let run = read_alpha(env, llm, marker);
+    llm.push(Reply::text("Fine."));
+    let run2 = env.run("Go on.", true);
+    run2.assert_success();
+    (run, run2)
+}
+
+/// The last main request the server received, which `prompt` (say
+/// "prompt 2") made.
+pub fn last_main_request(llm: &FakeLlm, prompt: &str) -> RecordedRequest {
+    llm.main_requests()
+        .into_iter()
+        .last()
+        .unwrap_or_else(|| panic!("{prompt} reached the model"))
 }
 
 /// The text of the tool message answering `call_id`, if the request has one.
@@ -63,6 +100,17 @@ pub fn logged(env: &OpenCodeEnv, session: &str) -> Vec<serde_json::Value> {
         .unwrap_or_default()
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The tool-call ids `session`'s `context-prune-index` entries record, in
+/// log order.
+pub fn indexed_calls(env: &OpenCodeEnv, session: &str) -> Vec<String> {
+    custom_of(&logged(env, session), "context-prune-index")
+        .iter()
+        .filter_map(|e| e["data"]["toolCalls"].as_array())
+        .flatten()
+        .filter_map(|r| r["toolCallId"].as_str().map(str::to_owned))
         .collect()
 }
 

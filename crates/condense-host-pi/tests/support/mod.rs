@@ -10,7 +10,7 @@
 #![allow(dead_code)]
 
 #[allow(unused_imports)] // each test file uses some of them
-pub use condense_testkit::{fake_llm, pi_env, process, registry, typescript};
+pub use condense_testkit::{fake_llm, node_tests, pi_env, process, registry, text, typescript};
 
 pub mod scenario;
 pub mod sidecar;

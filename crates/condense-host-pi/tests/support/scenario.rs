@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use super::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use super::pi_env::{pi_message_text, read_jsonl, session_messages, PiEnv, PiInstall, PiRun};
+pub use super::text::big_file;
 
 /// The shim: this crate's `extension/` directory.
 pub fn extension_dir() -> PathBuf {
@@ -29,19 +30,6 @@ pub fn sidecar_bin() -> PathBuf {
 /// The settings every test starts from.
 pub fn condense_settings() -> Value {
     json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}})
-}
-
-/// About `bytes` of text with `marker` on every line (so any excerpt shows it).
-pub fn big_file(marker: &str, bytes: usize) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while out.len() < bytes {
-        out.push_str(&format!(
-            "{marker} line {i:04}: the quick brown fox jumps over the lazy dog\n"
-        ));
-        i += 1;
-    }
-    out
 }
 
 pub fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
