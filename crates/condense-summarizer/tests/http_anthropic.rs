@@ -7,13 +7,12 @@ use std::sync::Arc;
 use condense_core::{JobResult, Usage};
 use condense_core::{ModelRef, ThinkingLevel};
 use condense_summarizer::{
-    Anthropic, AnthropicConfig, ApiKey, CancelToken, CompletionRequest, FailureKind, Pricing,
-    Provider, ProviderErrorKind, StopReason, StreamEvent, Summarizer, SummarizerSettings, Target,
-    Timeouts,
+    Anthropic, AnthropicConfig, ApiKey, CompletionRequest, FailureKind, Pricing, Provider,
+    ProviderErrorKind, StopReason, StreamEvent, Target, Timeouts,
 };
 use serde_json::json;
 use support::server::{event, End, Reply, ScriptedServer};
-use support::{drain, event_sink, http_client, small_batch};
+use support::{drain, event_sink, http_client, summarize_small_batch};
 
 fn provider(server: &ScriptedServer) -> Anthropic {
     Anthropic::with_client(
@@ -108,15 +107,7 @@ async fn summarize(server: &ScriptedServer, timeouts: Timeouts) -> condense_summ
         Arc::new(provider(server)),
         ModelRef::new("anthropic", "claude-test"),
     );
-    let s = Summarizer::new(
-        target,
-        SummarizerSettings {
-            timeouts,
-            ..SummarizerSettings::default()
-        },
-    );
-    s.summarize_batch(&small_batch(), &CancelToken::new(), &mut |_| {})
-        .await
+    summarize_small_batch(target, timeouts).await
 }
 
 #[tokio::test]

@@ -7,13 +7,12 @@ use std::sync::Arc;
 use condense_core::{JobResult, Usage};
 use condense_core::{ModelRef, ThinkingLevel};
 use condense_summarizer::{
-    ApiKey, CancelToken, CompletionRequest, FailureKind, OpenAiCompatible, OpenAiConfig, Pricing,
-    Provider, ProviderErrorKind, StopReason, StreamEvent, Summarizer, SummarizerSettings, Target,
-    Timeouts,
+    ApiKey, CompletionRequest, FailureKind, OpenAiCompatible, OpenAiConfig, Pricing, Provider,
+    ProviderErrorKind, StopReason, StreamEvent, Target, Timeouts,
 };
 use serde_json::json;
 use support::server::{data, End, Reply, ScriptedServer};
-use support::{drain, event_sink, http_client, small_batch};
+use support::{drain, event_sink, http_client, summarize_small_batch};
 
 fn provider(server: &ScriptedServer, api_key: ApiKey) -> OpenAiCompatible {
     OpenAiCompatible::with_client(
@@ -57,15 +56,7 @@ async fn summarize(server: &ScriptedServer, timeouts: Timeouts) -> condense_summ
         Arc::new(provider(server, key())),
         ModelRef::new("openai", "gpt-test"),
     );
-    let s = Summarizer::new(
-        target,
-        SummarizerSettings {
-            timeouts,
-            ..SummarizerSettings::default()
-        },
-    );
-    s.summarize_batch(&small_batch(), &CancelToken::new(), &mut |_| {})
-        .await
+    summarize_small_batch(target, timeouts).await
 }
 
 #[tokio::test]

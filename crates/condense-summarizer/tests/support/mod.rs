@@ -14,8 +14,8 @@ use condense_core::ModelRef;
 use condense_core::{CapturedBatch, CapturedCall};
 use condense_core::{SummaryJob, Usage};
 use condense_summarizer::{
-    CancelToken, Completion, CompletionRequest, EventSink, Provider, ProviderError, StopReason,
-    Target,
+    CancelToken, Completion, CompletionRequest, EventSink, JobOutcome, Provider, ProviderError,
+    StopReason, Summarizer, SummarizerSettings, Target, Timeouts,
 };
 use serde_json::json;
 
@@ -256,6 +256,20 @@ pub fn batch(calls: Vec<CapturedCall>) -> CapturedBatch {
 /// A one-call batch reading `x` fifty times.
 pub fn small_batch() -> CapturedBatch {
     batch(vec![call("c1", "read", json!({}), &"x".repeat(50))])
+}
+
+/// [`small_batch`] summarized through `target` alone, with `timeouts` and
+/// otherwise default settings.
+pub async fn summarize_small_batch(target: Target, timeouts: Timeouts) -> JobOutcome {
+    let s = Summarizer::new(
+        target,
+        SummarizerSettings {
+            timeouts,
+            ..SummarizerSettings::default()
+        },
+    );
+    s.summarize_batch(&small_batch(), &CancelToken::new(), &mut |_| {})
+        .await
 }
 
 /// `n` one-call jobs; job `i` reads `file<i>.rs`.
