@@ -9,33 +9,11 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use support::{condense, json_of, temp_dir};
+use support::{condense, json_of, raw_fixture_text, temp_dir};
 
 fn raw_session(dir: &Path) -> PathBuf {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../condense-store/tests/fixtures/pi-condense-2.9.1.jsonl");
-    let mut out = Vec::new();
-    let mut prev: Option<String> = None;
-    for (i, line) in std::fs::read_to_string(fixture)
-        .unwrap()
-        .lines()
-        .enumerate()
-    {
-        let mut e: Value = serde_json::from_str(line).unwrap();
-        if i > 0 {
-            if e["customType"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("context-prune"))
-            {
-                continue;
-            }
-            e["parentId"] = prev.clone().map_or(Value::Null, Value::String);
-            prev = e["id"].as_str().map(str::to_owned);
-        }
-        out.push(e.to_string());
-    }
     let path = dir.join("raw.jsonl");
-    std::fs::write(&path, out.join("\n") + "\n").unwrap();
+    std::fs::write(&path, raw_fixture_text()).unwrap();
     path
 }
 

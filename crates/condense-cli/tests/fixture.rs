@@ -2,31 +2,20 @@
 //! same JSON value pi-condense's own render gave, and `query t2` the same
 //! bytes its `context_tree_query` returned.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../condense-store/tests/fixtures")
-}
+use std::process::Output;
 
-fn session() -> PathBuf {
-    fixtures().join("pi-condense-2.9.1.jsonl")
-}
+use support::{fixture, fixtures_dir, process_dir};
 
 /// Runs `condense` with an empty agent dir so no user settings leak in.
 fn condense(args: &[&str]) -> Output {
-    let agent = std::env::temp_dir().join(format!("condense-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&agent).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .expect("condense runs")
+    support::condense(&process_dir("fixture"), args)
 }
 
 #[test]
 fn render_json_matches_pi_condense() {
-    let out = condense(&["render", "--json", session().to_str().unwrap()]);
+    let out = condense(&["render", "--json", fixture().to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}",
@@ -34,7 +23,7 @@ fn render_json_matches_pi_condense() {
     );
     let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let theirs: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(fixtures().join("pi-condense-2.9.1.render.json")).unwrap(),
+        &std::fs::read_to_string(fixtures_dir().join("pi-condense-2.9.1.render.json")).unwrap(),
     )
     .unwrap();
     assert_eq!(ours, theirs);
@@ -42,19 +31,19 @@ fn render_json_matches_pi_condense() {
 
 #[test]
 fn query_matches_pi_condense_byte_for_byte() {
-    let out = condense(&["query", session().to_str().unwrap(), "t2"]);
+    let out = condense(&["query", fixture().to_str().unwrap(), "t2"]);
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let expected = std::fs::read(fixtures().join("pi-condense-2.9.1.query-t2.txt")).unwrap();
+    let expected = std::fs::read(fixtures_dir().join("pi-condense-2.9.1.query-t2.txt")).unwrap();
     assert_eq!(out.stdout, expected);
 }
 
 #[test]
 fn unknown_ref_is_a_data_problem() {
-    let out = condense(&["query", session().to_str().unwrap(), "t999"]);
+    let out = condense(&["query", fixture().to_str().unwrap(), "t999"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stdout).contains("(not found in index"));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no record for t999"));
@@ -69,7 +58,7 @@ fn missing_session_and_bad_usage_exit_codes() {
         1,
         "one-line error"
     );
-    let out = condense(&["query", session().to_str().unwrap()]);
+    let out = condense(&["query", fixture().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let out = condense(&["frobnicate"]);
     assert_eq!(out.status.code(), Some(1));
@@ -85,7 +74,7 @@ fn malformed_settings_is_a_clear_error() {
         "render",
         "--settings",
         settings.to_str().unwrap(),
-        session().to_str().unwrap(),
+        fixture().to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("malformed settings"));
@@ -107,7 +96,7 @@ fn settings_change_the_render() {
         "render",
         "--settings",
         settings.to_str().unwrap(),
-        session().to_str().unwrap(),
+        fixture().to_str().unwrap(),
     ]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
@@ -117,7 +106,7 @@ fn settings_change_the_render() {
 
 #[test]
 fn diff_reports_totals() {
-    let out = condense(&["render", "--diff", session().to_str().unwrap()]);
+    let out = condense(&["render", "--diff", fixture().to_str().unwrap()]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("total: 48016 -> 18153 chars"), "{text}");

@@ -15,14 +15,13 @@
 //!   `tests/golden/pi-condense-2.9.1.status.json`, each value explained in
 //!   [`status_json_golden`].
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../condense-store/tests/fixtures")
-}
+use support::{fixtures_dir, process_dir};
 
 fn golden(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -32,13 +31,7 @@ fn golden(name: &str) -> PathBuf {
 
 /// Runs `condense` with an empty agent dir so no user settings leak in.
 fn condense(args: &[&str]) -> Output {
-    let agent = std::env::temp_dir().join(format!("condense-golden-{}", std::process::id()));
-    std::fs::create_dir_all(&agent).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_condense"))
-        .args(args)
-        .env("PI_CODING_AGENT_DIR", &agent)
-        .output()
-        .expect("condense runs")
+    support::condense(&process_dir("golden"), args)
 }
 
 fn ok(out: &Output) -> &[u8] {
@@ -52,7 +45,7 @@ fn ok(out: &Output) -> &[u8] {
 }
 
 fn fixture_sessions() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(fixtures())
+    let mut names: Vec<String> = std::fs::read_dir(fixtures_dir())
         .unwrap()
         .flatten()
         .filter_map(|e| {
@@ -71,8 +64,8 @@ fn render_json_of_every_fixture_matches_its_expected_render() {
     let names = fixture_sessions();
     assert!(names.len() >= 4, "{names:?}");
     for name in names {
-        let session = fixtures().join(format!("{name}.jsonl"));
-        let expected = fixtures().join(format!("{name}.render.json"));
+        let session = fixtures_dir().join(format!("{name}.jsonl"));
+        let expected = fixtures_dir().join(format!("{name}.render.json"));
         assert!(
             expected.exists(),
             "{name}: every fixture session has an expected render"
@@ -93,7 +86,7 @@ fn query_goldens() {
         (
             "pi-condense-2.9.1",
             &["t2"][..],
-            fixtures().join("pi-condense-2.9.1.query-t2.txt"),
+            fixtures_dir().join("pi-condense-2.9.1.query-t2.txt"),
         ),
         (
             "reused-ids",
@@ -116,7 +109,7 @@ fn query_goldens() {
             golden("torn-last-line.query-t1.txt"),
         ),
     ] {
-        let session = fixtures().join(format!("{fixture}.jsonl"));
+        let session = fixtures_dir().join(format!("{fixture}.jsonl"));
         let mut args = vec!["query", session.to_str().unwrap()];
         args.extend(refs);
         let out = condense(&args);
@@ -161,7 +154,7 @@ fn query_goldens() {
 ///   policy, no switch, nothing pending.
 #[test]
 fn status_json_golden() {
-    let session = fixtures().join("pi-condense-2.9.1.jsonl");
+    let session = fixtures_dir().join("pi-condense-2.9.1.jsonl");
     let out = condense(&["status", "--json", session.to_str().unwrap()]);
     let mut ours: Value = serde_json::from_slice(ok(&out)).unwrap();
     assert_eq!(ours["session"], session.to_str().unwrap());

@@ -9,12 +9,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use support::{condense, temp_dir};
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../condense-store/tests/fixtures/pi-condense-2.9.1.jsonl")
-}
+use support::{condense, fixture, raw_fixture_entries, temp_dir};
 
 fn ok(out: &Output) -> String {
     assert!(
@@ -34,28 +29,13 @@ const MARK: &str = "\u{E0FF}";
 /// thinking block.
 fn session_with_lone_surrogates(dir: &Path) -> PathBuf {
     let mut out = Vec::new();
-    let mut prev: Option<String> = None;
-    for (i, line) in std::fs::read_to_string(fixture())
-        .unwrap()
-        .lines()
-        .enumerate()
-    {
-        let mut e: Value = serde_json::from_str(line).unwrap();
-        if i > 0 {
-            if e["customType"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("context-prune"))
-            {
-                continue;
-            }
-            e["parentId"] = prev.clone().map_or(Value::Null, Value::String);
-            prev = e["id"].as_str().map(str::to_owned);
-        }
+    for mut e in raw_fixture_entries() {
+        let is_result = e["message"]["role"] == "toolResult";
         let message = &mut e["message"];
         if let Some(blocks) = message["content"].as_array_mut() {
             for b in blocks {
                 match b["type"].as_str() {
-                    Some("text") if message_is_result(line) => {
+                    Some("text") if is_result => {
                         let t = b["text"].as_str().unwrap_or_default();
                         b["text"] = Value::from(format!("{t} cut {MARK} here"));
                     }
@@ -74,10 +54,6 @@ fn session_with_lone_surrogates(dir: &Path) -> PathBuf {
     let path = dir.join("lone.jsonl");
     std::fs::write(&path, out.join("\n") + "\n").unwrap();
     path
-}
-
-fn message_is_result(line: &str) -> bool {
-    line.contains("\"role\":\"toolResult\"")
 }
 
 fn blocks_push_thinking(message: &mut Value) {

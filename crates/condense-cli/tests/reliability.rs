@@ -3,40 +3,16 @@
 //! directory that is a symlink, two compacts at once, and config warnings
 //! from `protectedPaths`. Every run is bounded: a hang fails the test.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use support::{fixture, raw_fixture_text};
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../condense-store/tests/fixtures/pi-condense-2.9.1.jsonl")
-}
-
-/// The fixture without its condense entries (work for `compact`).
-fn raw_session_text() -> String {
-    let mut out = Vec::new();
-    let mut prev: Option<String> = None;
-    let text = std::fs::read_to_string(fixture()).expect("fixture");
-    for (i, line) in text.lines().enumerate() {
-        let mut e: Value = serde_json::from_str(line).expect("fixture line");
-        if i > 0 {
-            if e["customType"]
-                .as_str()
-                .is_some_and(|c| c.starts_with("context-prune"))
-            {
-                continue;
-            }
-            e["parentId"] = prev.clone().map_or(Value::Null, Value::String);
-            prev = e["id"].as_str().map(str::to_owned);
-        }
-        out.push(e.to_string());
-    }
-    out.join("\n") + "\n"
-}
 
 /// Runs `condense` with `agent` as the agent directory, killing it after
 /// [`LIMIT`] (then the output says so and the test fails on it).
@@ -299,11 +275,11 @@ fn written_twice(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// [`raw_session_text`] with a large user message first, so reading and
+/// [`raw_fixture_text`] with a large user message first, so reading and
 /// parsing the file takes long enough for a second compact to start while
 /// the first one runs.
 fn padded_session_text() -> String {
-    let raw = raw_session_text();
+    let raw = raw_fixture_text();
     let mut lines: Vec<String> = raw.lines().map(str::to_owned).collect();
     let mut first: Value = serde_json::from_str(&lines[1]).expect("entry");
     let pad = json!({"type": "message", "id": "0pad0pad", "parentId": null,

@@ -10,12 +10,60 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// The store's fixture sessions, with what pi-condense made of them.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../condense-store/tests/fixtures")
+}
+
+/// The store's copy of the pi-condense 2.9.1 session.
+pub fn fixture() -> PathBuf {
+    fixtures_dir().join("pi-condense-2.9.1.jsonl")
+}
+
+/// The fixture's entries without condense's (so `compact` has work to do),
+/// each one after the header parented on the entry kept before it.
+pub fn raw_fixture_entries() -> Vec<Value> {
+    let text = std::fs::read_to_string(fixture()).expect("fixture");
+    let mut out = Vec::new();
+    let mut prev: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let mut e: Value = serde_json::from_str(line).expect("fixture line");
+        if i > 0 {
+            if e["customType"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("context-prune"))
+            {
+                continue;
+            }
+            e["parentId"] = prev.clone().map_or(Value::Null, Value::String);
+            prev = e["id"].as_str().map(str::to_owned);
+        }
+        out.push(e);
+    }
+    out
+}
+
+/// [`raw_fixture_entries`] as session text.
+pub fn raw_fixture_text() -> String {
+    let lines: Vec<String> = raw_fixture_entries().iter().map(Value::to_string).collect();
+    lines.join("\n") + "\n"
+}
+
 /// An empty directory for one test: `condense-<suite>-<tag>-<pid>` under
 /// the system's temporary directory, emptied first.
 pub fn temp_dir(suite: &str, tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("condense-{suite}-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).expect("create the test's temporary directory");
+    d
+}
+
+/// One directory for all the tests of a binary (they run at once, so it is
+/// never emptied): `condense-<suite>-<pid>` under the system's temporary
+/// directory.
+pub fn process_dir(suite: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("condense-{suite}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).expect("create the tests' temporary directory");
     d
 }
 
