@@ -9,10 +9,10 @@
 //! - under the reference policy the session with switches renders exactly
 //!   as the same session without them.
 
-use condense_core::{
-    render, Config, EconomyConfig, Message, OccurrenceKey, Policy, Protection, RenderSettings,
-    Role, State,
-};
+mod common;
+
+use common::rendered;
+use condense_core::{Config, EconomyConfig, OccurrenceKey, Policy, Role, State};
 use condense_store::entries::{summary_text, CondenseEntry};
 use condense_store::replay::replay_branch;
 use condense_store::{build_context, Entry, EntryType, Session};
@@ -119,20 +119,6 @@ fn config(policy: Policy) -> Config {
         },
         ..Config::default()
     }
-}
-
-/// The rendered messages' JSON, one string per message.
-fn rendered(messages: &[Message], state: &State, config: &Config) -> Vec<String> {
-    let protection = Protection::new(config);
-    let settings = RenderSettings {
-        config,
-        protection: &protection,
-    };
-    render(messages, state, &settings)
-        .messages(messages)
-        .iter()
-        .map(|m| m.json().to_owned())
-        .collect()
 }
 
 /// Positions of the assistant messages (the LLM calls) on a branch.

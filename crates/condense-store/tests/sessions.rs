@@ -13,8 +13,11 @@
 //!   occurrence record of the same id (the legacy fallback fails closed);
 //! - `torn-last-line`: a crash cut the last append short (no newline).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
+use common::rendered;
 use condense_core::query;
 use condense_core::Message;
 use condense_core::Protection;
@@ -25,7 +28,6 @@ use condense_core::{
     WrittenSpill,
 };
 use condense_core::{capture_branch, capture_turn, group_by_mode, trim_to_pending};
-use condense_core::{render, RenderSettings};
 use condense_core::{ChainCompressionConfig, Config};
 use condense_core::{FrontierOutcome, ToolCallRecord};
 use condense_store::append::{Appender, LockMode};
@@ -61,19 +63,6 @@ fn branch_inputs(branch: &[&Entry]) -> (Vec<Message>, Vec<Option<i64>>) {
     };
     let stamps = ctx.iter().map(|c| ts(&c.entry_id)).collect();
     (ctx.into_iter().map(|c| c.message).collect(), stamps)
-}
-
-fn render_json(messages: &[Message], state: &State, config: &Config) -> Vec<String> {
-    let protection = Protection::new(config);
-    let settings = RenderSettings {
-        config,
-        protection: &protection,
-    };
-    render(messages, state, &settings)
-        .messages(messages)
-        .iter()
-        .map(|m| m.json().to_owned())
-        .collect()
 }
 
 fn expected_render(name: &str) -> Vec<String> {
@@ -122,7 +111,7 @@ fn check_fixture(name: &str, problems: &[(usize, ProblemKind)]) -> (Session, Sta
         replay_problems.is_empty(),
         "{name}: replay problems {replay_problems:?}"
     );
-    let actual = render_json(&messages, &state, &Config::default());
+    let actual = rendered(&messages, &state, &Config::default());
     assert_same_render(
         name,
         &expected_render(&format!("{name}.render.json")),
@@ -296,7 +285,7 @@ fn restart_renders_byte_identical_to_the_live_state() {
     let mut live_messages = f.messages.clone();
     live_messages.extend(summary_messages(&f.effects, NOW));
     live_messages.push(f.closing.clone());
-    let live = render_json(&live_messages, &f.state, &f.config);
+    let live = rendered(&live_messages, &f.state, &f.config);
 
     {
         let mut app = Appender::open(&path, LockMode::Try).expect("appender");
@@ -317,7 +306,7 @@ fn restart_renders_byte_identical_to_the_live_state() {
     );
     let (state, problems) = replay_branch(&branch);
     assert!(problems.is_empty(), "{problems:?}");
-    assert_same_render("restart", &live, &render_json(&messages, &state, &f.config));
+    assert_same_render("restart", &live, &rendered(&messages, &state, &f.config));
     assert_eq!(state.frontier(), f.state.frontier());
     assert_eq!(state.stats(), f.state.stats());
     assert_eq!(state.stats().chains_compressed, 2);
@@ -382,8 +371,8 @@ fn a_crash_mid_append_loses_only_the_torn_entry() {
     let config = Config::default();
     let (messages, _) = branch_inputs(&torn.branch(None));
     assert_eq!(
-        render_json(&messages, &torn_state, &config),
-        render_json(&messages, &before_state, &config)
+        rendered(&messages, &torn_state, &config),
+        rendered(&messages, &before_state, &config)
     );
 
     // Appending after the crash starts a fresh line: the fragment becomes a
@@ -559,7 +548,7 @@ fn oversized_results_spill_to_blobs() {
             "content": [{"type": "text", "text": big}], "isError": false, "timestamp": 1110}),
         ),
     ];
-    let rendered = render_json(&messages, &state, &config);
+    let rendered = rendered(&messages, &state, &config);
     let stub_text = format!(
         "[Oversized output spilled to file — 180 bytes.]\nTool: bash\nPreview (head):\n{preview}\nFull output — read this file (offset/limit supported): {}\nOr use context_tree_query with ref `s1`.",
         path.display()

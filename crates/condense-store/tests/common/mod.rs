@@ -6,6 +6,23 @@ pub mod cases;
 
 use std::path::PathBuf;
 
+use condense_core::{render, Config, Message, Protection, RenderSettings, State};
+
+/// The messages the model is sent for `messages` under `state`, each as its
+/// JSON text.
+pub fn rendered(messages: &[Message], state: &State, config: &Config) -> Vec<String> {
+    let protection = Protection::new(config);
+    let settings = RenderSettings {
+        config,
+        protection: &protection,
+    };
+    render(messages, state, &settings)
+        .messages(messages)
+        .iter()
+        .map(|m| m.json().to_owned())
+        .collect()
+}
+
 /// The crate's copy of the pi-condense 2.9.1 fixture session.
 pub fn fixture_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pi-condense-2.9.1.jsonl")

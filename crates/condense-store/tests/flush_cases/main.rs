@@ -61,12 +61,13 @@ mod scripted;
 mod steps;
 
 use common::cases::{array_field, config_of, replay_values, Suite};
+use common::rendered;
 use condense_core::Message;
 use condense_core::Protection;
 use condense_core::State;
 use scripted::{js, messages_of};
 use serde_json::Value;
-use steps::{rendered, run_chain, run_flush};
+use steps::{run_chain, run_flush};
 
 /// The areas a case may belong to.
 const AREAS: &[&str] = &[

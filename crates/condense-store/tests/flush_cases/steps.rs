@@ -1,6 +1,6 @@
 //! The steps a case runs: the flush (capture, trim to pending, plan, apply
-//! the scripted answers), chain compression after it, and the render the
-//! model sees. Each checks its part of `expected` as it goes.
+//! the scripted answers) and chain compression after it. Each checks its
+//! part of `expected` as it goes.
 
 use condense_core::Config;
 use condense_core::Message;
@@ -9,7 +9,6 @@ use condense_core::State;
 use condense_core::{apply_chains, plan_chains};
 use condense_core::{apply_flush, plan_flush, FlushOutcome, WrittenSpill};
 use condense_core::{capture_branch, group_by_mode, trim_to_pending};
-use condense_core::{render, RenderSettings};
 use serde_json::{json, Value};
 
 use crate::common::cases::array_field;
@@ -230,17 +229,4 @@ pub fn run_chain(
         }
     }
     Ok(effects)
-}
-
-pub fn rendered(messages: &[Message], state: &State, config: &Config) -> Vec<String> {
-    let protection = Protection::new(config);
-    let settings = RenderSettings {
-        config,
-        protection: &protection,
-    };
-    render(messages, state, &settings)
-        .messages(messages)
-        .iter()
-        .map(|m| m.json().to_owned())
-        .collect()
 }
