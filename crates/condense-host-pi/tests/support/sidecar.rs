@@ -1,5 +1,5 @@
 //! The `condense-pi` binary cargo built, over its real stdio: what the
-//! protocol tests (`sidecar_protocol.rs`, `fuzz_protocol.rs`) talk to.
+//! protocol tests (`sidecar_protocol.rs`, `fuzz_protocol/`) talk to.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
