@@ -4,8 +4,9 @@
 //! recovery) with the helpers the files that run it share, and [`sidecar`],
 //! the sidecar binary over its stdio.
 //!
-//! Each integration test file pulls this in with `mod support;`. Not every
-//! test uses every helper, hence the `dead_code` allowance.
+//! Each integration test pulls this in with `mod support;` (a test
+//! directory's `main.rs` names its path). Not every test uses every helper,
+//! hence the `dead_code` allowance.
 
 #![allow(dead_code)]
 

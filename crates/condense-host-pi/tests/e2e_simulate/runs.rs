@@ -1,0 +1,135 @@
+//! Playing the session: the scripted server, pi with or without the
+//! extension, the two runs; and `condense simulate` on the file pi wrote,
+//! priced with the same profile.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use condense_core::{PriceProfile, ProfileOverrides};
+use condense_summarizer::Extractive;
+use serde_json::{json, Value};
+
+use crate::support::fake_llm::{message_text, FakeLlm, Reply};
+use crate::support::pi_env::{require_pi, PiEnv};
+use crate::support::scenario::{big_file, extension_dir, sidecar_bin};
+use crate::{IDLE, PER_CHAR, PER_MESSAGE, TTL_S};
+
+/// The `condense` binary cargo built next to the sidecar.
+pub fn condense_bin() -> PathBuf {
+    let sidecar = sidecar_bin();
+    let bin = sidecar
+        .parent()
+        .map(|d| d.join(format!("condense{}", std::env::consts::EXE_SUFFIX)))
+        .unwrap_or_default();
+    assert!(
+        bin.is_file(),
+        "the condense CLI is not built next to the sidecar ({}): run `cargo build -p condense-cli` first",
+        bin.display()
+    );
+    bin
+}
+
+/// `condense simulate --json` on `session` under `policy`: its billing
+/// fields for that policy.
+pub fn simulate(session: &Path, policy: &str, overhead: u64) -> Value {
+    simulate_with(session, policy, overhead, &[])
+}
+
+/// [`simulate`] with more options.
+pub fn simulate_with(session: &Path, policy: &str, overhead: u64, extra: &[&str]) -> Value {
+    let out = Command::new(condense_bin())
+        .args([
+            "simulate",
+            "--json",
+            "--per-call",
+            "--policy",
+            policy,
+            "--ttl",
+        ])
+        .arg(TTL_S.to_string())
+        .arg("--tokens-per-char")
+        .arg(PER_CHAR.to_string())
+        .arg("--tokens-per-message")
+        .arg(PER_MESSAGE.to_string())
+        .arg("--overhead")
+        .arg(overhead.to_string())
+        .args(extra)
+        .arg(session)
+        .output()
+        .expect("condense simulate runs");
+    assert!(
+        out.status.success(),
+        "condense simulate failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("simulate --json");
+    report["sessions"][0]["policies"][policy].clone()
+}
+
+/// A pi environment on `llm` with `settings`, the extension loaded when
+/// `condense` is true.
+pub fn pi_env(llm: &FakeLlm, settings: Value, condense: bool) -> Option<PiEnv> {
+    let install = require_pi()?;
+    let pi = PiEnv::new(install, &llm.base_url()).with_settings(settings);
+    Some(if condense {
+        pi.with_extension(extension_dir())
+            .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+    } else {
+        pi
+    })
+}
+
+/// Two runs in one session, [`crate::IDLE`] apart: three calls reading two files,
+/// then two reading a third. Returns the session file.
+pub fn play(pi: &PiEnv, llm: &FakeLlm) -> PathBuf {
+    for (name, marker) in [("a.txt", "ALPHA"), ("b.txt", "BRAVO"), ("c.txt", "CHARLIE")] {
+        std::fs::write(pi.work_dir.join(name), big_file(marker, 6000)).expect("write");
+    }
+    let run = pi.prompt("Read a.txt and b.txt.");
+    run.assert_success();
+    let session = pi.session_file(&run);
+    std::thread::sleep(IDLE);
+    let run = pi.prompt_in_session(&session, "Now read c.txt.");
+    run.assert_success();
+    llm.assert_script_consumed();
+    session
+}
+
+pub fn script() -> Vec<Reply> {
+    vec![
+        Reply::tool_call("call_a", "read", json!({"path": "a.txt"})),
+        Reply::tool_call("call_b", "read", json!({"path": "b.txt"})),
+        Reply::text("Read both."),
+        Reply::tool_call("call_c", "read", json!({"path": "c.txt"})),
+        Reply::text("Read it."),
+    ]
+}
+
+/// The scripted server of [`script`], answering summaries as the extractive
+/// summarizer does.
+pub fn server() -> FakeLlm {
+    let llm = FakeLlm::start(script());
+    llm.set_summary_responder(|body| {
+        let user: String = body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "user")
+            .map(message_text)
+            .collect();
+        Reply::text(Extractive::answer(&user))
+    });
+    llm
+}
+
+/// The pricing profile: `anthropic-5m` with the test's TTL.
+pub fn profile() -> PriceProfile {
+    PriceProfile::named("anthropic-5m")
+        .and_then(|p| {
+            p.with_overrides(&ProfileOverrides {
+                ttl_seconds: Some(TTL_S as f64),
+                ..ProfileOverrides::default()
+            })
+        })
+        .expect("the profile")
+}
