@@ -9,123 +9,12 @@ use std::sync::Arc;
 
 use condense_core::Message;
 use condense_engine::drive::{Driver, DriverOptions};
-use condense_engine::CallFacts;
-use condense_store::session::{Entry, Session};
+use condense_store::session::Entry;
 use condense_summarizer::Extractive;
-use serde_json::{json, Value};
+use serde_json::json;
 
-const T0: i64 = 1_780_000_000_000;
-const MIN: i64 = 60_000;
-
-fn output() -> String {
-    (0..300).map(|l| format!("line {l}: ok\n")).collect()
-}
-
-/// A task (a read and a reply), then after `gap_ms` a long second prompt
-/// (20,000 characters: a rewrite from the read on costs more than the two
-/// calls left can repay), its answer, and a third prompt with its answer a
-/// minute later.
-fn session(gap_ms: i64) -> Session {
-    let t1 = T0 + 3_000 + gap_ms;
-    let messages = vec![
-        json!({"role": "user", "content": [{"type": "text", "text": "read f"}], "timestamp": T0}),
-        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read",
-            "arguments": {"path": "f.txt"}}], "stopReason": "toolUse", "timestamp": T0 + 1_000,
-            "provider": "anthropic", "model": "claude-x"}),
-        json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read",
-            "content": [{"type": "text", "text": output()}], "isError": false, "timestamp": T0 + 2_000}),
-        json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
-            "stopReason": "stop", "timestamp": T0 + 2_500, "provider": "anthropic", "model": "claude-x"}),
-        json!({"role": "user", "content": [{"type": "text", "text": "next ".repeat(4_000)}], "timestamp": t1}),
-        json!({"role": "assistant", "content": [{"type": "text", "text": "Sure."}],
-            "stopReason": "stop", "timestamp": t1 + 1_000, "provider": "anthropic", "model": "claude-x"}),
-        json!({"role": "user", "content": [{"type": "text", "text": "more"}], "timestamp": t1 + MIN}),
-        json!({"role": "assistant", "content": [{"type": "text", "text": "Yes."}],
-            "stopReason": "stop", "timestamp": t1 + MIN + 1_000, "provider": "anthropic", "model": "claude-x"}),
-    ];
-    session_of("d", "e", messages)
-}
-
-/// A session file of `messages`, one entry each in a chain, the entries'
-/// ids `<prefix>0000`, `<prefix>0001`, …; a value with a `type` is an
-/// entry of its own (a compaction).
-fn session_of(id: &str, prefix: &str, messages: Vec<Value>) -> Session {
-    let mut text =
-        json!({"type": "session", "version": 3, "id": id, "timestamp": "", "cwd": "/"}).to_string();
-    let mut parent = Value::Null;
-    for (n, m) in messages.into_iter().enumerate() {
-        let entry_id = format!("{prefix}{n:04}");
-        let at = m["timestamp"].as_i64().unwrap_or(T0);
-        // An entry other than a message comes whole (its id and parent set).
-        let e = if m.get("type").is_some() {
-            let mut e = m;
-            e["id"] = json!(entry_id);
-            e["parentId"] = parent;
-            e["timestamp"] = json!(condense_store::time::format_iso(at));
-            e
-        } else {
-            json!({"type": "message", "id": entry_id, "parentId": parent,
-                "timestamp": condense_store::time::format_iso(at), "message": m})
-        };
-        parent = json!(entry_id);
-        text.push('\n');
-        text.push_str(&e.to_string());
-    }
-    Session::parse(&text)
-}
-
-fn driver(policy: &str) -> Driver {
-    driver_spilling_into(policy, None)
-}
-
-/// [`driver`] with eager spills written under `session_dir`.
-fn driver_spilling_into(policy: &str, session_dir: Option<&std::path::Path>) -> Driver {
-    Driver::new(DriverOptions {
-        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
-        summarizer: Arc::new(Extractive::new()),
-        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
-        session_dir: session_dir.map(std::path::Path::to_path_buf),
-    })
-    .expect("a driver")
-}
-
-/// Plays the branch; returns each call's prompt. At a compaction pi's
-/// list becomes the context it builds from the branch so far.
-fn play(d: &mut Driver, branch: &[&Entry]) -> Vec<Vec<Message>> {
-    play_watching(d, branch, |_, _| {})
-}
-
-/// [`play`], calling `before_call` with the driver and the prompts so far
-/// before each call (the call's turn fed, its `context` not yet sent).
-fn play_watching(
-    d: &mut Driver,
-    branch: &[&Entry],
-    mut before_call: impl FnMut(&Driver, &[Vec<Message>]),
-) -> Vec<Vec<Message>> {
-    let mut prompts = Vec::new();
-    let mut context: Vec<Message> = Vec::new();
-    let mut fed = 0;
-    for (i, e) in branch.iter().enumerate() {
-        if e.kind == condense_store::session::EntryType::Compaction {
-            context = condense_store::context::build_context(&branch[..=i]).messages;
-            continue;
-        }
-        let Some(m) = &e.message else { continue };
-        if m.is(&condense_core::Role::Assistant) {
-            d.feed(&branch[fed..i], Some(1_000), 200_000);
-            fed = i;
-            before_call(d, &prompts);
-            let facts = CallFacts {
-                now_ms: m.timestamp(),
-                model: Some("anthropic/claude-x".into()),
-            };
-            prompts.push(d.context(&context, &facts));
-        }
-        context.push(m.clone());
-    }
-    d.finish(&branch[fed..], Some(1_000));
-    prompts
-}
+mod support;
+use support::*;
 
 fn shows_output(prompt: &[Message]) -> bool {
     prompt.iter().any(|m| m.json().contains("line 299: ok"))
@@ -206,41 +95,6 @@ fn pruning_off_sends_the_context_as_is_and_writes_nothing() {
     assert_eq!(d.summarizer_tokens().input, 0);
 }
 
-/// A failed write with a large argument, five more turns, an idle gap past
-/// the TTL, and one more prompt.
-fn session_with_a_failed_write() -> Session {
-    let body = "x".repeat(20_000);
-    let mut messages = vec![
-        json!({"role": "user", "content": [{"type": "text", "text": "write f"}], "timestamp": T0}),
-        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "w1", "name": "write",
-            "arguments": {"path": "f.txt", "content": body}}], "stopReason": "toolUse", "timestamp": T0 + 1_000}),
-        json!({"role": "toolResult", "toolCallId": "w1", "toolName": "write",
-            "content": [{"type": "text", "text": "EACCES"}], "isError": true, "timestamp": T0 + 2_000}),
-    ];
-    for n in 0..5 {
-        let at = T0 + 3_000 + n * 2_000;
-        messages.push(
-            json!({"role": "assistant", "content": [{"type": "toolCall", "id": format!("l{n}"),
-            "name": "ls", "arguments": {"path": "."}}], "stopReason": "toolUse", "timestamp": at}),
-        );
-        messages.push(json!({"role": "toolResult", "toolCallId": format!("l{n}"), "toolName": "ls",
-            "content": [{"type": "text", "text": "f.txt"}], "isError": false, "timestamp": at + 500}));
-    }
-    let t1 = T0 + 20 * MIN;
-    messages.push(
-        json!({"role": "assistant", "content": [{"type": "text", "text": "Could not."}],
-        "stopReason": "stop", "timestamp": T0 + 14_000}),
-    );
-    messages.push(
-        json!({"role": "user", "content": [{"type": "text", "text": "retry"}], "timestamp": t1}),
-    );
-    messages.push(
-        json!({"role": "assistant", "content": [{"type": "text", "text": "Ok."}],
-        "stopReason": "stop", "timestamp": t1 + 1_000}),
-    );
-    session_of("w", "w", messages)
-}
-
 #[test]
 fn a_failed_calls_arguments_are_purged_at_the_cold_call_under_cache_aware() {
     let s = session_with_a_failed_write();
@@ -258,28 +112,6 @@ fn a_failed_calls_arguments_are_purged_at_the_cold_call_under_cache_aware() {
     assert_eq!(by_aware[last], by_reference[last]);
     assert_eq!(aware.switches(), 1);
     aware.reload_renders_the_same().expect("same render");
-}
-
-/// One prompt and `turns` tool turns a second apart, each reading an
-/// 8,000-character file, and no reply (an autonomous run).
-fn long_run(turns: usize) -> Session {
-    let mut messages =
-        vec![json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0})];
-    for n in 0..turns {
-        let at = T0 + 1_000 * (2 * n as i64 + 1);
-        let id = format!("r{n}");
-        messages.push(
-            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
-            "name": "read", "arguments": {"path": format!("f{n}.txt")}}], "stopReason": "toolUse",
-            "timestamp": at, "provider": "anthropic", "model": "claude-x"}),
-        );
-        let text: String = (0..400).map(|l| format!("f{n} line {l:04}\n")).collect();
-        messages.push(
-            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
-            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
-        );
-    }
-    session_of("r", "x", messages)
 }
 
 #[test]
@@ -306,49 +138,13 @@ fn a_long_run_that_never_replies_is_summarized_at_turn_ends_under_cache_aware() 
     d.reload_renders_the_same().expect("same render");
 }
 
-/// A run of `turns` tool turns (ids `<tag>0`, `<tag>1`, …, each reading an
-/// 8,000-character file) from `t`, with a reply when `reply`.
-fn run(tag: &str, turns: usize, t: i64, reply: bool) -> Vec<Value> {
-    let mut messages = vec![
-        json!({"role": "user", "content": [{"type": "text", "text": format!("go {tag}")}], "timestamp": t}),
-    ];
-    for n in 0..turns {
-        let at = t + 1_000 * (2 * n as i64 + 1);
-        let id = format!("{tag}{n}");
-        messages.push(
-            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
-            "name": "read", "arguments": {"path": format!("{id}.txt")}}], "stopReason": "toolUse",
-            "timestamp": at, "provider": "anthropic", "model": "claude-x"}),
-        );
-        let text: String = (0..400).map(|l| format!("{id} line {l:04}\n")).collect();
-        messages.push(
-            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
-            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
-        );
-    }
-    if reply {
-        let at = t + 1_000 * (2 * turns as i64 + 1);
-        messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": format!("{tag} done")}],
-            "stopReason": "stop", "timestamp": at, "provider": "anthropic", "model": "claude-x"}));
-    }
-    messages
-}
-
-fn shows_read(prompt: &[Message], id: &str) -> bool {
-    prompt
-        .iter()
-        .any(|m| m.json().contains(&format!("{id} line 0399")))
-}
-
 #[test]
 fn a_later_runs_turns_queue_at_their_turn_ends_whatever_the_earlier_runs_length() {
     // pi numbers turns within a run; the frontier counts them over the
     // branch. Run 1's 25 turns put the frontier at turn 24: run 2's turns
     // must still queue from its first, so its long run is summarized from
     // its tenth turn as run 1's was.
-    let mut messages = run("a", 25, T0, true);
-    messages.extend(run("b", 20, T0 + 10 * MIN, false));
-    let s = session_of("l", "y", messages);
+    let s = two_runs();
     let branch = s.branch(None);
     let mut d = driver("cache-aware");
     let prompts = play(&mut d, &branch);
@@ -373,12 +169,7 @@ fn turns_after_pis_compaction_are_captured_and_summarized() {
     // away. Run 2's read is the context's first assistant, but the branch's
     // seventh: numbered from the context, it would sit below the frontier
     // (turn 5) and never be summarized.
-    let mut messages = run("a", 6, T0, true);
-    messages.push(json!({"type": "compaction", "summary": "earlier work",
-        "firstKeptEntryId": null, "tokensBefore": 50_000}));
-    messages.extend(run("b", 1, T0 + 10 * MIN, true));
-    messages.extend(run("c", 0, T0 + 20 * MIN, true));
-    let s = session_of("k", "z", messages);
+    let s = a_run_compacted_away();
     let branch = s.branch(None);
     for policy in ["reference", "cache-aware"] {
         let mut d = driver(policy);
@@ -466,34 +257,10 @@ fn an_eager_spills_stub_changes_only_at_a_switch_under_cache_aware() {
     // end, its stub naming the raw id), then short tasks a minute apart:
     // the rolling window compresses the first task's chain, whose backfill
     // gives the spilled output a ref of its own.
-    let giant: String = (0..3_000)
-        .map(|l| format!("g0 line {l:05}: data data data\n"))
-        .collect();
-    assert!(giant.len() > 65_536);
-    let mut messages = vec![
-        json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0}),
-        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "g0", "name": "read",
-            "arguments": {"path": "big.log"}}], "stopReason": "toolUse", "timestamp": T0 + 1_000,
-            "provider": "anthropic", "model": "claude-x"}),
-        json!({"role": "toolResult", "toolCallId": "g0", "toolName": "read",
-            "content": [{"type": "text", "text": giant}], "isError": false, "timestamp": T0 + 1_500}),
-    ];
-    messages.extend(run("s", 1, T0 + 2_000, true).into_iter().skip(1));
-    // A long prompt after it: a switch showing the first task's chain
-    // rewrites it, which the few calls left do not repay.
-    messages.push(
-        json!({"role": "user", "content": [{"type": "text", "text": "next ".repeat(8_000)}],
-        "timestamp": T0 + 30_000}),
-    );
-    messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Sure."}],
-        "stopReason": "stop", "timestamp": T0 + 31_000, "provider": "anthropic", "model": "claude-x"}));
-    for (k, tag) in ["b", "c", "d", "e", "f"].iter().enumerate() {
-        messages.extend(run(tag, 1, T0 + (k as i64 + 1) * MIN, true));
-    }
-    let s = session_of("g", "g", messages);
+    let s = session_with_an_eager_spill();
     let branch = s.branch(None);
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut d = driver_spilling_into("cache-aware", Some(dir.path()));
+    let mut d = driver_in("cache-aware", dir.path());
     let (prompts, changed) = play_checking_sent_prefix(&mut d, &branch);
     let spill_stub = |p: &[Message]| {
         p.iter()
@@ -518,34 +285,6 @@ fn an_eager_spills_stub_changes_only_at_a_switch_under_cache_aware() {
     d.reload_renders_the_same().expect("same render");
 }
 
-/// A task reading a giant file, a short one, a second task reading the
-/// same giant content under another id, then short tasks a minute apart.
-fn session_with_a_duplicate_giant_output() -> Session {
-    let giant: String = (0..3_000)
-        .map(|l| format!("big line {l:05}: data data data\n"))
-        .collect();
-    assert!(giant.len() > 65_536);
-    let giant_task = |id: &str, t: i64| {
-        vec![
-            json!({"role": "user", "content": [{"type": "text", "text": format!("read {id}")}], "timestamp": t}),
-            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id, "name": "read",
-                "arguments": {"path": format!("{id}.log")}}], "stopReason": "toolUse", "timestamp": t + 1_000,
-                "provider": "anthropic", "model": "claude-x"}),
-            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
-                "content": [{"type": "text", "text": giant}], "isError": false, "timestamp": t + 1_500}),
-            json!({"role": "assistant", "content": [{"type": "text", "text": format!("{id} read")}],
-                "stopReason": "stop", "timestamp": t + 2_000, "provider": "anthropic", "model": "claude-x"}),
-        ]
-    };
-    let mut messages = giant_task("g0", T0);
-    messages.extend(run("a", 1, T0 + MIN, true));
-    messages.extend(giant_task("g2", T0 + 2 * MIN));
-    for (k, tag) in ["b", "c", "d", "e", "f", "h"].iter().enumerate() {
-        messages.extend(run(tag, 1, T0 + (k as i64 + 3) * MIN, true));
-    }
-    session_of("dup", "u", messages)
-}
-
 #[test]
 fn a_dedup_alias_of_an_eager_spill_renders_the_same_after_a_reload_at_every_call() {
     // `g2` duplicates `g0`, spilled at its turn's end without a ref: `g2`
@@ -557,7 +296,7 @@ fn a_dedup_alias_of_an_eager_spill_renders_the_same_after_a_reload_at_every_call
     let branch = s.branch(None);
     for policy in ["reference", "cache-aware"] {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let mut d = driver_spilling_into(policy, Some(dir.path()));
+        let mut d = driver_in(policy, dir.path());
         let mut differ = Vec::new();
         let prompts = play_watching(&mut d, &branch, |d, prompts| {
             if let Err(e) = d.reload_renders_the_same() {
@@ -592,7 +331,7 @@ fn a_dedup_alias_of_an_eager_spill_keeps_its_stub_until_a_switch_under_cache_awa
     let s = session_with_a_duplicate_giant_output();
     let branch = s.branch(None);
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut d = driver_spilling_into("cache-aware", Some(dir.path()));
+    let mut d = driver_in("cache-aware", dir.path());
     let (prompts, changed) = play_checking_sent_prefix(&mut d, &branch);
     let chains = |p: &[Message]| {
         p.iter()

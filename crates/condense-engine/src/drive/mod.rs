@@ -17,12 +17,14 @@
 //!
 //! The entries a live run would have written are kept ([`Driver::written`])
 //! with where they went, so a caller can rebuild the session file and
-//! reload it. Every tool output a prompt left out is remembered, and
+//! reload it, or start the engine again from it mid-run
+//! ([`Driver::restart`], as a host does after a crash or a resume). Every tool output a prompt left out is remembered, and
 //! [`Driver::unrecoverable`] asks the index, as `context_tree_query` does,
 //! whether each can still be read back whole.
 
 mod checks;
 mod metered;
+mod restart;
 mod written;
 
 use std::collections::HashMap;
@@ -76,6 +78,7 @@ pub struct Driver {
     runtime: tokio::runtime::Runtime,
     input: Arc<AtomicU64>,
     output: Arc<AtomicU64>,
+    session_dir: Option<PathBuf>,
     blob_dir: Option<PathBuf>,
     turn: Option<Turn>,
     turn_index: i64,
@@ -100,6 +103,9 @@ pub struct Driver {
     /// a compaction fed after it only for a call that never came.
     fed_at_context: usize,
 }
+
+/// The session's id (it names the blob directory).
+const SESSION_ID: &str = "simulated";
 
 /// The tool-call id of a tool result.
 fn tool_call_id(m: &Message) -> Option<&str> {
@@ -128,7 +134,7 @@ impl Driver {
             input: input.clone(),
             output: output.clone(),
         });
-        let session_id = "simulated".to_owned();
+        let session_id = SESSION_ID.to_owned();
         let blob_dir = options
             .session_dir
             .as_ref()
@@ -137,7 +143,7 @@ impl Driver {
         engine.start(StartParams {
             settings: options.settings,
             session_id,
-            session_dir: options.session_dir,
+            session_dir: options.session_dir.clone(),
             session_file: None,
             branch: String::new(),
             tree: false,
@@ -150,6 +156,7 @@ impl Driver {
             runtime,
             input,
             output,
+            session_dir: options.session_dir,
             blob_dir,
             turn: None,
             turn_index: 0,

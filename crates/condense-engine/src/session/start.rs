@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use condense_core::{render, Config, Protection, PruneOn, RenderSettings};
+use condense_core::{render, Config, Message, Protection, PruneOn, RenderSettings, Role};
 use condense_store::session::Session;
 use serde_json::{json, Value};
 
@@ -104,7 +104,17 @@ impl Engine {
         if self.config.enabled {
             self.rearmed = !self.capture_now(0).is_empty();
             // Work a reply left for the next run before the process ended.
+            // A branch that ends inside a run (its last assistant message
+            // calls tools) left no reply: that run's own reply asks for the
+            // flush, as it would have without the restart.
+            let ended_in_a_reply = self
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.is(&Role::Assistant))
+                .is_some_and(Message::is_text_only_assistant);
             if self.rearmed
+                && ended_in_a_reply
                 && self.config.economy.policy.gates_on_switch()
                 && self.config.prune_on == PruneOn::AgentMessage
             {
