@@ -1,5 +1,5 @@
 //! What a driven run is checked for afterwards: the outputs it left out
-//! that the index cannot give back whole, and whether a reload of the
+//! that `context_tree_query` cannot give back whole, and whether a reload of the
 //! session it leaves renders as the live engine did.
 
 use condense_core::{Message, QueryOptions};
@@ -7,50 +7,72 @@ use condense_store::session::Entry;
 use serde_json::Value;
 
 use super::written::{branch_with_written, parse_branch, Written};
-use super::{tool_call_id, Driver};
+use super::Driver;
 use crate::session::EngineLock;
 
 impl Driver {
-    /// Tool outputs some prompt left out that the index cannot give back
-    /// whole: each is queried as `context_tree_query` would, and its full
-    /// text (spilled or inline) compared with the recorded output.
+    /// Tool outputs some prompt left out that `context_tree_query` cannot
+    /// give back whole: each is queried as the live tool answers it (the
+    /// index when it knows the key, else the whole branch the session file
+    /// holds) and its full text (spilled or inline) compared with the
+    /// recorded output.
     pub fn unrecoverable(&self) -> u64 {
         let engine = self.engine.engine();
         let blob_dir = self.blob_dir.clone().unwrap_or_default();
-        let mut lost = 0;
-        for (id, original) in &self.removed {
-            // Asked as its stub names it: the occurrence (a dedup alias
-            // resolves to its original only so), not the bare id, which
-            // finds an alias only on the context's messages.
-            let key = original
-                .timestamp()
-                .map_or_else(|| id.clone(), |ts| format!("{id}@{ts}"));
+        // Asked as its stub names it: the occurrence (a dedup alias
+        // resolves to its original only so), not the bare id, which finds
+        // an alias only on the branch.
+        let keys: Vec<(String, &Message)> = self
+            .removed
+            .iter()
+            .map(|(id, original)| {
+                let key = original
+                    .timestamp()
+                    .map_or_else(|| id.clone(), |ts| format!("{id}@{ts}"));
+                (key, original)
+            })
+            .collect();
+        // A key the index knows is answered from the index alone (a message
+        // the context still holds is never read); one it does not know from
+        // the branch, where pi's compaction leaves an output only in the file.
+        let unknown = keys
+            .iter()
+            .any(|(key, _)| engine.state().records_for_query(key).is_empty());
+        let history = if unknown {
+            self.branch_history()
+        } else {
+            Vec::new()
+        };
+        let lost = keys.iter().filter(|(key, original)| {
             let out = condense_core::query_with(
                 engine.state(),
-                std::slice::from_ref(&key),
+                std::slice::from_ref(key),
                 QueryOptions {
                     page: Default::default(),
-                    branch: engine.messages(),
+                    branch: &history,
                 },
                 |r| condense_store::spill::read_spill(&blob_dir, r),
             );
             let want = original.result_text();
-            let whole = out.results.iter().any(|(_, record)| {
+            !out.results.iter().any(|(_, record)| {
                 let text = if record.spill_path.is_some() {
                     condense_store::spill::read_spill(&blob_dir, record)
                 } else {
                     Some(record.result_text.to_string())
                 };
                 text.as_deref() == Some(want.as_str())
-            }) || engine
-                .messages()
-                .iter()
-                .any(|m| tool_call_id(m) == Some(id.as_str()) && m.result_text() == want);
-            if !whole {
-                lost += 1;
-            }
-        }
-        lost
+            })
+        });
+        lost.count() as u64
+    }
+
+    /// The messages of the branch the session file holds (the recorded
+    /// entries fed; the run's own entries add none), those a compaction
+    /// left out of the context included.
+    fn branch_history(&self) -> Vec<Message> {
+        let session = parse_branch(&crate::jsonl(&self.fed));
+        let branch: Vec<&Entry> = session.entries.iter().collect();
+        condense_store::context::branch_history(&branch)
     }
 }
 

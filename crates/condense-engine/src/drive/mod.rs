@@ -19,8 +19,9 @@
 //! with where they went, so a caller can rebuild the session file and
 //! reload it, or start the engine again from it mid-run
 //! ([`Driver::restart`], as a host does after a crash or a resume). Every tool output a prompt left out is remembered, and
-//! [`Driver::unrecoverable`] asks the index, as `context_tree_query` does,
-//! whether each can still be read back whole.
+//! [`Driver::unrecoverable`] asks as `context_tree_query` does (the index,
+//! then the branch the session file holds) whether each can still be read
+//! back whole.
 
 mod checks;
 mod metered;
