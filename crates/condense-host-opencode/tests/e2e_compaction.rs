@@ -282,3 +282,159 @@ fn a_compaction_keeping_a_tail() {
     );
     assert_eq!(tool_result(&main[7], "call_k"), Some(stub));
 }
+
+/// The TUI's `/compact` (`POST /session/{id}/summarize`, what the TUI
+/// sends, to one `opencode serve` holding the session as the TUI's process
+/// does; the prompts run in it through `opencode run --attach`). condense
+/// keeps working through it: the compaction is written from the stubs and
+/// summaries the model was shown, the next call's context is OpenCode's
+/// summary and the new prompt, a read after it is stubbed with its summary
+/// shown, the refs from before it page their outputs back whole, and a new
+/// process shows what the live one showed.
+#[test]
+fn a_manual_compaction_keeps_condense_working() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let markers = ["ALPHA-3c01", "BRAVO-3c02", "CHARLIE-3c03", "DELTA-3c04"];
+    llm.set_summary_responder(summary_naming_markers(&[
+        "ALPHA-3c01",
+        "BRAVO-3c02",
+        "CHARLIE-3c03",
+        "DELTA-3c04",
+    ]));
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
+    let files: Vec<_> = ["alpha", "bravo", "charlie", "delta"]
+        .iter()
+        .zip(markers)
+        .map(|(name, marker)| {
+            let path = env.project.join(format!("{name}.txt"));
+            let text = big_file(marker, 6000);
+            fs::write(&path, &text).expect("write a file");
+            (path, text)
+        })
+        .collect();
+    let read = |id: &str, n: usize| {
+        Reply::tool_call(id, "read", json!({"filePath": files[n].0})).with_usage(20_000, 10)
+    };
+    let server = env.serve();
+    llm.push(read("call_a", 0));
+    llm.push(Reply::text("Read alpha.").with_usage(20_000, 10));
+    let run = env.run_attached(&server, "Read alpha.txt.", false);
+    run.assert_success();
+    let session = run.session_id().expect("the run names its session");
+    llm.push(read("call_b", 1));
+    llm.push(Reply::text("Read bravo.").with_usage(20_000, 10));
+    env.run_attached(&server, "Read bravo.txt.", true)
+        .assert_success();
+    let before = llm.main_requests().len();
+
+    llm.push(Reply::text(COMPACTED_TEXT).with_usage(30_000, 50));
+    let answer = server.compact(&session);
+    assert_eq!(
+        (answer.status, answer.body.as_str()),
+        (200, "true"),
+        "{}",
+        env.serve_log()
+    );
+    let main = llm.main_requests();
+    assert_eq!(
+        main.len(),
+        before + 1,
+        "one compaction call\n{}",
+        outline(&llm)
+    );
+    let compaction = &main[before];
+    assert!(compaction.tool_names().is_empty(), "{}", outline(&llm));
+    for (short_ref, marker) in [("t1", markers[0]), ("t2", markers[1])] {
+        assert!(
+            compaction.any_message_contains(&format!("ref `{short_ref}`"))
+                && compaction.any_message_contains(&format!("- summary of {marker}"))
+                && !compaction.any_message_contains(&format!("{marker} line 0000")),
+            "the compaction summarizes what the model was shown ({marker})\n{}",
+            outline(&llm)
+        );
+    }
+    assert!(
+        compaction.any_message_contains("keep each ref"),
+        "the compaction is asked to keep the refs\n{}",
+        outline(&llm)
+    );
+
+    llm.push(read("call_c", 2));
+    llm.push(
+        Reply::tool_call(
+            "call_q",
+            "context_tree_query",
+            json!({"toolCallIds": ["t1", "t2", "t3"]}),
+        )
+        .with_usage(20_000, 10),
+    );
+    llm.push(Reply::text("Done.").with_usage(20_000, 10));
+    env.run_attached(&server, "Read charlie.txt, then look back.", true)
+        .assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), before + 4, "{}", outline(&llm));
+    // The next call: OpenCode's summary and the prompt, none of the
+    // outputs or summaries the compaction took away.
+    let first = &main[before + 1];
+    assert!(
+        first.any_message_contains(COMPACTED_TEXT)
+            && first.any_message_contains("Read charlie.txt, then look back."),
+        "{}",
+        outline(&llm)
+    );
+    assert_eq!(tool_result(first, "call_a"), None);
+    assert_eq!(tool_result(first, "call_b"), None);
+    assert!(condense_summaries(first).is_empty(), "{}", outline(&llm));
+    // condense keeps pruning: the read after the compaction is stubbed,
+    // its summary shown.
+    let after_read = &main[before + 2];
+    assert_eq!(
+        tool_result(after_read, "call_c"),
+        Some(stub_text("t3")),
+        "{}\n{}",
+        outline(&llm),
+        env.protocol_log()
+    );
+    assert_eq!(
+        condense_summaries(after_read),
+        vec![format!("- summary of CHARLIE-3c03{}", refs_footer("t3"))]
+    );
+    // The outputs from before the compaction, and the one after it, come
+    // back whole.
+    let recovered = tool_result(&main[before + 3], "call_q").expect("the query is answered");
+    for (_, text) in &files[..3] {
+        for line in numbered(text) {
+            assert!(recovered.contains(&line), "{line:?} in\n{recovered}");
+        }
+    }
+    let live = condense_summaries(&main[before + 3]);
+    drop(server);
+
+    // A new process shows what the live one showed, and keeps pruning.
+    llm.push(read("call_d", 3));
+    llm.push(Reply::text("Still here.").with_usage(20_000, 10));
+    env.run("And delta.txt?", true).assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), before + 6, "{}", outline(&llm));
+    assert_eq!(
+        condense_summaries(&main[before + 4]),
+        live,
+        "the resumed render shows the summaries the live one did\n{}",
+        outline(&llm)
+    );
+    assert_eq!(
+        tool_result(&main[before + 4], "call_c"),
+        Some(stub_text("t3"))
+    );
+    let delta = tool_result(&main[before + 5], "call_d").expect("the read is answered");
+    assert!(
+        delta.starts_with("[Summarized in pruner summary, ref `t"),
+        "the resumed process stubs a new read: {delta}\n{}\n{}",
+        outline(&llm),
+        env.protocol_log()
+    );
+}

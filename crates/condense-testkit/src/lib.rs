@@ -10,6 +10,9 @@
 //! * [`opencode_env`]: installs OpenCode from the npm registry into the same
 //!   cache and runs it headless against the fake server, with condense's
 //!   plugin.
+//! * [`opencode_serve`]: one OpenCode server (`opencode serve`) holding a
+//!   session as the TUI does: prompts through `opencode run --attach`, the
+//!   TUI's `/compact` through the server's API.
 //! * [`typescript`]: finds or installs the TypeScript compiler next to the
 //!   e2e installs, to type-check the shims.
 //! * [`node_tests`]: runs the shims' TypeScript unit tests with that Node.
@@ -21,6 +24,7 @@ pub mod cache;
 pub mod fake_llm;
 pub mod node_tests;
 pub mod opencode_env;
+pub mod opencode_serve;
 pub mod pi_env;
 pub mod process;
 pub mod registry;

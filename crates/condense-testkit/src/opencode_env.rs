@@ -345,14 +345,10 @@ impl OpenCodeEnv {
         out.stdout.trim().parse().unwrap_or(0)
     }
 
-    /// `opencode run --format json [--continue] <prompt>` in the project.
-    pub fn run(&self, prompt: &str, continue_session: bool) -> OpenCodeRun {
+    /// `opencode` in the project, with this home's environment only.
+    pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(&self.install.bin);
-        cmd.arg("run").args(["--format", "json"]);
-        if continue_session {
-            cmd.arg("--continue");
-        }
-        cmd.arg(prompt).current_dir(&self.project).env_clear();
+        cmd.current_dir(&self.project).env_clear();
         for key in ["PATH", "LANG", "TERM"] {
             if let Some(v) = std::env::var_os(key) {
                 cmd.env(key, v);
@@ -361,6 +357,27 @@ impl OpenCodeEnv {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
+        cmd
+    }
+
+    /// `opencode run --format json [--continue] <prompt>` in the project.
+    pub fn run(&self, prompt: &str, continue_session: bool) -> OpenCodeRun {
+        self.run_with(&[], prompt, continue_session)
+    }
+
+    /// [`OpenCodeEnv::run`] with `args` after `run` (`--attach URL`).
+    pub(crate) fn run_with(
+        &self,
+        args: &[&str],
+        prompt: &str,
+        continue_session: bool,
+    ) -> OpenCodeRun {
+        let mut cmd = self.command();
+        cmd.arg("run").args(["--format", "json"]).args(args);
+        if continue_session {
+            cmd.arg("--continue");
+        }
+        cmd.arg(prompt);
         let output = run_bounded(&mut cmd, RUN_TIMEOUT).expect("run opencode");
         let events = output
             .stdout
