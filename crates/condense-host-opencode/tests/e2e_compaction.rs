@@ -285,33 +285,45 @@ fn a_compaction_keeping_a_tail() {
 
 /// The TUI's `/compact` (`POST /session/{id}/summarize`, what the TUI
 /// sends, to one `opencode serve` holding the session as the TUI's process
-/// does; the prompts run in it through `opencode run --attach`). condense
-/// keeps working through it: the compaction is written from the stubs and
-/// summaries the model was shown, the next call's context is OpenCode's
-/// summary and the new prompt, a read after it is stubbed with its summary
-/// shown, the refs from before it page their outputs back whole, and a new
-/// process shows what the live one showed.
+/// does; the prompts run in it through `opencode run --attach`). The
+/// reads are big enough for OpenCode to keep a tail of the last turns.
+/// condense keeps working through it: the compaction is written from the
+/// stubs and summaries the model was shown, the next call holds OpenCode's
+/// summary, the tail with exactly its reads' summaries still shown, and
+/// the new prompt, a read after it is stubbed with its summary shown, every
+/// ref pages its output back whole, and a new process shows what the live
+/// one showed.
 #[test]
 fn a_manual_compaction_keeps_condense_working() {
     let Some(install) = require_opencode() else {
         return;
     };
     let llm = FakeLlm::start([]);
-    let markers = ["ALPHA-3c01", "BRAVO-3c02", "CHARLIE-3c03", "DELTA-3c04"];
+    let markers = [
+        "ALPHA-3c01",
+        "BRAVO-3c02",
+        "CHARLIE-3c03",
+        "DELTA-3c04",
+        "ECHO-3c05",
+    ];
     llm.set_summary_responder(summary_naming_markers(&[
         "ALPHA-3c01",
         "BRAVO-3c02",
         "CHARLIE-3c03",
         "DELTA-3c04",
+        "ECHO-3c05",
     ]));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
-    let files: Vec<_> = ["alpha", "bravo", "charlie", "delta"]
+    // Three reads of 25 KB: more than the 15k tokens OpenCode keeps, so
+    // the compaction takes the first reads and keeps the last turns.
+    let files: Vec<_> = ["alpha", "bravo", "charlie", "delta", "echo"]
         .iter()
         .zip(markers)
-        .map(|(name, marker)| {
+        .enumerate()
+        .map(|(n, (name, marker))| {
             let path = env.project.join(format!("{name}.txt"));
-            let text = big_file(marker, 6000);
+            let text = big_file(marker, if n < 3 { 25_000 } else { 5000 });
             fs::write(&path, &text).expect("write a file");
             (path, text)
         })
@@ -320,14 +332,16 @@ fn a_manual_compaction_keeps_condense_working() {
         Reply::tool_call(id, "read", json!({"filePath": files[n].0})).with_usage(20_000, 10)
     };
     let server = env.serve();
-    llm.push(read("call_a", 0));
-    llm.push(Reply::text("Read alpha.").with_usage(20_000, 10));
-    let run = env.run_attached(&server, "Read alpha.txt.", false);
+    for (n, id) in ["call_a", "call_b", "call_c"].iter().enumerate() {
+        llm.push(read(id, n));
+    }
+    llm.push(Reply::text("Read all three.").with_usage(20_000, 10));
+    let run = env.run_attached(&server, "Read alpha, bravo and charlie.", false);
     run.assert_success();
     let session = run.session_id().expect("the run names its session");
-    llm.push(read("call_b", 1));
-    llm.push(Reply::text("Read bravo.").with_usage(20_000, 10));
-    env.run_attached(&server, "Read bravo.txt.", true)
+    llm.push(read("call_d", 3));
+    llm.push(Reply::text("Read delta.").with_usage(20_000, 10));
+    env.run_attached(&server, "Read delta.txt.", true)
         .assert_success();
     let before = llm.main_requests().len();
 
@@ -346,9 +360,61 @@ fn a_manual_compaction_keeps_condense_working() {
         "one compaction call\n{}",
         outline(&llm)
     );
-    let compaction = &main[before];
+    let compaction = main[before].clone();
     assert!(compaction.tool_names().is_empty(), "{}", outline(&llm));
-    for (short_ref, marker) in [("t1", markers[0]), ("t2", markers[1])] {
+    assert!(
+        compaction.any_message_contains("keep each ref"),
+        "the compaction is asked to keep the refs\n{}",
+        outline(&llm)
+    );
+
+    llm.push(read("call_e", 4));
+    let refs = ["t1", "t2", "t3", "t4", "t5"];
+    // One query per ref: OpenCode cuts a tool output past 50 KB.
+    let query = |short_ref: &str| json!({"toolCallIds": [short_ref]});
+    let queries = refs[1..].iter().fold(
+        Reply::tool_call("call_q1", "context_tree_query", query(refs[0])),
+        |reply, short_ref| {
+            reply.and_tool_call(
+                format!("call_q{}", &short_ref[1..]),
+                "context_tree_query",
+                query(short_ref),
+            )
+        },
+    );
+    llm.push(queries.with_usage(20_000, 10));
+    llm.push(Reply::text("Done.").with_usage(20_000, 10));
+    let prompt = "Read echo.txt, then look back.";
+    env.run_attached(&server, prompt, true).assert_success();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), before + 4, "{}", outline(&llm));
+    // The next call: OpenCode's summary, the tail and the prompt; the
+    // first read is not in the tail, the second prompt's read is.
+    let first = &main[before + 1];
+    assert!(
+        first.any_message_contains(COMPACTED_TEXT)
+            && first.any_message_contains("Read delta.txt.")
+            && first.any_message_contains(prompt),
+        "{}",
+        outline(&llm)
+    );
+    assert_eq!(tool_result(first, "call_a"), None, "{}", outline(&llm));
+    assert_eq!(
+        tool_result(first, "call_d"),
+        Some(stub_text("t4")),
+        "{}\n{}",
+        outline(&llm),
+        env.protocol_log()
+    );
+    // What the compaction took away it was given as the model saw it:
+    // stubs and summaries, each output's ref, never the output.
+    let calls = ["call_a", "call_b", "call_c", "call_d"];
+    let (kept, taken): (Vec<_>, Vec<_>) = calls
+        .iter()
+        .zip(refs)
+        .zip(markers)
+        .partition(|((call, _), _)| tool_result(first, call).is_some());
+    for ((_, short_ref), marker) in &taken {
         assert!(
             compaction.any_message_contains(&format!("ref `{short_ref}`"))
                 && compaction.any_message_contains(&format!("- summary of {marker}"))
@@ -357,56 +423,47 @@ fn a_manual_compaction_keeps_condense_working() {
             outline(&llm)
         );
     }
-    assert!(
-        compaction.any_message_contains("keep each ref"),
-        "the compaction is asked to keep the refs\n{}",
+    // Exactly the tail's reads' summaries are kept, each after its read.
+    let kept: Vec<String> = kept
+        .iter()
+        .map(|((_, short_ref), marker)| format!("- summary of {marker}{}", refs_footer(short_ref)))
+        .collect();
+    assert_eq!(
+        condense_summaries(first),
+        kept,
+        "the tail's summaries are kept, the rest's are not\n{}",
         outline(&llm)
     );
-
-    llm.push(read("call_c", 2));
-    llm.push(
-        Reply::tool_call(
-            "call_q",
-            "context_tree_query",
-            json!({"toolCallIds": ["t1", "t2", "t3"]}),
-        )
-        .with_usage(20_000, 10),
-    );
-    llm.push(Reply::text("Done.").with_usage(20_000, 10));
-    env.run_attached(&server, "Read charlie.txt, then look back.", true)
-        .assert_success();
-    let main = llm.main_requests();
-    assert_eq!(main.len(), before + 4, "{}", outline(&llm));
-    // The next call: OpenCode's summary and the prompt, none of the
-    // outputs or summaries the compaction took away.
-    let first = &main[before + 1];
+    let at = |needle: &str| {
+        first
+            .messages()
+            .iter()
+            .position(|m| support::fake_llm::message_text(m).contains(needle))
+    };
     assert!(
-        first.any_message_contains(COMPACTED_TEXT)
-            && first.any_message_contains("Read charlie.txt, then look back."),
-        "{}",
+        at("- summary of DELTA-3c04") > at(&stub_text("t4")),
+        "the tail's summary follows its read\n{}",
         outline(&llm)
     );
-    assert_eq!(tool_result(first, "call_a"), None);
-    assert_eq!(tool_result(first, "call_b"), None);
-    assert!(condense_summaries(first).is_empty(), "{}", outline(&llm));
     // condense keeps pruning: the read after the compaction is stubbed,
     // its summary shown.
     let after_read = &main[before + 2];
-    assert_eq!(
-        tool_result(after_read, "call_c"),
-        Some(stub_text("t3")),
-        "{}\n{}",
-        outline(&llm),
-        env.protocol_log()
-    );
+    assert_eq!(tool_result(after_read, "call_e"), Some(stub_text("t5")));
     assert_eq!(
         condense_summaries(after_read),
-        vec![format!("- summary of CHARLIE-3c03{}", refs_footer("t3"))]
+        [
+            kept,
+            vec![format!("- summary of ECHO-3c05{}", refs_footer("t5"))]
+        ]
+        .concat(),
+        "{}",
+        outline(&llm)
     );
-    // The outputs from before the compaction, and the one after it, come
-    // back whole.
-    let recovered = tool_result(&main[before + 3], "call_q").expect("the query is answered");
-    for (_, text) in &files[..3] {
+    // Every output comes back whole: those the compaction took away, the
+    // tail's and the one read after it.
+    for (n, (_, text)) in files.iter().enumerate() {
+        let call = format!("call_q{}", n + 1);
+        let recovered = tool_result(&main[before + 3], &call).expect("the query is answered");
         for line in numbered(text) {
             assert!(recovered.contains(&line), "{line:?} in\n{recovered}");
         }
@@ -414,27 +471,21 @@ fn a_manual_compaction_keeps_condense_working() {
     let live = condense_summaries(&main[before + 3]);
     drop(server);
 
-    // A new process shows what the live one showed, and keeps pruning.
-    llm.push(read("call_d", 3));
+    // A new process shows what the live one showed.
     llm.push(Reply::text("Still here.").with_usage(20_000, 10));
-    env.run("And delta.txt?", true).assert_success();
+    env.run("Anything else?", true).assert_success();
     let main = llm.main_requests();
-    assert_eq!(main.len(), before + 6, "{}", outline(&llm));
+    assert_eq!(main.len(), before + 5, "{}", outline(&llm));
     assert_eq!(
         condense_summaries(&main[before + 4]),
         live,
         "the resumed render shows the summaries the live one did\n{}",
         outline(&llm)
     );
-    assert_eq!(
-        tool_result(&main[before + 4], "call_c"),
-        Some(stub_text("t3"))
-    );
-    let delta = tool_result(&main[before + 5], "call_d").expect("the read is answered");
-    assert!(
-        delta.starts_with("[Summarized in pruner summary, ref `t"),
-        "the resumed process stubs a new read: {delta}\n{}\n{}",
-        outline(&llm),
-        env.protocol_log()
-    );
+    for (call, short_ref) in [("call_d", "t4"), ("call_e", "t5")] {
+        assert_eq!(
+            tool_result(&main[before + 4], call),
+            Some(stub_text(short_ref))
+        );
+    }
 }
