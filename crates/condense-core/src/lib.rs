@@ -120,7 +120,7 @@ pub use query::{
 
 // Flushing: capture, summarization jobs, persisted effects.
 pub use capture::{
-    capture_branch, capture_pending, capture_turn, group_by_mode, trim_to_pending,
+    capture_branch, capture_pending, capture_turn, group_by_mode, merge_runs, trim_to_pending,
     without_protected, CapturedBatch, CapturedCall,
 };
 pub use dedup::{content_hash, normalize as normalize_for_hash};

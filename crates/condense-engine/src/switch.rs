@@ -300,6 +300,36 @@ pub(crate) const LONG_RUN_TURNS: i64 = 10;
 /// summary, as written by the summarizer.
 const STUB_TOKENS: u64 = 40;
 const SUMMARY_TOKENS: u64 = 150;
+/// A merged batch's summary per call it covers (the summarizer writes
+/// bullets for each call, whatever the batch).
+const SUMMARY_TOKENS_PER_CALL: u64 = 100;
+
+/// Calls one summarizer prompt covers at most under the bound
+/// ([`summarized_batches`]).
+pub(crate) const MERGED_BATCH_MAX_CALLS: usize = 16;
+
+/// Whether `config` bounds the cache-aware policy against no pruning
+/// (`economy.maxExcess`).
+pub(crate) fn bounded(config: &Config) -> bool {
+    config.economy.policy.gates_on_switch() && config.economy.max_excess.is_some()
+}
+
+/// The batches a flush summarizes: under the bound, the turns of one run
+/// merged into one summarizer prompt ([`condense_core::merge_runs`]). The
+/// bound pays a summary only from what it saves for certain, and one
+/// turn's output rarely saves, written once at a cold call, what the
+/// summarizer's instructions and that output cost to read; a run's worth
+/// of outputs pays for the instructions once.
+pub(crate) fn summarized_batches(
+    batches: Vec<CapturedBatch>,
+    config: &Config,
+) -> Vec<CapturedBatch> {
+    if bounded(config) {
+        condense_core::merge_runs(batches, MERGED_BATCH_MAX_CALLS)
+    } else {
+        batches
+    }
+}
 
 /// What summarizing `batches` (captured, not yet flushed) would cost and
 /// remove, estimated before the summarizer runs.
@@ -312,21 +342,45 @@ struct FlushEstimate {
     removed: u64,
     /// Tokens of the prompt from the first output the flush stubs (`S`).
     suffix: u64,
+    /// Tokens the summaries are expected to take.
+    summaries: u64,
 }
 
 impl FlushEstimate {
-    fn of(messages: &[Message], batches: &[CapturedBatch]) -> FlushEstimate {
+    /// The estimate for `batches` as the flush would summarize them under
+    /// `config` ([`summarized_batches`]). Under the bound, the summarizer's
+    /// input is each prompt as sent (its instructions once) and a summary
+    /// grows with the calls it covers; unbounded, the instructions count
+    /// twice a batch and a summary is a batch's, as the default's measured
+    /// figures were taken with (docs/economy.md).
+    fn of(messages: &[Message], batches: &[CapturedBatch], config: &Config) -> FlushEstimate {
+        if bounded(config) {
+            let merged = summarized_batches(batches.to_vec(), config);
+            Self::estimate(messages, &merged, true)
+        } else {
+            Self::estimate(messages, batches, false)
+        }
+    }
+
+    fn estimate(messages: &[Message], batches: &[CapturedBatch], merged: bool) -> FlushEstimate {
         let calls = batches.iter().flat_map(|b| &b.calls);
         let outputs: u64 = calls
             .clone()
             .map(|c| chars_to_tokens(js_len(&c.result_text)))
             .sum();
+        let instructions = if merged { 0 } else { js_len(BATCH_PROMPT) };
         let read: usize = batches
             .iter()
-            .map(|b| js_len(BATCH_PROMPT) + js_len(&batch_user_message(b)))
+            .map(|b| instructions + js_len(&batch_user_message(b)))
+            .sum();
+        let summaries: u64 = batches
+            .iter()
+            .map(|b| match merged {
+                true => SUMMARY_TOKENS.max(b.calls.len() as u64 * SUMMARY_TOKENS_PER_CALL),
+                false => SUMMARY_TOKENS,
+            })
             .sum();
         let call_count = calls.count() as u64;
-        let batch_count = batches.len() as u64;
         let from = batches
             .first()
             .and_then(|b| b.calls.first())
@@ -338,9 +392,9 @@ impl FlushEstimate {
             .unwrap_or(messages.len());
         FlushEstimate {
             summarizer_input: read.div_ceil(3) as u64,
-            removed: outputs
-                .saturating_sub(call_count * STUB_TOKENS + batch_count * SUMMARY_TOKENS),
+            removed: outputs.saturating_sub(call_count * STUB_TOKENS + summaries),
             suffix: tokens(messages.get(from..).unwrap_or_default()),
+            summaries,
         }
     }
 
@@ -359,7 +413,7 @@ pub(crate) fn turn_flush_pays(
     settings: &RenderSettings<'_>,
     log: &CallLog,
 ) -> bool {
-    let estimate = FlushEstimate::of(messages, batches);
+    let estimate = FlushEstimate::of(messages, batches, settings.config);
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config.economy.profile);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
@@ -371,7 +425,7 @@ pub(crate) fn turn_flush_pays(
         // (docs/economy.md); the output counts like input here.
         summarizer_output_price: summarizer_price,
         summarizer_input_tokens: estimate.summarizer_input,
-        summarizer_output_tokens: batches.len() as u64 * SUMMARY_TOKENS,
+        summarizer_output_tokens: estimate.summaries,
         suffix_tokens: estimate.suffix,
         removed_tokens: estimate.removed,
         expected_calls: calls_ahead(prompt_tokens, calls_so_far, log.context_window),
@@ -397,7 +451,7 @@ pub(crate) fn flush_affordable(
     log: &CallLog,
     now_ms: i64,
 ) -> bool {
-    let estimate = FlushEstimate::of(messages, batches);
+    let estimate = FlushEstimate::of(messages, batches, settings.config);
     let profile = profile(settings.config);
     let prices = cache_terms(settings.config.economy.profile);
     let cold = log.resumed || is_idle_expired(now_ms, log.last_ms, prices.ttl_ms);

@@ -15,6 +15,16 @@ pub(crate) fn assistants(messages: &[Message]) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
+/// A number for the agent run the last of `messages` belongs to: the
+/// user prompts the context holds, plus the turns a compaction left out
+/// (`turns_before`; a run left out had at least one), so a later run never
+/// numbers like an earlier one. Only equality between runs means anything.
+pub(crate) fn runs(messages: &[Message], turns_before: i64) -> u32 {
+    let users = messages.iter().filter(|m| m.is(&Role::User)).count();
+    let before = usize::try_from(turns_before).unwrap_or(0);
+    u32::try_from(users.saturating_add(before)).unwrap_or(u32::MAX)
+}
+
 /// `turns_before` once the host replaced the whole context (`keep == 0`:
 /// pi compacted, or a host resent everything): the new context's first
 /// assistant keeps the number it had when the old context held it; one

@@ -82,13 +82,23 @@ fn a_long_run_flushes_on_its_projection_without_a_bound_and_not_with_nothing_sav
 /// One run reading a 40,000-character file and replying, then the next
 /// run's start `pause` ms after the reply: whether its flush runs.
 fn next_run_flushes(economy: Value, pause: i64) -> bool {
+    run_then_next_start(economy, 1, 2_000, pause).0
+}
+
+/// One run of `turns` reads of `lines` lines each (15 characters a line),
+/// a reply, then the next run's start `pause` ms after it: whether its
+/// flush runs, and the engine.
+fn run_then_next_start(economy: Value, turns: i64, lines: usize, pause: i64) -> (bool, Engine) {
     let mut e = started(economy);
-    read_turn(&mut e, 0, 2_000, T0 + 1_000);
+    for n in 0..turns {
+        read_turn(&mut e, n, lines, T0 + 1_000 * (2 * n + 1));
+    }
+    let end = T0 + 1_000 * (2 * turns + 1);
     let held = e.messages().len();
-    e.context_at(held, Vec::new(), &call(T0 + 3_000));
+    e.context_at(held, Vec::new(), &call(end));
     let reply = message(
         json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
-        "stopReason": "stop", "timestamp": T0 + 3_000}),
+        "stopReason": "stop", "timestamp": end}),
     );
     assert_eq!(
         e.message_end(&reply),
@@ -96,7 +106,44 @@ fn next_run_flushes(economy: Value, pause: i64) -> bool {
         "the flush waits for the next run"
     );
     e.agent_end();
-    e.agent_start(T0 + 3_000 + pause) == Some(TriggerKind::MessageEnd)
+    let flushes = e.agent_start(end + pause) == Some(TriggerKind::MessageEnd);
+    (flushes, e)
+}
+
+#[test]
+fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_pays_for() {
+    let strict = json!({"policy": "cache-aware", "maxExcess": 0});
+    // A 3,600-character output alone: the summarizer's instructions and
+    // the output's first 2,000 characters cost more to read than writing
+    // the output once at the cold call costs beyond its stub and summary.
+    let (alone, _) = run_then_next_start(strict.clone(), 1, 240, 10 * MINUTE);
+    assert!(!alone);
+    // Eight of them in one run: one prompt reads the instructions once,
+    // and the cold call's saving pays for it.
+    let (run, mut e) = run_then_next_start(strict, 8, 240, 10 * MINUTE);
+    assert!(run);
+    let flush = e
+        .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
+        .expect("a flush");
+    assert_eq!(flush.jobs().len(), 1, "one summarizer prompt for the run");
+    assert_eq!(flush.jobs()[0].batch.calls.len(), 8);
+    // Unbounded, each turn keeps its own prompt.
+    let (_, mut e) = run_then_next_start(json!({"policy": "cache-aware"}), 8, 240, 10 * MINUTE);
+    let flush = e
+        .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
+        .expect("a flush");
+    assert_eq!(flush.jobs().len(), 8);
+}
+
+#[test]
+fn a_merged_summarizer_prompt_covers_at_most_sixteen_calls() {
+    let strict = json!({"policy": "cache-aware", "maxExcess": 0});
+    let (_, mut e) = run_then_next_start(strict, 20, 240, 10 * MINUTE);
+    let flush = e
+        .begin_flush(TriggerKind::MessageEnd, None, T0 + 60 * MINUTE)
+        .expect("a flush");
+    let calls: Vec<usize> = flush.jobs().iter().map(|j| j.batch.calls.len()).collect();
+    assert_eq!(calls, [16, 4]);
 }
 
 #[test]

@@ -270,11 +270,25 @@ pub fn group_by_mode(batches: Vec<CapturedBatch>, mode: BatchingMode) -> Vec<Cap
     if mode != BatchingMode::AgentMessage {
         return batches;
     }
+    merge_runs(batches, usize::MAX)
+}
+
+/// Merges consecutive batches of one user-turn group as `agent-message`
+/// batching does, but stops a merged batch at `max_calls` calls (a batch
+/// that already holds more stays as it is). One summarizer prompt then
+/// covers several turns of a run, and its fixed instructions are paid once
+/// for them, not once a turn; the cap keeps a prompt within what a
+/// summarizer model reads well.
+pub fn merge_runs(batches: Vec<CapturedBatch>, max_calls: usize) -> Vec<CapturedBatch> {
     let mut out: Vec<CapturedBatch> = Vec::new();
     let mut open = false;
     for b in batches {
         match (b.user_turn_group, out.last_mut()) {
-            (Some(g), Some(cur)) if open && cur.user_turn_group == Some(g) => {
+            (Some(g), Some(cur))
+                if open
+                    && cur.user_turn_group == Some(g)
+                    && cur.calls.len().saturating_add(b.calls.len()) <= max_calls =>
+            {
                 let texts: Vec<&str> = [cur.assistant_text.as_str(), b.assistant_text.as_str()]
                     .into_iter()
                     .filter(|t| !t.is_empty())
@@ -438,6 +452,39 @@ mod tests {
             .len(),
             2
         );
+    }
+
+    #[test]
+    fn merged_runs_stop_at_the_call_cap_and_at_each_run() {
+        let out = merge_runs(
+            vec![
+                batch(0, Some(1), &["a", "b"]),
+                batch(1, Some(1), &["c"]),
+                batch(2, Some(1), &["d"]),
+                batch(3, Some(2), &["e"]),
+                batch(4, None, &["f"]),
+                batch(5, None, &["g"]),
+                batch(6, Some(3), &["h", "i", "j", "k"]),
+            ],
+            3,
+        );
+        let calls: Vec<Vec<&str>> = out
+            .iter()
+            .map(|b| b.calls.iter().map(|c| c.tool_call_id.as_str()).collect())
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                vec!["a", "b", "c"],
+                vec!["d"],
+                vec!["e"],
+                vec!["f"],
+                vec!["g"],
+                vec!["h", "i", "j", "k"],
+            ]
+        );
+        assert_eq!(out[0].turn_index, 1);
+        assert_eq!(out[0].assistant_text, "t0\n\nt1");
     }
 
     /// Skipping the turns before the frontier's changes nothing: for every

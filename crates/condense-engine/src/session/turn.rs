@@ -29,7 +29,7 @@ impl Engine {
     }
 
     pub(super) fn capture_now(&self, now: i64) -> Vec<CapturedBatch> {
-        capture_pending(
+        let batches = capture_pending(
             &self.messages,
             &self.entry_ts,
             self.turns_before,
@@ -37,7 +37,8 @@ impl Engine {
             &self.protection,
             self.config.batching_mode,
             now,
-        )
+        );
+        crate::switch::summarized_batches(batches, &self.config)
     }
 
     /// `turn_end`: capture the turn's batch (protection, eager spill, frontier
@@ -78,10 +79,13 @@ impl Engine {
             // counts within the run: every turn of a later run would number
             // below the frontier and never queue).
             let turn = self.turns_before + crate::turns::assistants(&self.messages) - 1;
-            let batch = without_protected(
+            let mut batch = without_protected(
                 capture_turn(assistant, results, turn, now),
                 &self.protection,
             );
+            // The run the turn belongs to, as a rescan numbers it: what a
+            // flush under the bound merges, and its estimate with it.
+            batch.user_turn_group = Some(crate::turns::runs(&self.messages, self.turns_before));
             let batch = self.spill(batch, &mut out);
             if let Some(b) = trim_to_pending(batch, &self.state, self.state.frontier()) {
                 self.pending.push(b);
