@@ -26,6 +26,14 @@ pub struct CallFacts {
     pub model: Option<String>,
 }
 
+/// A call's prompt with nothing pruned, and what it bills
+/// ([`CallLog::unpruned`]).
+#[derive(Debug)]
+pub(crate) struct Unpruned {
+    prompt: Vec<Message>,
+    units: f64,
+}
+
 /// What the engine remembers of the calls it saw, for the next decision.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CallLog {
@@ -66,22 +74,34 @@ impl CallLog {
         self.budget_hit |= budget_hit;
     }
 
-    /// The prompt this call sent (after any switch), priced against the
-    /// same call with nothing pruned (`messages` without condense's
-    /// summaries) for the bound; the call is then the previous one.
-    pub(crate) fn sent(
-        &mut self,
-        prompt: Vec<Message>,
+    /// The call about to be made, priced with nothing pruned (`messages`
+    /// without condense's summaries): what the switch decision and
+    /// [`CallLog::sent`] weigh against.
+    pub(crate) fn unpruned(
+        &self,
         messages: &[Message],
         profile: &PriceProfile,
         call: &CallFacts,
+    ) -> Unpruned {
+        let prompt = unpruned(messages);
+        let units = self.units(profile, &prompt, self.last_unpruned.as_deref(), call);
+        Unpruned { prompt, units }
+    }
+
+    /// The prompt this call sent (after any switch), priced against the
+    /// same call `unpruned` for the bound; the call is then the previous
+    /// one.
+    pub(crate) fn sent(
+        &mut self,
+        prompt: Vec<Message>,
+        unpruned: Unpruned,
+        profile: &PriceProfile,
+        call: &CallFacts,
     ) {
-        let unpruned = unpruned(messages);
         let sent = self.units(profile, &prompt, self.last_prompt.as_deref(), call);
-        let would = self.units(profile, &unpruned, self.last_unpruned.as_deref(), call);
-        self.bound.add_call(sent, would);
+        self.bound.add_call(sent, unpruned.units);
         self.last_prompt = Some(prompt);
-        self.last_unpruned = Some(unpruned);
+        self.last_unpruned = Some(unpruned.prompt);
         self.called(call);
     }
 
@@ -226,15 +246,17 @@ fn calls_ahead(prompt_tokens: u64, calls_so_far: u64, context_window: Option<u64
         .map_or(expected, |c| c.min(expected))
 }
 
-/// Decides at one call; on a switch returns the entry to persist (the
-/// caller records it in the state and appends it, then reports the prompt
-/// it sent with [`CallLog::sent`]).
+/// Decides at one call, `unpruned` the same call with nothing pruned; on
+/// a switch returns the entry to persist (the caller records it in the
+/// state and appends it, then reports the prompt it sent with
+/// [`CallLog::sent`]).
 pub(crate) fn decide(
     messages: &[Message],
     state: &State,
     settings: &RenderSettings<'_>,
     log: &CallLog,
     call: &CallFacts,
+    unpruned: &Unpruned,
 ) -> Option<SwitchEntryData> {
     if state.pending_count() == 0 && !purge_pending(messages, state, settings) {
         None
@@ -250,14 +272,8 @@ pub(crate) fn decide(
             let before = log.last_prompt.as_deref();
             let with = log.units(&profile, &shown, before, call);
             let without = log.units(&profile, &current, before, call);
-            let unpruned = log.units(
-                &profile,
-                &unpruned(messages),
-                log.last_unpruned.as_deref(),
-                call,
-            );
             log.bound(settings.config)
-                .allows_call(with, without, unpruned)
+                .allows_call(with, without, unpruned.units)
         };
         let inputs = SwitchInputs {
             now_ms: call.now_ms.unwrap_or_default(),
@@ -314,21 +330,14 @@ pub(crate) fn bounded(config: &Config) -> bool {
     config.economy.policy.gates_on_switch() && config.economy.max_excess.is_some()
 }
 
-/// The batches a flush summarizes: under the bound, the turns of one run
-/// merged into one summarizer prompt ([`condense_core::merge_runs`]). The
-/// bound pays a summary only from what it saves for certain, and one
-/// turn's output rarely saves, written once at a cold call, what the
-/// summarizer's instructions and that output cost to read; a run's worth
-/// of outputs pays for the instructions once.
-pub(crate) fn summarized_batches(
-    batches: Vec<CapturedBatch>,
-    config: &Config,
-) -> Vec<CapturedBatch> {
-    if bounded(config) {
-        condense_core::merge_runs(batches, MERGED_BATCH_MAX_CALLS)
-    } else {
-        batches
-    }
+/// Batches with each run's turns merged into one summarizer prompt
+/// ([`condense_core::merge_runs`]), at most [`MERGED_BATCH_MAX_CALLS`]
+/// calls each. The bound pays a summary only from what it saves for
+/// certain, and one turn's output rarely saves, written once at a cold
+/// call, what the summarizer's instructions and that output cost to read;
+/// a run's worth of outputs pays for the instructions once.
+pub(crate) fn merged_by_run(batches: Vec<CapturedBatch>) -> Vec<CapturedBatch> {
+    condense_core::merge_runs(batches, MERGED_BATCH_MAX_CALLS)
 }
 
 /// What summarizing `batches` (captured, not yet flushed) would cost and
@@ -347,16 +356,16 @@ struct FlushEstimate {
 }
 
 impl FlushEstimate {
-    /// The estimate for `batches` as the flush would summarize them under
-    /// `config` ([`summarized_batches`]). Under the bound, the summarizer's
-    /// input is each prompt as sent (its instructions once) and a summary
-    /// grows with the calls it covers; unbounded, the instructions count
-    /// twice a batch and a summary is a batch's, as the default's measured
-    /// figures were taken with (docs/economy.md).
-    fn of(messages: &[Message], batches: &[CapturedBatch], config: &Config) -> FlushEstimate {
-        if bounded(config) {
-            let merged = summarized_batches(batches.to_vec(), config);
-            Self::estimate(messages, &merged, true)
+    /// The estimate for `batches`, summarized as captured or, `merged`,
+    /// each run's turns in one prompt ([`merged_by_run`]). Merged, the
+    /// summarizer's input is each prompt as sent (its instructions once)
+    /// and a summary grows with the calls it covers; as captured, the
+    /// instructions count twice a batch and a summary is a batch's, the
+    /// estimate the default's measured figures were taken with
+    /// (docs/economy.md).
+    fn of(messages: &[Message], batches: &[CapturedBatch], merged: bool) -> FlushEstimate {
+        if merged {
+            Self::estimate(messages, &merged_by_run(batches.to_vec()), true)
         } else {
             Self::estimate(messages, batches, false)
         }
@@ -412,8 +421,9 @@ pub(crate) fn turn_flush_pays(
     batches: &[CapturedBatch],
     settings: &RenderSettings<'_>,
     log: &CallLog,
+    merged: bool,
 ) -> bool {
-    let estimate = FlushEstimate::of(messages, batches, settings.config);
+    let estimate = FlushEstimate::of(messages, batches, merged);
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config.economy.profile);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
@@ -450,8 +460,9 @@ pub(crate) fn flush_affordable(
     settings: &RenderSettings<'_>,
     log: &CallLog,
     now_ms: i64,
+    merged: bool,
 ) -> bool {
-    let estimate = FlushEstimate::of(messages, batches, settings.config);
+    let estimate = FlushEstimate::of(messages, batches, merged);
     let profile = profile(settings.config);
     let prices = cache_terms(settings.config.economy.profile);
     let cold = log.resumed || is_idle_expired(now_ms, log.last_ms, prices.ttl_ms);

@@ -136,6 +136,19 @@ fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_p
 }
 
 #[test]
+fn turns_whose_own_summaries_a_cold_start_pays_for_keep_a_prompt_each() {
+    // Two 30,000-character outputs: each pays for its own summary, and
+    // the flush summarizes them as captured.
+    let strict = json!({"policy": "cache-aware", "maxExcess": 0});
+    let (flushes, mut e) = run_then_next_start(strict, 2, 2_000, 10 * MINUTE);
+    assert!(flushes);
+    let flush = e
+        .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
+        .expect("a flush");
+    assert_eq!(flush.jobs().len(), 2);
+}
+
+#[test]
 fn a_merged_summarizer_prompt_covers_at_most_sixteen_calls() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
     let (_, mut e) = run_then_next_start(strict, 20, 240, 10 * MINUTE);

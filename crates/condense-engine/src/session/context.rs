@@ -44,10 +44,23 @@ impl Engine {
             config: &self.config,
             protection: &self.protection,
         };
-        if self.config.economy.policy.gates_on_switch() {
-            if let Some(switch) =
-                crate::switch::decide(&self.messages, &self.state, &settings, &self.calls, call)
-            {
+        // The call unpruned, priced once: the decision weighs the switch
+        // against it, and the bound adds it as what the call would have
+        // billed.
+        let priced = self.config.economy.policy.gates_on_switch().then(|| {
+            let profile = crate::switch::profile(&self.config);
+            let unpruned = self.calls.unpruned(&self.messages, &profile, call);
+            (profile, unpruned)
+        });
+        if let Some((_, unpruned)) = &priced {
+            if let Some(switch) = crate::switch::decide(
+                &self.messages,
+                &self.state,
+                &settings,
+                &self.calls,
+                call,
+                unpruned,
+            ) {
                 self.state.record_switch(self.messages.len());
                 self.economy
                     .add_switch(condense_store::economy::switch_record(&switch));
@@ -60,10 +73,9 @@ impl Engine {
         };
         let r = render(&self.messages, &self.state, &settings);
         self.report_diagnostics(&r.diagnostics, &mut out);
-        if self.config.economy.policy.gates_on_switch() {
-            let profile = crate::switch::profile(&self.config);
+        if let Some((profile, unpruned)) = priced {
             self.calls
-                .sent(r.messages(&self.messages), &self.messages, &profile, call);
+                .sent(r.messages(&self.messages), unpruned, &profile, call);
         }
         let steps = r.plan.map(|plan| {
             self.reclaim = Some((plan.before_chars, plan.after_chars));

@@ -80,6 +80,10 @@ impl Engine {
         self.reply_flush = ReplyFlush::None;
         self.refresh_metrics();
         let batches = self.capture_now(now);
+        let batches = match std::mem::take(&mut self.merge_runs) {
+            true => crate::switch::merged_by_run(batches),
+            false => batches,
+        };
         self.pending.clear();
         self.flushing = true;
         let chains = if self.config.chain_compression.enabled {

@@ -103,6 +103,10 @@ pub struct Engine {
     /// the next agent run starts, so a session that ends there never pays
     /// for summaries no call would see.
     reply_flush: ReplyFlush,
+    /// The next flush summarizes each run's turns in one prompt: the bound
+    /// against no pruning pays for it only so
+    /// ([`crate::switch::merged_by_run`]).
+    merge_runs: bool,
     flushing: bool,
     budget: BudgetGate,
     diagnostics: DiagnosticSink,
@@ -132,6 +136,7 @@ impl Default for Engine {
             pending: Vec::new(),
             rearmed: false,
             reply_flush: ReplyFlush::None,
+            merge_runs: false,
             flushing: false,
             budget: BudgetGate::new(),
             diagnostics: DiagnosticSink::default(),

@@ -29,7 +29,7 @@ impl Engine {
     }
 
     pub(super) fn capture_now(&self, now: i64) -> Vec<CapturedBatch> {
-        let batches = capture_pending(
+        capture_pending(
             &self.messages,
             &self.entry_ts,
             self.turns_before,
@@ -37,8 +37,7 @@ impl Engine {
             &self.protection,
             self.config.batching_mode,
             now,
-        );
-        crate::switch::summarized_batches(batches, &self.config)
+        )
     }
 
     /// `turn_end`: capture the turn's batch (protection, eager spill, frontier
@@ -83,8 +82,8 @@ impl Engine {
                 capture_turn(assistant, results, turn, now),
                 &self.protection,
             );
-            // The run the turn belongs to, as a rescan numbers it: what a
-            // flush under the bound merges, and its estimate with it.
+            // The run the turn belongs to: what a flush under the bound
+            // may merge, and its estimate with it.
             batch.user_turn_group = Some(crate::turns::runs(&self.messages, self.turns_before));
             let batch = self.spill(batch, &mut out);
             if let Some(b) = trim_to_pending(batch, &self.state, self.state.frontier()) {
@@ -158,7 +157,7 @@ impl Engine {
     /// turn when summarizing what is pending pays now
     /// ([`crate::switch::turn_flush_pays`]); reported as `delta` (the
     /// context grew), the trigger pi-condense knows for a mid-run flush.
-    fn long_run_flush(&self, turn_index: i64) -> Option<TriggerKind> {
+    fn long_run_flush(&mut self, turn_index: i64) -> Option<TriggerKind> {
         let eligible = self.config.economy.policy.gates_on_switch()
             && turn_index >= crate::switch::LONG_RUN_TURNS
             && !self.flushing
@@ -166,12 +165,29 @@ impl Engine {
         if !eligible {
             return None;
         }
-        let settings = RenderSettings {
-            config: &self.config,
-            protection: &self.protection,
+        let pays = |merged: bool| {
+            let settings = RenderSettings {
+                config: &self.config,
+                protection: &self.protection,
+            };
+            crate::switch::turn_flush_pays(
+                &self.messages,
+                &self.pending,
+                &settings,
+                &self.calls,
+                merged,
+            )
         };
-        crate::switch::turn_flush_pays(&self.messages, &self.pending, &settings, &self.calls)
-            .then_some(TriggerKind::Delta)
+        let how = flush_by(&self.config, pays);
+        self.flush_as(how).then_some(TriggerKind::Delta)
+    }
+
+    /// Records how the flush `how` allowed summarizes; whether there is one.
+    fn flush_as(&mut self, how: Option<bool>) -> bool {
+        if let Some(merged) = how {
+            self.merge_runs = merged;
+        }
+        how.is_some()
     }
 
     /// Eager spill of oversized results: the blob is written first and the
@@ -216,12 +232,23 @@ impl Engine {
     /// Whether the cache-aware policy's bound against no pruning pays for
     /// a flush of what is pending ([`crate::switch::flush_affordable`]);
     /// unpaid, it stays captured for the next trigger.
-    fn flush_affordable(&self, now: i64) -> bool {
-        let settings = RenderSettings {
-            config: &self.config,
-            protection: &self.protection,
+    fn flush_affordable(&mut self, now: i64) -> bool {
+        let affordable = |merged: bool| {
+            let settings = RenderSettings {
+                config: &self.config,
+                protection: &self.protection,
+            };
+            crate::switch::flush_affordable(
+                &self.messages,
+                &self.pending,
+                &settings,
+                &self.calls,
+                now,
+                merged,
+            )
         };
-        crate::switch::flush_affordable(&self.messages, &self.pending, &settings, &self.calls, now)
+        let how = flush_by(&self.config, affordable);
+        self.flush_as(how)
     }
 
     /// `agent_end`: status; a flush the run's reply asked for now waits
@@ -241,5 +268,21 @@ impl Engine {
             return vec![self.footer()];
         };
         vec![Effect::status(Some(text))]
+    }
+}
+
+/// How a flush `pays` allows (given whether each run's turns share one
+/// summarizer prompt) runs: `Some(false)` as captured, turn by turn;
+/// `Some(true)` merged by run, when only that pays under the bound against
+/// no pruning; `None` when neither does. Merging is kept for what the
+/// bound would otherwise hold: where turn-by-turn summaries pay, they
+/// measured cheaper (docs/economy.md).
+fn flush_by(config: &condense_core::Config, pays: impl Fn(bool) -> bool) -> Option<bool> {
+    if pays(false) {
+        Some(false)
+    } else if crate::switch::bounded(config) && pays(true) {
+        Some(true)
+    } else {
+        None
     }
 }
