@@ -336,8 +336,8 @@ pub(crate) fn bounded(config: &Config) -> bool {
 /// certain, and one turn's output rarely saves, written once at a cold
 /// call, what the summarizer's instructions and that output cost to read;
 /// a run's worth of outputs pays for the instructions once.
-pub(crate) fn merged_by_run(batches: Vec<CapturedBatch>) -> Vec<CapturedBatch> {
-    condense_core::merge_runs(batches, MERGED_BATCH_MAX_CALLS)
+pub(crate) fn merged_by_run(batches: Vec<CapturedBatch>, config: &Config) -> Vec<CapturedBatch> {
+    condense_core::merge_runs(batches, MERGED_BATCH_MAX_CALLS, config.min_batch_chars)
 }
 
 /// What summarizing `batches` (captured, not yet flushed) would cost and
@@ -363,9 +363,14 @@ impl FlushEstimate {
     /// instructions count twice a batch and a summary is a batch's, the
     /// estimate the default's measured figures were taken with
     /// (docs/economy.md).
-    fn of(messages: &[Message], batches: &[CapturedBatch], merged: bool) -> FlushEstimate {
+    fn of(
+        messages: &[Message],
+        batches: &[CapturedBatch],
+        merged: bool,
+        config: &Config,
+    ) -> FlushEstimate {
         if merged {
-            Self::estimate(messages, &merged_by_run(batches.to_vec()), true)
+            Self::estimate(messages, &merged_by_run(batches.to_vec(), config), true)
         } else {
             Self::estimate(messages, batches, false)
         }
@@ -423,7 +428,7 @@ pub(crate) fn turn_flush_pays(
     log: &CallLog,
     merged: bool,
 ) -> bool {
-    let estimate = FlushEstimate::of(messages, batches, merged);
+    let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config.economy.profile);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
@@ -462,7 +467,7 @@ pub(crate) fn flush_affordable(
     now_ms: i64,
     merged: bool,
 ) -> bool {
-    let estimate = FlushEstimate::of(messages, batches, merged);
+    let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
     let profile = profile(settings.config);
     let prices = cache_terms(settings.config.economy.profile);
     let cold = log.resumed || is_idle_expired(now_ms, log.last_ms, prices.ttl_ms);

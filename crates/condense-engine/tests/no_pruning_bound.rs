@@ -82,16 +82,17 @@ fn a_long_run_flushes_on_its_projection_without_a_bound_and_not_with_nothing_sav
 /// One run reading a 40,000-character file and replying, then the next
 /// run's start `pause` ms after the reply: whether its flush runs.
 fn next_run_flushes(economy: Value, pause: i64) -> bool {
-    run_then_next_start(economy, 1, 2_000, pause).0
+    run_then_next_start(economy, &[2_000], pause).0
 }
 
-/// One run of `turns` reads of `lines` lines each (15 characters a line),
+/// One run of reads, each of `lines` lines (about 13 characters a line),
 /// a reply, then the next run's start `pause` ms after it: whether its
 /// flush runs, and the engine.
-fn run_then_next_start(economy: Value, turns: i64, lines: usize, pause: i64) -> (bool, Engine) {
+fn run_then_next_start(economy: Value, lines: &[usize], pause: i64) -> (bool, Engine) {
     let mut e = started(economy);
-    for n in 0..turns {
-        read_turn(&mut e, n, lines, T0 + 1_000 * (2 * n + 1));
+    let turns = lines.len() as i64;
+    for (n, &l) in (0..).zip(lines) {
+        read_turn(&mut e, n, l, T0 + 1_000 * (2 * n + 1));
     }
     let end = T0 + 1_000 * (2 * turns + 1);
     let held = e.messages().len();
@@ -116,11 +117,11 @@ fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_p
     // A 3,600-character output alone: the summarizer's instructions and
     // the output's first 2,000 characters cost more to read than writing
     // the output once at the cold call costs beyond its stub and summary.
-    let (alone, _) = run_then_next_start(strict.clone(), 1, 240, 10 * MINUTE);
+    let (alone, _) = run_then_next_start(strict.clone(), &[240], 10 * MINUTE);
     assert!(!alone);
     // Eight of them in one run: one prompt reads the instructions once,
     // and the cold call's saving pays for it.
-    let (run, mut e) = run_then_next_start(strict, 8, 240, 10 * MINUTE);
+    let (run, mut e) = run_then_next_start(strict, &[240; 8], 10 * MINUTE);
     assert!(run);
     let flush = e
         .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
@@ -128,7 +129,7 @@ fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_p
     assert_eq!(flush.jobs().len(), 1, "one summarizer prompt for the run");
     assert_eq!(flush.jobs()[0].batch.calls.len(), 8);
     // Unbounded, each turn keeps its own prompt.
-    let (_, mut e) = run_then_next_start(json!({"policy": "cache-aware"}), 8, 240, 10 * MINUTE);
+    let (_, mut e) = run_then_next_start(json!({"policy": "cache-aware"}), &[240; 8], 10 * MINUTE);
     let flush = e
         .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
         .expect("a flush");
@@ -136,22 +137,28 @@ fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_p
 }
 
 #[test]
-fn turns_whose_own_summaries_a_cold_start_pays_for_keep_a_prompt_each() {
-    // Two 30,000-character outputs: each pays for its own summary, and
-    // the flush summarizes them as captured.
+fn an_output_a_flush_keeps_raw_is_never_merged_into_a_summarizer_prompt() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
-    let (flushes, mut e) = run_then_next_start(strict, 2, 2_000, 10 * MINUTE);
-    assert!(flushes);
-    let flush = e
-        .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
-        .expect("a flush");
-    assert_eq!(flush.jobs().len(), 2);
+    let jobs = |lines: &[usize]| {
+        let (flushes, mut e) = run_then_next_start(strict.clone(), lines, 10 * MINUTE);
+        assert!(flushes);
+        let flush = e
+            .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
+            .expect("a flush");
+        let calls: Vec<usize> = flush.jobs().iter().map(|j| j.batch.calls.len()).collect();
+        calls
+    };
+    assert_eq!(jobs(&[2_000, 2_000, 2_000]), [3]);
+    // Ten lines are under `minBatchChars`: alone, the read stays raw, as
+    // it does turn by turn; merged, it would be summarized. The reads
+    // around it keep a prompt each.
+    assert_eq!(jobs(&[2_000, 10, 2_000]), [1, 1]);
 }
 
 #[test]
 fn a_merged_summarizer_prompt_covers_at_most_sixteen_calls() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
-    let (_, mut e) = run_then_next_start(strict, 20, 240, 10 * MINUTE);
+    let (_, mut e) = run_then_next_start(strict, &[240; 20], 10 * MINUTE);
     let flush = e
         .begin_flush(TriggerKind::MessageEnd, None, T0 + 60 * MINUTE)
         .expect("a flush");

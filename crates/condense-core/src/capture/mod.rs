@@ -270,23 +270,32 @@ pub fn group_by_mode(batches: Vec<CapturedBatch>, mode: BatchingMode) -> Vec<Cap
     if mode != BatchingMode::AgentMessage {
         return batches;
     }
-    merge_runs(batches, usize::MAX)
+    merge_runs(batches, usize::MAX, 0)
 }
 
 /// Merges consecutive batches of one user-turn group as `agent-message`
 /// batching does, but stops a merged batch at `max_calls` calls (a batch
-/// that already holds more stays as it is). One summarizer prompt then
-/// covers several turns of a run, and its fixed instructions are paid once
-/// for them, not once a turn; the cap keeps a prompt within what a
-/// summarizer model reads well.
-pub fn merge_runs(batches: Vec<CapturedBatch>, max_calls: usize) -> Vec<CapturedBatch> {
+/// that already holds more stays as it is), and leaves a batch of fewer
+/// than `min_chars` result characters on its own: a flush keeps such a
+/// batch raw (`minBatchChars`), and merged it would be summarized. One
+/// summarizer prompt then covers several turns of a run, and its fixed
+/// instructions are paid once for them, not once a turn; the cap keeps a
+/// prompt within what a summarizer model reads well.
+pub fn merge_runs(
+    batches: Vec<CapturedBatch>,
+    max_calls: usize,
+    min_chars: u64,
+) -> Vec<CapturedBatch> {
     let mut out: Vec<CapturedBatch> = Vec::new();
     let mut open = false;
+    let small = |b: &CapturedBatch| (b.raw_chars() as u64) < min_chars;
     for b in batches {
         match (b.user_turn_group, out.last_mut()) {
             (Some(g), Some(cur))
                 if open
                     && cur.user_turn_group == Some(g)
+                    && !small(cur)
+                    && !small(&b)
                     && cur.calls.len().saturating_add(b.calls.len()) <= max_calls =>
             {
                 let texts: Vec<&str> = [cur.assistant_text.as_str(), b.assistant_text.as_str()]
@@ -467,6 +476,7 @@ mod tests {
                 batch(6, Some(3), &["h", "i", "j", "k"]),
             ],
             3,
+            0,
         );
         let calls: Vec<Vec<&str>> = out
             .iter()
@@ -485,6 +495,28 @@ mod tests {
         );
         assert_eq!(out[0].turn_index, 1);
         assert_eq!(out[0].assistant_text, "t0\n\nt1");
+    }
+
+    #[test]
+    fn a_batch_a_flush_would_keep_raw_is_never_merged() {
+        let sized = |turn: i64, id: &str, chars: usize| {
+            let mut b = batch(turn, Some(1), &[id]);
+            b.calls[0].result_text = "x".repeat(chars);
+            b
+        };
+        let out = merge_runs(
+            vec![
+                sized(0, "a", 2_000),
+                sized(1, "b", 2_000),
+                sized(2, "c", 10),
+                sized(3, "d", 2_000),
+                sized(4, "e", 2_000),
+            ],
+            16,
+            1_000,
+        );
+        let calls: Vec<usize> = out.iter().map(|b| b.calls.len()).collect();
+        assert_eq!(calls, [2, 1, 2]);
     }
 
     /// Skipping the turns before the frontier's changes nothing: for every

@@ -81,7 +81,7 @@ impl Engine {
         self.refresh_metrics();
         let batches = self.capture_now(now);
         let batches = match std::mem::take(&mut self.merge_runs) {
-            true => crate::switch::merged_by_run(batches),
+            true => crate::switch::merged_by_run(batches, &self.config),
             false => batches,
         };
         self.pending.clear();

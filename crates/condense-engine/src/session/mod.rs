@@ -103,9 +103,8 @@ pub struct Engine {
     /// the next agent run starts, so a session that ends there never pays
     /// for summaries no call would see.
     reply_flush: ReplyFlush,
-    /// The next flush summarizes each run's turns in one prompt: the bound
-    /// against no pruning pays for it only so
-    /// ([`crate::switch::merged_by_run`]).
+    /// The next flush summarizes each run's turns in one prompt (under the
+    /// bound against no pruning, [`crate::switch::merged_by_run`]).
     merge_runs: bool,
     flushing: bool,
     budget: BudgetGate,

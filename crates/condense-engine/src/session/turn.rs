@@ -272,16 +272,14 @@ impl Engine {
 }
 
 /// How a flush `pays` allows (given whether each run's turns share one
-/// summarizer prompt) runs: `Some(false)` as captured, turn by turn;
-/// `Some(true)` merged by run, when only that pays under the bound against
-/// no pruning; `None` when neither does. Merging is kept for what the
-/// bound would otherwise hold: where turn-by-turn summaries pay, they
-/// measured cheaper (docs/economy.md).
+/// summarizer prompt) runs: `Some(true)` merged by run, under the bound
+/// against no pruning when that pays; `Some(false)` as captured, turn by
+/// turn, when that pays; `None` when neither does.
 fn flush_by(config: &condense_core::Config, pays: impl Fn(bool) -> bool) -> Option<bool> {
-    if pays(false) {
-        Some(false)
-    } else if crate::switch::bounded(config) && pays(true) {
+    if crate::switch::bounded(config) && pays(true) {
         Some(true)
+    } else if pays(false) {
+        Some(false)
     } else {
         None
     }
