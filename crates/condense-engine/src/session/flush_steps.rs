@@ -79,12 +79,15 @@ impl Engine {
         self.rearmed = false;
         self.reply_flush = ReplyFlush::None;
         self.refresh_metrics();
-        let batches = self.capture_now(now);
+        let sent = self.unsent_from.take().unwrap_or(self.messages.len());
+        let batches = self.capture_sent(now, sent);
         let batches = match std::mem::take(&mut self.merge_runs) {
             true => crate::switch::merged_by_run(batches, &self.config),
             false => batches,
         };
-        self.pending.clear();
+        // What the flush left out stays pending for the next one.
+        let first_unsent = self.turns_before + crate::turns::assistants(&self.messages[..sent]);
+        self.pending.retain(|b| b.turn_index >= first_unsent);
         self.flushing = true;
         let chains = if self.config.chain_compression.enabled {
             ChainPolicy::AfterBatches(self.config.chain_compression.rolling_window)

@@ -106,6 +106,10 @@ pub struct Engine {
     /// The next flush summarizes each run's turns in one prompt (under the
     /// bound against no pruning, [`crate::switch::merged_by_run`]).
     merge_runs: bool,
+    /// The next flush leaves out the messages from this one on: the turn a
+    /// long run's flush ran at, whose outputs no call has sent yet
+    /// ([`Engine::turn_end`]).
+    unsent_from: Option<usize>,
     flushing: bool,
     budget: BudgetGate,
     diagnostics: DiagnosticSink,
@@ -136,6 +140,7 @@ impl Default for Engine {
             rearmed: false,
             reply_flush: ReplyFlush::None,
             merge_runs: false,
+            unsent_from: None,
             flushing: false,
             budget: BudgetGate::new(),
             diagnostics: DiagnosticSink::default(),

@@ -3,7 +3,7 @@
 
 use condense_core::{capture_pending, capture_turn, trim_to_pending, without_protected};
 use condense_core::{flush_trigger, TriggerKind};
-use condense_core::{CapturedBatch, Message, PruneOn, RecordedUsage, RenderSettings};
+use condense_core::{CapturedBatch, Message, PruneOn, RecordedUsage, RenderSettings, Role};
 
 use super::{entries, Engine, ReplyFlush};
 use crate::flush::{spill_batch, BlobDir};
@@ -29,9 +29,14 @@ impl Engine {
     }
 
     pub(super) fn capture_now(&self, now: i64) -> Vec<CapturedBatch> {
+        self.capture_sent(now, self.messages.len())
+    }
+
+    /// [`Engine::capture_now`] over the messages before `end`.
+    pub(super) fn capture_sent(&self, now: i64, end: usize) -> Vec<CapturedBatch> {
         capture_pending(
-            &self.messages,
-            &self.entry_ts,
+            &self.messages[..end.min(self.messages.len())],
+            &self.entry_ts[..end.min(self.entry_ts.len())],
             self.turns_before,
             &self.state,
             &self.protection,
@@ -52,6 +57,8 @@ impl Engine {
         now: i64,
     ) -> (Effects, Option<TriggerKind>) {
         let mut out = Effects::new();
+        // Set again below when this turn's end runs a long run's flush.
+        self.unsent_from = None;
         self.sync_turn(assistant, results);
         if let Some(usage) = RecordedUsage::of_message(assistant) {
             self.economy.add_call(usage);
@@ -139,10 +146,10 @@ impl Engine {
                 Some(TriggerKind::MessageEnd),
                 format!("pruner: after the last reply — compacting {n} pending turn(s)"),
             ),
-            None => match self.long_run_flush(turn_index) {
-                Some(t) => (
+            None => match self.long_run_flush(turn_index, now) {
+                Some((t, sent)) => (
                     Some(t),
-                    format!("pruner: long run — compacting {n} pending turn(s)"),
+                    format!("pruner: long run — compacting {sent} pending turn(s)"),
                 ),
                 None => (None, String::new()),
             },
@@ -156,13 +163,31 @@ impl Engine {
     /// Under the cache-aware policy, a flush at the end of a long run's
     /// turn when summarizing what is pending pays now
     /// ([`crate::switch::turn_flush_pays`]); reported as `delta` (the
-    /// context grew), the trigger pi-condense knows for a mid-run flush.
-    fn long_run_flush(&mut self, turn_index: i64) -> Option<TriggerKind> {
-        let eligible = self.config.economy.policy.gates_on_switch()
-            && turn_index >= crate::switch::LONG_RUN_TURNS
-            && !self.flushing
-            && !self.pending.is_empty();
-        if !eligible {
+    /// context grew), the trigger pi-condense knows for a mid-run flush,
+    /// with the number of turns it summarizes.
+    ///
+    /// The turn that just ended is left out: no call has sent its outputs
+    /// yet, and the switch that shows the flush's summaries (cheap, the
+    /// outputs being the prompt's uncached tail) would hand the model a
+    /// summary of what its own call asked for. The next turn's end may
+    /// summarize it, once a call has sent it.
+    fn long_run_flush(&mut self, turn_index: i64, now: i64) -> Option<(TriggerKind, usize)> {
+        if !self.config.economy.policy.gates_on_switch()
+            || turn_index < crate::switch::LONG_RUN_TURNS
+            || self.flushing
+            || self.pending.is_empty()
+        {
+            return None;
+        }
+        let unsent_from = self
+            .messages
+            .iter()
+            .rposition(|m| m.is(&Role::Assistant))
+            .unwrap_or(self.messages.len());
+        // What the flush will summarize, captured as it will (after a
+        // restart the queue holds only what was captured since).
+        let sent = self.capture_sent(now, unsent_from);
+        if sent.is_empty() {
             return None;
         }
         let pays = |merged: bool| {
@@ -170,16 +195,14 @@ impl Engine {
                 config: &self.config,
                 protection: &self.protection,
             };
-            crate::switch::turn_flush_pays(
-                &self.messages,
-                &self.pending,
-                &settings,
-                &self.calls,
-                merged,
-            )
+            crate::switch::turn_flush_pays(&self.messages, &sent, &settings, &self.calls, merged)
         };
         let how = flush_by(&self.config, pays);
-        self.flush_as(how).then_some(TriggerKind::Delta)
+        let flushes = self.flush_as(how);
+        if flushes {
+            self.unsent_from = Some(unsent_from);
+        }
+        flushes.then_some((TriggerKind::Delta, sent.len()))
     }
 
     /// Records how the flush `how` allowed summarizes; whether there is one.
