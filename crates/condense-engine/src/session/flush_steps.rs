@@ -79,15 +79,20 @@ impl Engine {
         self.rearmed = false;
         self.reply_flush = ReplyFlush::None;
         self.refresh_metrics();
-        let sent = self.unsent_from.take().unwrap_or(self.messages.len());
+        let unsent_from = self.unsent_from.take();
+        let sent = unsent_from.map_or(self.messages.len(), |n| n.min(self.messages.len()));
         let batches = self.capture_sent(now, sent);
         let batches = match std::mem::take(&mut self.merge_runs) {
             true => crate::switch::merged_by_run(batches, &self.config),
             false => batches,
         };
-        // What the flush left out stays pending for the next one.
-        let first_unsent = self.turns_before + crate::turns::assistants(&self.messages[..sent]);
-        self.pending.retain(|b| b.turn_index >= first_unsent);
+        if unsent_from.is_some() {
+            // The turn a long run's flush left out stays queued for the next.
+            let first_unsent = self.turns_before + crate::turns::assistants(&self.messages[..sent]);
+            self.pending.retain(|b| b.turn_index >= first_unsent);
+        } else {
+            self.pending.clear();
+        }
         self.flushing = true;
         let chains = if self.config.chain_compression.enabled {
             ChainPolicy::AfterBatches(self.config.chain_compression.rolling_window)
