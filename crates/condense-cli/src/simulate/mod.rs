@@ -289,18 +289,23 @@ pub fn simulate_file(
                 .is_some_and(|t| t.starts_with(CONDENSE_PREFIX))
         })
         .collect();
-    let mut runs = Vec::with_capacity(policies.len());
-    for name in policies {
-        let mut source =
-            policy::policy(name, setup).ok_or_else(|| format!("unknown policy `{name}`"))?;
-        runs.push(replay::replay(
-            &branch,
-            source.as_mut(),
-            tokens,
-            profile,
-            setup.compaction.as_ref(),
-        )?);
-    }
+    // The policies replay the same branch independently: on one session
+    // they are the only work there is to spread over the cores (a corpus
+    // spreads its sessions too; rayon balances both).
+    let runs = policies
+        .par_iter()
+        .map(|name| {
+            let mut source =
+                policy::policy(name, setup).ok_or_else(|| format!("unknown policy `{name}`"))?;
+            replay::replay(
+                &branch,
+                source.as_mut(),
+                tokens,
+                profile,
+                setup.compaction.as_ref(),
+            )
+        })
+        .collect::<Result<Vec<_>, String>>()?;
     Ok(SessionSim {
         path: path.to_owned(),
         problems: session.problems.iter().map(|p| p.to_string()).collect(),
