@@ -17,6 +17,10 @@
 //! * `summarizer_thinking_reaches_the_provider`: `summarizerThinking` reaches
 //!   the summarizer's HTTP request as pi-ai's `reasoning_effort` (resolved by
 //!   the sidecar, passed on by the shim), and `off` sends none.
+//! * `long_run_shows_every_output_raw_before_its_stub`: under `cache-aware`,
+//!   fourteen sequential reads in one prompt; the long run's turn-end
+//!   flushes stub earlier outputs mid-run, and no request shows a stub for
+//!   an output no earlier request sent raw.
 //!
 //! `CONDENSE_PI_TIMING=1` is set for the first test; the shim's per-`context`
 //! round-trip times are summarized on stderr (run with `--nocapture`).
@@ -26,7 +30,7 @@ mod support;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{json, Value};
 use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use support::pi_env::{
     models_json, pi_message_text, read_jsonl, require_pi, session_messages, PiEnv, MODEL, PROVIDER,
@@ -475,4 +479,99 @@ fn pruner_command_saves_settings() {
         .filter(|n| n.ends_with(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+/// Under the cache-aware policy a long autonomous run flushes at a turn's
+/// end from its tenth turn (the engine's `LONG_RUN_TURNS`); the model still
+/// gets every output raw once, in the call right after its own, before any
+/// call shows its stub. The engine's `unseen_outputs.rs` checks this on
+/// replayed sessions; here real pi's hooks drive the same turns.
+#[test]
+fn long_run_shows_every_output_raw_before_its_stub() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    const READS: usize = 14;
+    let calls: Vec<(String, String, String)> = (0..READS)
+        .map(|n| {
+            (
+                format!("call_{n:02}"),
+                format!("file{n:02}.txt"),
+                format!("MARK{n:02}-c4e1"),
+            )
+        })
+        .collect();
+    let mut script: Vec<Reply> = calls
+        .iter()
+        .map(|(id, path, _)| Reply::tool_call(id, "read", json!({ "path": path })))
+        .collect();
+    script.push(Reply::text("Read them all."));
+    let llm = FakeLlm::start(script);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let mut settings = condense_settings();
+    settings["contextPrune"]["economy"] = json!({"policy": "cache-aware"});
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(settings)
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+    // A window far from the pressure limit: a flush under pressure may
+    // show the stub of the turn it ends (pi-condense's budget flush), and
+    // this run is about the flush a long run makes without it.
+    let mut models = models_json(&llm.base_url());
+    models["providers"][PROVIDER]["models"][0]["contextWindow"] = json!(200_000);
+    pi.write_models(&models);
+    for (_, path, marker) in &calls {
+        fs::write(pi.work_dir.join(path), big_file(marker, 8000)).expect("write a file");
+    }
+
+    let run = pi.prompt("Read every file, one at a time.");
+    debug_dump(&run, &pi, &llm);
+    run.assert_success();
+    llm.assert_script_consumed();
+    let main = llm.main_requests();
+    assert_eq!(main.len(), READS + 1, "{}", run.report());
+
+    // Core's stub text (`render/stub.rs`), whatever its ref.
+    let is_stub = |text: &str| text.starts_with("[Summarized in pruner summary, ref `");
+    let mut stubbed = 0;
+    for (i, request) in main.iter().enumerate() {
+        for (id, text) in request.tool_results() {
+            if !is_stub(&text) {
+                continue;
+            }
+            stubbed += 1;
+            let (_, _, marker) = calls
+                .iter()
+                .find(|(call, _, _)| *call == id)
+                .unwrap_or_else(|| panic!("a stub for an unknown call {id}"));
+            let seen_raw = main[..i].iter().any(|earlier| {
+                earlier
+                    .tool_results()
+                    .iter()
+                    .any(|(eid, t)| *eid == id && !is_stub(t) && t.contains(marker.as_str()))
+            });
+            assert!(
+                seen_raw,
+                "request {i} shows {id} as a stub, no earlier request had it raw\n{}",
+                run.report()
+            );
+        }
+    }
+    assert!(
+        stubbed > 0,
+        "no request showed a stub: the long run never flushed and switched\n{}",
+        run.report()
+    );
+    // The stubs came from the long run's turn-end flushes, not pressure.
+    let triggers: Vec<Value> = custom_entries(
+        &read_jsonl(&pi.session_file(&run)),
+        "context-prune-flush-metrics",
+    )
+    .iter()
+    .map(|m| m["data"]["trigger"].clone())
+    .collect();
+    assert!(
+        !triggers.is_empty() && triggers.iter().all(|t| t == "delta"),
+        "{triggers:?}"
+    );
 }
