@@ -78,17 +78,12 @@ fn long_run_pausing(turns: usize, paused: &[usize], pause: i64) -> Session {
     let mut at = T0;
     for n in 0..turns {
         at += 1_000 + if paused.contains(&n) { pause } else { 0 };
-        let id = format!("r{n}");
-        messages.push(
-            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
-            "name": "read", "arguments": {"path": format!("f{n}.txt")}}], "stopReason": "toolUse",
-            "timestamp": at, "provider": "anthropic", "model": "claude-x"}),
-        );
-        let text: String = (0..400).map(|l| format!("f{n} line {l:04}\n")).collect();
-        messages.push(
-            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
-            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
-        );
+        messages.extend(read_turn(
+            &format!("r{n}"),
+            &format!("f{n}.txt"),
+            &format!("f{n}"),
+            at,
+        ));
         at += 1_000;
     }
     session_of("p", "p", messages)

@@ -106,6 +106,20 @@ pub fn play_watching(
     prompts
 }
 
+/// One tool turn: an assistant message at `at` calling `read` on `path`
+/// (call id `id`), and its 8,000-character result, lines tagged `tag`,
+/// half a second later.
+pub fn read_turn(id: &str, path: &str, tag: &str, at: i64) -> [Value; 2] {
+    let text: String = (0..400).map(|l| format!("{tag} line {l:04}\n")).collect();
+    [
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
+            "name": "read", "arguments": {"path": path}}], "stopReason": "toolUse",
+            "timestamp": at, "provider": "anthropic", "model": "claude-x"}),
+        json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
+            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
+    ]
+}
+
 /// A run of `turns` tool turns (ids `<tag>0`, `<tag>1`, …, each reading an
 /// 8,000-character file) from `t`, with a reply when `reply`.
 pub fn run(tag: &str, turns: usize, t: i64, reply: bool) -> Vec<Value> {
@@ -115,16 +129,7 @@ pub fn run(tag: &str, turns: usize, t: i64, reply: bool) -> Vec<Value> {
     for n in 0..turns {
         let at = t + 1_000 * (2 * n as i64 + 1);
         let id = format!("{tag}{n}");
-        messages.push(
-            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id,
-            "name": "read", "arguments": {"path": format!("{id}.txt")}}], "stopReason": "toolUse",
-            "timestamp": at, "provider": "anthropic", "model": "claude-x"}),
-        );
-        let text: String = (0..400).map(|l| format!("{id} line {l:04}\n")).collect();
-        messages.push(
-            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
-            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
-        );
+        messages.extend(read_turn(&id, &format!("{id}.txt"), &id, at));
     }
     if reply {
         let at = t + 1_000 * (2 * turns as i64 + 1);
