@@ -389,9 +389,12 @@ impl FlushEstimate {
             .sum();
         let summaries: u64 = batches
             .iter()
-            .map(|b| match merged {
-                true => SUMMARY_TOKENS.max(b.calls.len() as u64 * SUMMARY_TOKENS_PER_CALL),
-                false => SUMMARY_TOKENS,
+            .map(|b| {
+                if merged {
+                    SUMMARY_TOKENS.max(b.calls.len() as u64 * SUMMARY_TOKENS_PER_CALL)
+                } else {
+                    SUMMARY_TOKENS
+                }
             })
             .sum();
         let call_count = calls.count() as u64;

@@ -82,9 +82,10 @@ impl Engine {
         let unsent_from = self.unsent_from.take();
         let sent = unsent_from.map_or(self.messages.len(), |n| n.min(self.messages.len()));
         let batches = self.capture_sent(now, sent);
-        let batches = match std::mem::take(&mut self.merge_runs) {
-            true => crate::switch::merged_by_run(batches, &self.config),
-            false => batches,
+        let batches = if std::mem::take(&mut self.merge_runs) {
+            crate::switch::merged_by_run(batches, &self.config)
+        } else {
+            batches
         };
         if unsent_from.is_some() {
             // The turn a long run's flush left out stays queued for the next.
