@@ -296,6 +296,10 @@ pub struct SummarizeInputs {
     /// pruning ([`NoPruningBound::headroom`], units; infinite without one):
     /// a summary, even under pressure, is paid from it.
     pub headroom: f64,
+    /// What the bound is charged for the summarizer (units): its input
+    /// only (billed input is what the bound weighs), counted as the bound
+    /// counts prompts, so the two compare.
+    pub bound_cost: f64,
 }
 
 /// The outcome of [`decide_summarize`], with its figures.
@@ -332,7 +336,7 @@ pub fn decide_summarize(i: &SummarizeInputs) -> SummarizeDecision {
         i.budget_triggered || under_pressure(i.prompt_tokens, i.context_window, i.pressure_share);
     SummarizeDecision {
         summarize: i.removed_tokens > 0
-            && i.headroom >= summarizer_cost
+            && i.headroom >= i.bound_cost
             && (pressure || net_saving > summarizer_cost),
         summarizer_cost,
         net_saving,

@@ -178,6 +178,7 @@ fn flush() -> SummarizeInputs {
         pressure_share: 0.8,
         budget_triggered: false,
         headroom: 1e12,
+        bound_cost: 5_000.0,
     }
 }
 
@@ -353,14 +354,15 @@ fn a_summary_that_would_pay_later_waits_until_the_savings_so_far_pay_it() {
         ..flush()
     };
     assert!(decide_summarize(&pays).summarize);
-    // The summarizer costs 7,500.
+    // The summarizer costs 7,500, of which the bound is charged its input,
+    // 5,000 (its output is no part of billed input).
     let short = SummarizeInputs {
-        headroom: 7_499.0,
+        headroom: 4_999.0,
         ..pays.clone()
     };
     assert!(!decide_summarize(&short).summarize);
     let enough = SummarizeInputs {
-        headroom: 7_500.0,
+        headroom: 5_000.0,
         ..pays.clone()
     };
     assert!(decide_summarize(&enough).summarize);
@@ -370,7 +372,7 @@ fn a_summary_that_would_pay_later_waits_until_the_savings_so_far_pay_it() {
     };
     assert!(!decide_summarize(&pressed).summarize);
     let pressed_within = SummarizeInputs {
-        headroom: 7_500.0,
+        headroom: 5_000.0,
         expected_calls: 1,
         ..pressed
     };

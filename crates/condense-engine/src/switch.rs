@@ -15,7 +15,7 @@ use condense_core::{
 };
 use condense_store::entries::SwitchEntryData;
 // What the summarizer reads: the bound pays for it.
-use condense_summarizer::prompt::{batch_user_message, BATCH_PROMPT};
+use condense_summarizer::prompt::batch_user_message;
 
 /// What the host says about the LLM call a `context` request precedes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -146,7 +146,7 @@ impl CallLog {
     ) -> f64 {
         let cold = self.cold_event(call).is_some();
         let shared_prefix = match before {
-            Some(before) if !cold => tokens(&prompt[..common_prefix(before, prompt)]),
+            Some(before) if !cold => bound_tokens(&prompt[..common_prefix(before, prompt)]),
             _ => 0,
         };
         let previous = (!cold).then_some(self.last_ms.filter(|_| call.now_ms.is_some()));
@@ -155,7 +155,7 @@ impl CallLog {
             previous,
             call.now_ms,
             PromptShape {
-                tokens: tokens(prompt),
+                tokens: bound_tokens(prompt),
                 shared_prefix,
             },
         )
@@ -216,6 +216,31 @@ fn purge_pending(messages: &[Message], state: &State, settings: &RenderSettings<
 /// `chars / 4`).
 fn tokens(messages: &[Message]) -> u64 {
     messages.iter().map(|m| chars_to_tokens(m.size())).sum()
+}
+
+/// Tokens a message costs beyond its content's `chars / 4`, as the bound
+/// against no pruning counts prompts: its role and separators, a tool
+/// call's wrapping. A summary message condense adds pays them on every
+/// call, which content alone would not charge the bound. The token model
+/// calibrated on the pi-mono sessions (docs/economy.md) counts 34.51 a
+/// message at 0.3085 a character, 28 tokens of `chars / 4`; this is
+/// rounded up, so the bound charges a message's framing no less than its
+/// content does.
+pub(crate) const FRAMING_TOKENS: u64 = 32;
+
+/// Tokens of messages as the bound against no pruning counts them: their
+/// content at `chars / 4`, as the decisions do, and each message's framing
+/// ([`FRAMING_TOKENS`]).
+fn bound_tokens(messages: &[Message]) -> u64 {
+    tokens(messages) + FRAMING_TOKENS * messages.len() as u64
+}
+
+/// What a summarizer prompt of `text` charges the bound (tokens): counted
+/// as the bound counts the main prompts, one message, so the headroom it is
+/// paid from and its cost are in the same tokens, whatever the provider's
+/// tokenizer makes of both.
+pub(crate) fn summarizer_bound_tokens(text: &str) -> u64 {
+    chars_to_tokens(js_len(text)) + FRAMING_TOKENS
 }
 
 /// How many leading messages two prompts share.
@@ -347,6 +372,9 @@ struct FlushEstimate {
     /// it reads it, at three characters a token (on the high side: what
     /// the summarizer reads is paid from the bound's headroom).
     summarizer_input: u64,
+    /// The same input as the bound against no pruning counts it
+    /// ([`summarizer_bound_tokens`]), and is charged for it once run.
+    bound_input: u64,
     /// Tokens showing the summaries would remove (`P`).
     removed: u64,
     /// Tokens of the prompt from the first output the flush stubs (`S`).
@@ -357,12 +385,10 @@ struct FlushEstimate {
 
 impl FlushEstimate {
     /// The estimate for `batches`, summarized as captured or, `merged`,
-    /// each run's turns in one prompt ([`merged_by_run`]). Merged, the
-    /// summarizer's input is each prompt as sent (its instructions once)
-    /// and a summary grows with the calls it covers; as captured, the
-    /// instructions count twice a batch and a summary is a batch's, the
-    /// estimate the default's measured figures were taken with
-    /// (docs/economy.md).
+    /// each run's turns in one prompt ([`merged_by_run`]). Either way the
+    /// summarizer's input is each prompt as sent (its instructions once a
+    /// prompt). Merged, a summary grows with the calls it covers; as
+    /// captured, a summary is a batch's.
     fn of(
         messages: &[Message],
         batches: &[CapturedBatch],
@@ -382,11 +408,10 @@ impl FlushEstimate {
             .clone()
             .map(|c| chars_to_tokens(js_len(&c.result_text)))
             .sum();
-        let instructions = if merged { 0 } else { js_len(BATCH_PROMPT) };
-        let read: usize = batches
-            .iter()
-            .map(|b| instructions + js_len(&batch_user_message(b)))
-            .sum();
+        // The user message holds the instructions: the request has no
+        // system prompt.
+        let prompts: Vec<String> = batches.iter().map(batch_user_message).collect();
+        let read: usize = prompts.iter().map(|p| js_len(p)).sum();
         let summaries: u64 = batches
             .iter()
             .map(|b| {
@@ -409,15 +434,17 @@ impl FlushEstimate {
             .unwrap_or(messages.len());
         FlushEstimate {
             summarizer_input: read.div_ceil(3) as u64,
+            bound_input: prompts.iter().map(|p| summarizer_bound_tokens(p)).sum(),
             removed: outputs.saturating_sub(call_count * STUB_TOKENS + summaries),
             suffix: tokens(messages.get(from..).unwrap_or_default()),
             summaries,
         }
     }
 
-    /// The summarizer's input, priced (`summarizer` times the main model's).
-    fn summarizer_cost(&self, profile: &PriceProfile) -> f64 {
-        self.summarizer_input as f64 * profile.summarizer
+    /// What the bound is charged for the summarizer's input, priced
+    /// (`summarizer` times the main model's).
+    fn bound_cost(&self, profile: &PriceProfile) -> f64 {
+        self.bound_input as f64 * profile.summarizer
     }
 }
 
@@ -435,7 +462,8 @@ pub(crate) fn turn_flush_pays(
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config.economy.profile);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
-    let summarizer_price = profile(settings.config).summarizer;
+    let profile = profile(settings.config);
+    let summarizer_price = profile.summarizer;
     decide_summarize(&SummarizeInputs {
         prices,
         summarizer_input_price: summarizer_price,
@@ -453,6 +481,7 @@ pub(crate) fn turn_flush_pays(
         pressure_share: settings.config.economy.pressure_share,
         budget_triggered: false,
         headroom: log.bound(settings.config).headroom(),
+        bound_cost: estimate.bound_cost(&profile),
     })
     .summarize
 }
@@ -480,5 +509,71 @@ pub(crate) fn flush_affordable(
         0.0
     };
     log.bound(settings.config)
-        .allows_summary(estimate.summarizer_cost(&profile), saved_at_once)
+        .allows_summary(estimate.bound_cost(&profile), saved_at_once)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use condense_core::CapturedCall;
+    use condense_summarizer::prompt::BATCH_PROMPT;
+
+    fn batch(turn: i64, id: &str, result: &str) -> CapturedBatch {
+        CapturedBatch {
+            turn_index: turn,
+            timestamp: 0,
+            assistant_text: String::new(),
+            calls: vec![CapturedCall {
+                tool_call_id: id.to_owned(),
+                tool_name: "read".to_owned(),
+                args: serde_json::json!({ "path": "src/lib.rs" }),
+                result_text: result.to_owned(),
+                is_error: false,
+                result_timestamp: None,
+            }],
+            user_turn_group: Some(0),
+        }
+    }
+
+    #[test]
+    fn a_flush_as_captured_counts_the_instructions_once_a_batch() {
+        let batches = [
+            batch(1, "a", &"x".repeat(3_000)),
+            batch(2, "b", &"y".repeat(600)),
+        ];
+        let estimate = FlushEstimate::of(&[], &batches, false, &Config::default());
+        let sent: usize = batches.iter().map(|b| js_len(&batch_user_message(b))).sum();
+        // The user message is the whole request: it holds the instructions.
+        assert!(sent > 2 * js_len(BATCH_PROMPT));
+        assert_eq!(estimate.summarizer_input, sent.div_ceil(3) as u64);
+    }
+
+    #[test]
+    fn the_bound_counts_a_summarizer_prompt_as_it_counts_the_main_prompts() {
+        let batches = [
+            batch(1, "a", &"x".repeat(3_000)),
+            batch(2, "b", &"y".repeat(600)),
+        ];
+        let estimate = FlushEstimate::of(&[], &batches, false, &Config::default());
+        let expected: u64 = batches
+            .iter()
+            .map(|b| chars_to_tokens(js_len(&batch_user_message(b))) + FRAMING_TOKENS)
+            .sum();
+        assert_eq!(estimate.bound_input, expected);
+        // Below the unbounded projection's three characters a token.
+        assert!(estimate.bound_input < estimate.summarizer_input);
+    }
+
+    #[test]
+    fn a_message_costs_the_bound_its_framing_beyond_its_content() {
+        let m = |text: &str| {
+            Message::from_value(&serde_json::json!({"role": "user",
+                "content": [{"type": "text", "text": text}], "timestamp": 0}))
+            .expect("a message")
+        };
+        let one = [m(&"a".repeat(400))];
+        let two = [m(&"a".repeat(200)), m(&"a".repeat(200))];
+        assert_eq!(bound_tokens(&one), tokens(&one) + FRAMING_TOKENS);
+        assert_eq!(bound_tokens(&two), tokens(&two) + 2 * FRAMING_TOKENS);
+    }
 }

@@ -114,13 +114,18 @@ fn run_then_next_start(economy: Value, lines: &[usize], pause: i64) -> (bool, En
 #[test]
 fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_pays_for() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
-    // A 3,600-character output alone: the summarizer's instructions and
-    // the output's first 2,000 characters cost more to read than writing
-    // the output once at the cold call costs beyond its stub and summary.
-    let (alone, _) = run_then_next_start(strict.clone(), &[240], 10 * MINUTE);
+    // A 1,950-character output alone: the summarizer's instructions and
+    // the output cost more to read than writing the output once at the
+    // cold call costs beyond its stub and summary.
+    let (alone, _) = run_then_next_start(strict.clone(), &[150], 10 * MINUTE);
     assert!(!alone);
-    // Eight of them in one run: one prompt reads the instructions once,
-    // and the cold call's saving pays for it.
+    // A 3,120-character output alone pays: the bound counts the
+    // summarizer's prompt as it counts the main prompts (`chars / 4`), not
+    // at the three characters a token of the unbounded projection.
+    let (alone, _) = run_then_next_start(strict.clone(), &[240], 10 * MINUTE);
+    assert!(alone);
+    // Eight 3,120-character outputs in one run: one prompt reads the
+    // instructions once, and the cold call's saving pays for it.
     let (run, mut e) = run_then_next_start(strict, &[240; 8], 10 * MINUTE);
     assert!(run);
     let flush = e

@@ -5,6 +5,7 @@ use std::sync::MutexGuard;
 
 use condense_core::{FlushEffect, JobResult, Message, TriggerKind};
 use condense_store::effects::{entry_for, flush_metrics_entry, NewEntry};
+use condense_summarizer::prompt::{batch_user_message, range_user_message};
 
 use super::{entries, notices, Engine, ReplyFlush};
 use crate::flush::{BlobDir, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
@@ -124,7 +125,8 @@ impl Engine {
     /// Flush step 2: applies the summarizer's results and plans chain
     /// compression on the messages the engine holds.
     pub fn finish_summaries(&mut self, flush: Flush, results: Vec<JobResult>) -> Chains {
-        self.summarizer_spent(&results);
+        let prompts = flush.jobs().iter().map(|j| batch_user_message(&j.batch));
+        self.summarizer_spent(prompts, &results);
         let mut chains = flush
             .apply(results, &mut self.state, &self.config)
             .plan_chains(&self.messages, &self.state, &self.config, &self.protection);
@@ -132,17 +134,20 @@ impl Engine {
         chains
     }
 
-    /// The summarizer's input `results` report, spent from the cache-aware
-    /// policy's bound against no pruning.
-    fn summarizer_spent(&mut self, results: &[JobResult]) {
-        let input: u64 = results
-            .iter()
-            .filter_map(|r| match r {
-                JobResult::Summary { usage, .. } => Some(usage),
-                JobResult::Unusable { usage } | JobResult::Failed { usage, .. } => usage.as_ref(),
-                JobResult::NotRun => None,
+    /// The summarizer's input, spent from the cache-aware policy's bound
+    /// against no pruning: each job's prompt (`prompts`, in the jobs'
+    /// order) whose call was billed, by its result. The prompt is counted
+    /// as the bound counts the main prompts, not as the provider reports
+    /// it: the headroom it is paid from is in those tokens.
+    fn summarizer_spent(&mut self, prompts: impl Iterator<Item = String>, results: &[JobResult]) {
+        let input: u64 = prompts
+            .zip(results)
+            .filter(|(_, r)| match r {
+                JobResult::Summary { .. } => true,
+                JobResult::Unusable { usage } | JobResult::Failed { usage, .. } => usage.is_some(),
+                JobResult::NotRun => false,
             })
-            .map(|u| u.input_tokens)
+            .map(|(p, _)| crate::switch::summarizer_bound_tokens(&p))
             .sum();
         let price = crate::switch::profile(&self.config).summarizer;
         self.calls.summarized(input as f64 * price);
@@ -160,7 +165,11 @@ impl Engine {
         delivery: Delivery,
         now: i64,
     ) -> FlushDone {
-        self.summarizer_spent(&fusion);
+        let prompts = chains
+            .fusion_jobs()
+            .iter()
+            .map(|j| range_user_message(&j.summaries));
+        self.summarizer_spent(prompts, &fusion);
         let mut blobs = BlobDir(self.blob_dir.as_deref());
         let report = chains.apply(fusion, &mut blobs, &mut self.state, &self.config, now);
         let mut out = Effects::new();
