@@ -59,6 +59,10 @@ pub enum ColdEvent {
     Resume,
     /// The model changed since the previous call (another cache).
     ModelChange,
+    /// The harness compacted the context since the previous call (pi's
+    /// compaction): its summary replaces the history near the prompt's
+    /// start, so everything after the system prompt is written anew.
+    Compaction,
 }
 
 /// What [`decide_switch`] needs to know about one LLM call.
@@ -110,6 +114,8 @@ pub enum SwitchReason {
     Resume,
     /// The model changed.
     ModelChange,
+    /// The harness compacted the context.
+    Compaction,
     /// The prompt nears the context window, or the budget trigger fired.
     Pressure,
     /// The projected saving over the expected calls beats the rewrite.
@@ -123,6 +129,7 @@ impl SwitchReason {
             SwitchReason::IdleExpiry => "idle-expiry",
             SwitchReason::Resume => "resume",
             SwitchReason::ModelChange => "model-change",
+            SwitchReason::Compaction => "compaction",
             SwitchReason::Pressure => "pressure",
             SwitchReason::Pays => "pays",
         }
@@ -134,6 +141,7 @@ impl SwitchReason {
             SwitchReason::IdleExpiry,
             SwitchReason::Resume,
             SwitchReason::ModelChange,
+            SwitchReason::Compaction,
             SwitchReason::Pressure,
             SwitchReason::Pays,
         ]
@@ -187,7 +195,7 @@ pub fn is_idle_expired(now_ms: i64, previous_call_ms: Option<i64>, ttl_ms: i64) 
 /// Whether to show everything pending at this call, and why.
 ///
 /// In order: nothing to remove never switches; a cold cache (idle past the
-/// TTL, a resume, a model change) switches, the rewrite being paid anyway;
+/// TTL, a resume, a model change, a compaction) switches, the rewrite being paid anyway;
 /// a switch the session cannot afford (`within_bound` false: the savings so
 /// far would not cover the rewrite should no later call come) waits;
 /// pressure (the prompt at `pressure_share` of the window, or the budget
@@ -201,6 +209,7 @@ pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
     let cold_reason = match i.cold_event {
         Some(ColdEvent::Resume) => Some(SwitchReason::Resume),
         Some(ColdEvent::ModelChange) => Some(SwitchReason::ModelChange),
+        Some(ColdEvent::Compaction) => Some(SwitchReason::Compaction),
         None => is_idle_expired(i.now_ms, i.previous_call_ms, i.prices.ttl_ms)
             .then_some(SwitchReason::IdleExpiry),
     };

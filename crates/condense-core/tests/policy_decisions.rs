@@ -121,12 +121,22 @@ fn a_cold_cache_switches_for_free() {
     assert_eq!(decide_switch(&resumed).switch, Some(SwitchReason::Resume));
     let model = SwitchInputs {
         cold_event: Some(ColdEvent::ModelChange),
-        ..at_ttl
+        ..at_ttl.clone()
     };
     assert_eq!(
         decide_switch(&model).switch,
         Some(SwitchReason::ModelChange)
     );
+    // After pi's compaction the prompt is written anew from its start: a
+    // switch costs nothing, even outside the bound.
+    let compacted = SwitchInputs {
+        cold_event: Some(ColdEvent::Compaction),
+        within_bound: false,
+        ..at_ttl
+    };
+    let d = decide_switch(&compacted);
+    assert_eq!(d.switch, Some(SwitchReason::Compaction));
+    assert_eq!(d.rewrite_cost, 0.0);
 }
 
 #[test]
@@ -245,6 +255,7 @@ fn policy_names_round_trip() {
         SwitchReason::IdleExpiry,
         SwitchReason::Resume,
         SwitchReason::ModelChange,
+        SwitchReason::Compaction,
         SwitchReason::Pressure,
         SwitchReason::Pays,
     ] {

@@ -141,3 +141,31 @@ pub async fn agent_start<L: EngineLock + ?Sized>(
         None => Effects::new(),
     }
 }
+
+/// The host compacted the context (see [`crate::Engine::compacted`]):
+/// `keep` and `append` are its list after the compaction, `now` the
+/// host's clock. Runs the flush
+/// that pays at the cold call the compaction makes, its entries written to
+/// the session (pi rebuilt its list before this event, so the engine
+/// shows them until the host's list holds them, as a turn end's).
+pub async fn compacted<L: EngineLock + ?Sized>(
+    lock: &L,
+    keep: usize,
+    append: Vec<Message>,
+    now: i64,
+    summarizer: impl FnOnce() -> Summarizer,
+    clock: &(dyn Fn() -> i64 + Sync),
+) -> Effects {
+    let trigger = lock.engine().compacted(keep, append, now);
+    match trigger {
+        Some(t) => {
+            let summarizer = summarizer();
+            let mut effects = vec![Effect::info(
+                "pruner: after the compaction — compacting the kept turns' outputs".to_owned(),
+            )];
+            effects.extend(flush(lock, t, Delivery::Session, None, &summarizer, clock).await);
+            effects
+        }
+        None => Effects::new(),
+    }
+}

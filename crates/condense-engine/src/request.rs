@@ -179,6 +179,25 @@ pub struct ContextParams {
     pub model: Option<String>,
 }
 
+/// `session.compact`: the host's list after its compaction, sent as
+/// `context` sends it.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct CompactParams {
+    /// How many leading messages of the sidecar's copy still match.
+    #[serde(default, deserialize_with = "lenient")]
+    pub keep: usize,
+    /// The messages after them, as raw JSON.
+    #[serde(default, deserialize_with = "raw_list")]
+    pub append: Vec<Raw>,
+    /// The shim's clock (ms); the sidecar's when absent.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub now: Option<i64>,
+}
+
 /// `turn.end`'s `usage`.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -285,6 +304,8 @@ pub enum Request {
     AgentStart,
     /// `agent.end`: the footer.
     AgentEnd,
+    /// `session.compact`: the host compacted the context; its list after.
+    SessionCompact(CompactParams),
     /// `query`: `context_tree_query`.
     Query(QueryParams),
     /// `command`: `/pruner <args>`.
@@ -306,6 +327,7 @@ impl Request {
             Request::MessageEnd(_) => "message.end",
             Request::AgentStart => "agent.start",
             Request::AgentEnd => "agent.end",
+            Request::SessionCompact(_) => "session.compact",
             Request::Query(_) => "query",
             Request::Command(_) => "command",
             Request::Shutdown => "shutdown",
@@ -322,6 +344,7 @@ impl Request {
             Request::Context(p) => serde_json::to_value(p),
             Request::TurnEnd(p) => serde_json::to_value(p),
             Request::MessageEnd(p) => serde_json::to_value(p),
+            Request::SessionCompact(p) => serde_json::to_value(p),
             Request::Query(p) => serde_json::to_value(p),
             Request::Command(p) => serde_json::to_value(p),
             Request::AgentStart | Request::AgentEnd | Request::Shutdown | Request::Unknown(_) => {
@@ -344,6 +367,7 @@ impl Request {
             "context" => Request::Context(params(d)?),
             "turn.end" => Request::TurnEnd(params(d)?),
             "message.end" => Request::MessageEnd(params(d)?),
+            "session.compact" => Request::SessionCompact(params(d)?),
             "query" => Request::Query(params(d)?),
             "command" => Request::Command(params(d)?),
             other => {
@@ -363,6 +387,7 @@ impl Request {
             "message.end" => Request::MessageEnd(MessageEndParams::default()),
             "agent.start" => Request::AgentStart,
             "agent.end" => Request::AgentEnd,
+            "session.compact" => Request::SessionCompact(CompactParams::default()),
             "query" => Request::Query(QueryParams::default()),
             "command" => Request::Command(CommandParams::default()),
             "shutdown" => Request::Shutdown,

@@ -43,6 +43,11 @@ pub(crate) struct CallLog {
     last_model: Option<String>,
     /// No call since the session was (re)started: the cache is cold.
     resumed: bool,
+    /// The host compacted the context since the previous call: the next
+    /// prompt is written anew from its start, and so would the unpruned
+    /// one be (no pruning compacts too, and its prompt after the summary
+    /// shares no prefix with the one before).
+    compacted: bool,
     /// The model's context window, from the last turn's usage.
     context_window: Option<u64>,
     /// A budget trigger fired since the previous call.
@@ -64,6 +69,19 @@ impl CallLog {
             resumed: true,
             ..CallLog::default()
         };
+    }
+
+    /// The host compacted the context: the next call finds the cache cold.
+    pub(crate) fn compacted(&mut self) {
+        self.compacted = true;
+    }
+
+    /// Whether the next call finds the cache cold at `now_ms` whatever
+    /// condense does: a restart, a compaction, or the cache's time to
+    /// live gone by since the previous call (a model change is known only
+    /// at the call).
+    pub(crate) fn next_call_cold(&self, now_ms: i64, ttl_ms: i64) -> bool {
+        self.resumed || self.compacted || is_idle_expired(now_ms, self.last_ms, ttl_ms)
     }
 
     /// What the last turn said about the context window and the budget.
@@ -129,6 +147,9 @@ impl CallLog {
         if self.resumed {
             return Some(ColdEvent::Resume);
         }
+        if self.compacted {
+            return Some(ColdEvent::Compaction);
+        }
         match (&call.model, &self.last_model) {
             (Some(now), Some(before)) if now != before => Some(ColdEvent::ModelChange),
             _ => None,
@@ -179,6 +200,7 @@ impl CallLog {
             self.last_model.clone_from(&call.model);
         }
         self.resumed = false;
+        self.compacted = false;
         self.budget_hit = false;
     }
 }
@@ -502,7 +524,7 @@ pub(crate) fn flush_affordable(
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
     let profile = profile(settings.config);
     let prices = cache_terms(settings.config.economy.profile);
-    let cold = log.resumed || is_idle_expired(now_ms, log.last_ms, prices.ttl_ms);
+    let cold = log.next_call_cold(now_ms, prices.ttl_ms);
     let saved_at_once = if cold {
         estimate.removed as f64 * prices.write
     } else {
@@ -576,4 +598,27 @@ mod tests {
         assert_eq!(bound_tokens(&one), tokens(&one) + FRAMING_TOKENS);
         assert_eq!(bound_tokens(&two), tokens(&two) + 2 * FRAMING_TOKENS);
     }
+}
+
+/// Whether a flush of `batches` pays at a call that finds the cache cold
+/// anyway (the first after the host's compaction): showing the summaries
+/// there saves their outputs' write at once, more than the summarizer
+/// reads; under the bound against no pruning, the headroom may pay the
+/// rest ([`NoPruningBound::allows_summary`]).
+pub(crate) fn flush_pays_at_cold_call(
+    messages: &[Message],
+    batches: &[CapturedBatch],
+    settings: &RenderSettings<'_>,
+    log: &CallLog,
+    merged: bool,
+) -> bool {
+    let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
+    let cost = estimate.summarizer_cost(&profile(settings.config));
+    let saved_at_once =
+        estimate.removed as f64 * cache_terms(settings.config.economy.profile).write;
+    saved_at_once >= cost
+        || (bounded(settings.config)
+            && log
+                .bound(settings.config)
+                .allows_summary(cost, saved_at_once))
 }

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use condense_core::Message;
+use condense_core::{chars_to_tokens, prompt_units, Message, PriceProfile, PromptShape, Role};
 use condense_engine::drive::{Driver, DriverOptions};
 use condense_store::session::Entry;
 use condense_summarizer::Extractive;
@@ -349,4 +349,106 @@ fn a_dedup_alias_of_an_eager_spill_keeps_its_stub_until_a_switch_under_cache_awa
     );
     assert_eq!(d.unrecoverable(), 0);
     d.reload_renders_the_same().expect("same render");
+}
+
+/// What `prompts`, sent at `times`, bill as input at Anthropic's 5-minute
+/// cache terms: each call reads the prefix it shares with the previous
+/// prompt (whole equal messages) and writes the rest.
+fn billed(prompts: &[Vec<Message>], times: &[i64]) -> f64 {
+    let profile = PriceProfile::named("anthropic-5m").expect("a profile");
+    let tokens = |ms: &[Message]| ms.iter().map(|m| chars_to_tokens(m.size())).sum::<u64>();
+    let mut total = 0.0;
+    for (n, prompt) in prompts.iter().enumerate() {
+        let shared = n.checked_sub(1).map_or(0, |p| {
+            let same = prompts[p]
+                .iter()
+                .zip(prompt)
+                .take_while(|(a, b)| a == b)
+                .count();
+            tokens(&prompt[..same])
+        });
+        let previous = n.checked_sub(1).map(|p| Some(times[p]));
+        total += prompt_units(
+            &profile,
+            previous,
+            Some(times[n]),
+            PromptShape {
+                tokens: tokens(prompt),
+                shared_prefix: shared,
+            },
+        );
+    }
+    total
+}
+
+#[test]
+fn the_call_after_pis_compaction_shows_what_it_kept_summarized_within_the_bound() {
+    let s = a_run_compacted_at_its_end();
+    let branch = s.branch(None);
+    let times: Vec<i64> = branch
+        .iter()
+        .filter_map(|e| e.message.as_ref())
+        .filter(|m| m.is(&Role::Assistant))
+        .filter_map(Message::timestamp)
+        .collect();
+    let mut none = Driver::new(DriverOptions {
+        settings: json!({"contextPrune": {"enabled": false}}),
+        summarizer: Arc::new(Extractive::new()),
+        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
+        session_dir: None,
+    })
+    .expect("a driver");
+    let unpruned = play(&mut none, &branch);
+    let none_bill = billed(&unpruned, &times);
+    // Calls: run 1's eight reads and reply, run 2's read and reply, run 3's reply.
+    assert_eq!(unpruned.len(), 12);
+    let after = 9;
+    assert!(shows_read(&unpruned[after], "a4"));
+    for economy in [
+        json!({"policy": "cache-aware", "maxExcess": 0}),
+        json!({"policy": "cache-aware"}),
+    ] {
+        let mut d = driver_with(economy.clone());
+        let prompts = play(&mut d, &branch);
+        // Every call before the compaction is warm and nothing was saved:
+        // under the bound no flush ran, and run 1's reads went out raw.
+        assert!(shows_read(&prompts[8], "a7"), "{economy}");
+        // pi's compaction makes the next call write its whole prompt: the
+        // kept reads' summaries, flushed at the compaction, are shown there
+        // by a switch that costs nothing.
+        for read in ["a4", "a5", "a6", "a7"] {
+            assert!(!shows_read(&prompts[after], read), "{economy}: {read}");
+        }
+        let reasons: Vec<String> = d
+            .written()
+            .iter()
+            .filter_map(|w| match &w.effect {
+                condense_engine::Effect::Append {
+                    custom_type, data, ..
+                } if custom_type == condense_store::entries::CUSTOM_TYPE_SWITCH => {
+                    data["reason"].as_str().map(str::to_owned)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            reasons.first().map(String::as_str),
+            Some("compaction"),
+            "{economy}"
+        );
+        let bill = billed(&prompts, &times) + d.summarizer_tokens().input as f64;
+        if economy.get("maxExcess").is_some() {
+            assert!(bill <= none_bill, "{economy}: {bill} > {none_bill}");
+            let saved = d
+                .engine()
+                .economy_report()
+                .against_no_pruning
+                .expect("the bound's estimate")
+                .saved_units;
+            assert!(saved >= 0.0, "{economy}: {saved}");
+        }
+        assert_eq!(d.unrecoverable(), 0, "{economy}");
+        d.reload_renders_the_same()
+            .unwrap_or_else(|e| panic!("{economy}: {e}"));
+    }
 }

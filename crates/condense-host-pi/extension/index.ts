@@ -117,6 +117,9 @@ export default function condense(pi: ExtensionAPI) {
 	// The flush a run's start may run (cache-aware policy): the run's first
 	// `context` waits for it, as for its turn's `turn_end`.
 	let agentStart: Promise<unknown> | undefined;
+	// The flush pi's compaction may run: the next `context` (an overflow's
+	// retried call comes at once) waits for it too.
+	let compacting: Promise<unknown> | undefined;
 	let lastCtx: ExtensionContext | undefined;
 	let versionOfPi: Promise<string> | undefined;
 	let reportedMissing = false;
@@ -391,6 +394,37 @@ export default function condense(pi: ExtensionAPI) {
 		}) as any,
 	);
 
+	// pi compacts at a run's end, on a provider's overflow (then retries the
+	// call at once) and on `/compact`, and awaits this handler after it has
+	// rebuilt its list: the sidecar gets that list now, so the next call,
+	// which writes its whole prompt anew, is priced as cold and may show
+	// summaries of what the compaction kept.
+	pi.on(
+		"session_compact",
+		guard("session_compact", async (_event: any, ctx) => {
+			const s = sidecar;
+			if (!s?.alive) return;
+			const sm: any = (ctx as any).sessionManager;
+			const messages = safe(() =>
+				typeof sm.buildSessionContext === "function"
+					? withoutSystemMessages(sm.buildSessionContext().messages)
+					: undefined,
+			);
+			// Without the rebuilt list the sidecar cannot tell what the
+			// compaction kept; the next `context` resends it as before.
+			if (!Array.isArray(messages)) return;
+			const keep = keys.commonPrefix(messages);
+			const request = call("session.compact", { keep, append: messages.slice(keep) as Json[], now: Date.now() });
+			keys.sync(keep, messages);
+			const res = await (compacting = request);
+			if (!res) {
+				if (sidecar === s) keys = new KeyTable();
+				return;
+			}
+			applyEffects(res.effects, ctx, pi);
+		}) as any,
+	);
+
 	pi.on(
 		"agent_end",
 		guard("agent_end", async (_event: any, ctx) => {
@@ -415,6 +449,7 @@ export default function condense(pi: ExtensionAPI) {
 				}
 			}
 			if (agentStart) await agentStart.catch(() => undefined);
+			if (compacting) await compacting.catch(() => undefined);
 			const s = sidecar;
 			if (!s?.alive || !Array.isArray(messages)) return undefined;
 			const started = timing ? performance.now() : 0;

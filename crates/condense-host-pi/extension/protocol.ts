@@ -389,6 +389,16 @@ export interface MessageEndParams {
 	now: number;
 }
 
+/** `session.compact`: the host's list after its compaction, sent as `context` sends it. */
+export interface CompactParams {
+	/** How many leading messages of the sidecar's copy still match. */
+	keep: number;
+	/** The messages after them. */
+	append: Json[];
+	/** The shim's clock (ms). */
+	now?: number;
+}
+
 export interface QueryParams {
 	toolCallIds: string[];
 	/** The first line of each output to show (1-based). */
@@ -420,7 +430,7 @@ export interface CommandInfo {
 	description: string;
 }
 
-/** The answer of `session.start`, `message.end`, `agent.start`, `agent.end` and `command`. */
+/** The answer of `session.start`, `message.end`, `agent.start`, `agent.end`, `session.compact` and `command`. */
 export interface EffectsResult {
 	effects: RawEffects;
 }
@@ -460,6 +470,7 @@ export interface ShimRequests {
 	"message.end": { params: MessageEndParams; result: EffectsResult };
 	"agent.start": { params: Empty; result: EffectsResult };
 	"agent.end": { params: Empty; result: EffectsResult };
+	"session.compact": { params: CompactParams; result: EffectsResult };
 	query: { params: QueryParams; result: QueryResult };
 	command: { params: CommandParams; result: EffectsResult };
 	shutdown: { params: Empty; result: Empty };
@@ -535,6 +546,10 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 	},
 	"agent.start": { params: isEmpty, result: isEffectsResult },
 	"agent.end": { params: isEmpty, result: isEffectsResult },
+	"session.compact": {
+		params: record<CompactParams>({ keep: isNumber, append: listOf(isJson), now: optional(isNumber) }),
+		result: isEffectsResult,
+	},
 	query: {
 		params: record<QueryParams>({ toolCallIds: listOf(isString), offset: optional(isNumber), limit: optional(isNumber) }),
 		result: record<QueryResult>({ text: isString, details: isJson }),

@@ -21,8 +21,8 @@ use condense_engine::protocol::{
     TurnEndResult, UiEffectsParams,
 };
 use condense_engine::request::{
-    CommandParams, ContextParams, HelloParams, Incoming, LlmEventParams, MessageEndParams,
-    QueryParams, Raw, Request, SessionStartParams, TurnEndParams, TurnUsage,
+    CommandParams, CompactParams, ContextParams, HelloParams, Incoming, LlmEventParams,
+    MessageEndParams, QueryParams, Raw, Request, SessionStartParams, TurnEndParams, TurnUsage,
 };
 use condense_engine::{Delivery, Effect, Placement};
 use serde::Serialize;
@@ -182,6 +182,21 @@ fn requests() -> Vec<Request> {
         }),
         Request::AgentStart,
         Request::AgentEnd,
+        Request::SessionCompact(CompactParams {
+            keep: 0,
+            append: vec![
+                raw(
+                    json!({"role": "compactionSummary", "summary": "what came before", "tokensBefore": 180_000, "timestamp": 7}),
+                ),
+                raw(json!({"role": "user", "content": "go on", "timestamp": 8})),
+            ],
+            now: Some(1_700_000_000_500),
+        }),
+        Request::SessionCompact(CompactParams {
+            keep: 3,
+            append: vec![],
+            now: None,
+        }),
         Request::Query(QueryParams {
             tool_call_ids: vec!["t1".into(), "call_9".into()],
             offset: Some(41),
@@ -213,12 +228,13 @@ fn request_variant(r: &Request) -> Option<usize> {
         Request::Command(_) => 7,
         Request::Shutdown => 8,
         Request::AgentStart => 9,
+        Request::SessionCompact(_) => 10,
         // Not a protocol message: what the sidecar makes of a method it
         // does not know.
         Request::Unknown(_) => return None,
     })
 }
-const REQUEST_VARIANTS: usize = 10;
+const REQUEST_VARIANTS: usize = 11;
 
 /// An answer of the sidecar, typed by its request's method.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -236,9 +252,8 @@ enum Answer {
 fn read_answer(method: &str, v: Value) -> serde_json::Result<Answer> {
     Ok(match method {
         "hello" => Answer::Hello(serde_json::from_value(v)?),
-        "session.start" | "message.end" | "agent.start" | "agent.end" | "command" => {
-            Answer::Effects(serde_json::from_value(v)?)
-        }
+        "session.start" | "message.end" | "agent.start" | "agent.end" | "session.compact"
+        | "command" => Answer::Effects(serde_json::from_value(v)?),
         "turn.end" => Answer::TurnEnd(serde_json::from_value(v)?),
         "context" => Answer::Context(serde_json::from_value(v)?),
         "query" => Answer::Query(serde_json::from_value(v)?),
@@ -326,6 +341,10 @@ fn answers() -> Vec<(&'static str, Answer)> {
         ),
         (
             "agent.end",
+            Answer::Effects(EffectsResult { effects: effects() }),
+        ),
+        (
+            "session.compact",
             Answer::Effects(EffectsResult { effects: effects() }),
         ),
         (

@@ -207,8 +207,8 @@ pub struct DiagnosticEntryData {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SwitchEntryData {
-    /// Why: `idle-expiry`, `resume`, `model-change`, `pressure`, `pays`
-    /// (see `condense_core::SwitchReason`).
+    /// Why: `idle-expiry`, `resume`, `model-change`, `compaction`,
+    /// `pressure`, `pays` (see `condense_core::SwitchReason`).
     pub reason: String,
     /// The number of messages in the context the switch was decided at:
     /// failed calls among them may have their arguments purged.

@@ -8,7 +8,9 @@
 //! flush in `agent-message` mode when it is the final reply), its tool
 //! results close the turn at `turn_end` (the budget gates, against the
 //! context window the caller names, and a flush when a trigger fired),
-//! and a turn without tool results ends the agent run (`agent_end`).
+//! and a turn without tool results ends the agent run (`agent_end`); a
+//! `compaction` entry is pi's `session_compact`, sent after the run it
+//! follows is closed, with the list pi rebuilt.
 //! Before each call, [`Driver::context`] is the sidecar's `context`: the
 //! messages pi sends, synced incrementally, with the call's time and model
 //! (so the cache-aware policy decides with the recorded clock). Flushes go
@@ -262,8 +264,13 @@ impl Driver {
         self.context_window = context_window;
         for entry in entries {
             if entry.kind == condense_store::session::EntryType::Compaction {
+                // pi compacts after the run's `agent_end`, or before a call
+                // whose `context` closed the turn already; then rebuilds its
+                // list and emits `session_compact` with it.
+                self.close_turn();
                 self.fed.push(entry.raw().to_owned());
-                self.rebuild_pi_list();
+                let list = self.rebuild_pi_list();
+                self.compacted(list);
                 continue;
             }
             let adds = {
@@ -386,24 +393,55 @@ impl Driver {
         prompt
     }
 
+    /// pi's `session_compact`, the sidecar's `session.compact`: `list` is
+    /// pi's rebuilt list, synced with the engine's copy from the first
+    /// message that differs.
+    fn compacted(&mut self, list: Vec<Message>) {
+        let keep = self
+            .engine
+            .engine()
+            .host_messages()
+            .zip(&list)
+            .take_while(|(a, b)| a == b)
+            .count();
+        let append = list.get(keep..).unwrap_or_default().to_vec();
+        let clock = self.now;
+        let effects = self.runtime.block_on(host::compacted(
+            &self.engine,
+            keep,
+            append,
+            clock,
+            || self.summarizer(),
+            &move || clock,
+        ));
+        self.keep(effects);
+    }
+
     /// After a compaction pi rebuilds its list from the session file: the
     /// messages the run's entries added after the kept point are in it,
-    /// wherever they were delivered.
-    fn rebuild_pi_list(&mut self) {
+    /// wherever they were delivered. Returns that list.
+    fn rebuild_pi_list(&mut self) -> Vec<Message> {
         let (lines, written_ids) = branch_lines(&self.fed, &self.written);
         let session = parse_branch(&crate::jsonl(lines));
         let branch: Vec<&Entry> = session.entries.iter().collect();
         let ctx = condense_store::context::build_context(&branch);
         self.inserted.clear();
         let mut recorded = 0;
-        for (message, id) in ctx.messages.into_iter().zip(&ctx.entry_ids) {
+        for (message, id) in ctx.messages.iter().zip(&ctx.entry_ids) {
             if written_ids.contains(id) {
-                self.inserted.push((recorded, message));
+                self.inserted.push((recorded, message.clone()));
             } else {
                 recorded += 1;
             }
         }
         self.recorded_messages = recorded;
+        // The recorded messages as the caller's contexts hold them: the
+        // relinked lines above were re-serialized (`9e-6` for `0.000009`),
+        // and the engine's copy must match what the next `context` sends.
+        let fed = parse_branch(&crate::jsonl(&self.fed));
+        let fed: Vec<&Entry> = fed.entries.iter().collect();
+        let recorded = condense_store::context::build_context(&fed).messages;
+        self.with_inserted(&recorded)
     }
 
     /// `messages` (the recorded entries' context) with the messages pi's

@@ -20,6 +20,18 @@ impl Engine {
         self.context_at(keep, append, &CallFacts::default())
     }
 
+    /// The host's list synced into the copy: `keep` of ours still match,
+    /// then `append`. A list sent again from the start (a compaction, a
+    /// navigation) keeps the turns it lost counted.
+    pub(super) fn sync_host(&mut self, keep: usize, append: Vec<Message>) {
+        if keep == 0 && !self.messages.is_empty() {
+            self.turns_before =
+                crate::turns::turns_before_replacing(&self.messages, self.turns_before, &append);
+        }
+        self.injected
+            .sync(&mut self.messages, &mut self.entry_ts, keep, append);
+    }
+
     /// [`Engine::context`] for a call the host describes (its time and
     /// model). Under the cache-aware policy this is where a switch happens:
     /// its entry is the first effect, and the render already shows it, so
@@ -30,12 +42,7 @@ impl Engine {
         append: Vec<Message>,
         call: &CallFacts,
     ) -> (Option<Vec<PlanStep>>, Effects) {
-        if keep == 0 && !self.messages.is_empty() {
-            self.turns_before =
-                crate::turns::turns_before_replacing(&self.messages, self.turns_before, &append);
-        }
-        self.injected
-            .sync(&mut self.messages, &mut self.entry_ts, keep, append);
+        self.sync_host(keep, append);
         let mut out = Effects::new();
         if !self.config.enabled {
             return (self.injected.host_steps(None, &self.messages), out);

@@ -252,6 +252,75 @@ impl Engine {
             .then_some(TriggerKind::MessageEnd)
     }
 
+    /// The host compacted the context (pi's `session_compact`, after pi
+    /// rebuilt its list; `keep` and `append` are that list, synced as at
+    /// `context`). The next call finds the cache cold, under no pruning
+    /// too, and the cache-aware policy's switch decision and bound price it
+    /// so. Under that policy, captured work the compaction left out of the
+    /// context is dropped (no call sees it again), and the rest is flushed now
+    /// when showing its summaries at that cold call saves more than the
+    /// summarizer reads ([`crate::switch::flush_pays_at_cold_call`]); the
+    /// last turn is left out when it has outputs (an overflow compaction
+    /// comes before the call that would have sent them), as a long run's
+    /// flush leaves it out.
+    pub fn compacted(
+        &mut self,
+        keep: usize,
+        append: Vec<Message>,
+        now: i64,
+    ) -> Option<TriggerKind> {
+        self.sync_host(keep, append);
+        self.calls.compacted();
+        if !self.config.enabled || !self.config.economy.policy.gates_on_switch() {
+            return None;
+        }
+        let kept: std::collections::HashSet<&str> = self
+            .messages
+            .iter()
+            .filter(|m| m.is(&Role::ToolResult))
+            .filter_map(|m| m.skeleton().tool_call_id.as_deref())
+            .collect();
+        self.pending.retain_mut(|b| {
+            b.calls.retain(|c| kept.contains(c.tool_call_id.as_str()));
+            !b.calls.is_empty()
+        });
+        if self.flushing {
+            return None;
+        }
+        let unsent_from = self
+            .messages
+            .iter()
+            .rposition(|m| m.is(&Role::Assistant))
+            .unwrap_or(self.messages.len());
+        let sent = self.capture_sent(now, unsent_from);
+        if sent.is_empty() {
+            return None;
+        }
+        let pays = |merged: bool| {
+            let settings = RenderSettings {
+                config: &self.config,
+                protection: &self.protection,
+            };
+            crate::switch::flush_pays_at_cold_call(
+                &self.messages,
+                &sent,
+                &settings,
+                &self.calls,
+                merged,
+            )
+        };
+        let how = flush_by(&self.config, pays);
+        if !self.flush_as(how) {
+            return None;
+        }
+        self.unsent_from = Some(unsent_from);
+        Some(if self.reply_flush == ReplyFlush::None {
+            TriggerKind::Delta
+        } else {
+            TriggerKind::MessageEnd
+        })
+    }
+
     /// Whether the cache-aware policy's bound against no pruning pays for
     /// a flush of what is pending ([`crate::switch::flush_affordable`]);
     /// unpaid, it stays captured for the next trigger.

@@ -253,6 +253,24 @@ impl Server {
                 let effects = host::agent_start(&self.engine, || self.summarizer(), &now_ms).await;
                 Ok(json!(EffectsResult { effects }))
             }
+            Request::SessionCompact(p) => {
+                self.refresh_hold();
+                let append = p
+                    .append
+                    .iter()
+                    .filter_map(|m| Message::from_json(m.get()).ok())
+                    .collect();
+                let effects = host::compacted(
+                    &self.engine,
+                    p.keep,
+                    append,
+                    p.now.unwrap_or_else(now_ms),
+                    || self.summarizer(),
+                    &now_ms,
+                )
+                .await;
+                Ok(json!(EffectsResult { effects }))
+            }
             Request::AgentEnd => {
                 self.refresh_hold();
                 Ok(json!(EffectsResult {

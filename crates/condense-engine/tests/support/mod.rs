@@ -58,6 +58,17 @@ fn driver_spilling_into(policy: &str, dir: Option<&Path>) -> Driver {
     .expect("a driver")
 }
 
+/// A driver with the `economy` settings `economy`, spilling nowhere.
+pub fn driver_with(economy: Value) -> Driver {
+    Driver::new(DriverOptions {
+        settings: json!({"contextPrune": {"enabled": true, "economy": economy}}),
+        summarizer: Arc::new(Extractive::new()),
+        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
+        session_dir: None,
+    })
+    .expect("a driver")
+}
+
 /// A driver under `policy` spilling below `dir`.
 pub fn driver_in(policy: &str, dir: &Path) -> Driver {
     driver_spilling_into(policy, Some(dir))
@@ -307,4 +318,17 @@ pub fn session_with_an_eager_spill() -> Session {
         messages.extend(run(tag, 1, T0 + (k as i64 + 1) * MIN, true));
     }
     session_of("g", "g", messages)
+}
+
+/// Run 1 (eight reads, a reply), which pi compacts at its end keeping its
+/// last four reads (from `z0009`, read `a4`'s call), then run 2 (a read
+/// and a reply) and run 3 (a reply), a minute apart: every call is warm
+/// but the first after the compaction.
+pub fn a_run_compacted_at_its_end() -> Session {
+    let mut messages = run("a", 8, T0, true);
+    messages.push(json!({"type": "compaction", "summary": "earlier work",
+        "firstKeptEntryId": "z0009", "tokensBefore": 50_000, "timestamp": T0 + 18_000}));
+    messages.extend(run("b", 1, T0 + MIN, true));
+    messages.extend(run("c", 0, T0 + 2 * MIN, true));
+    session_of("k", "z", messages)
 }
