@@ -1,6 +1,7 @@
 //! The sidecar over its real stdio: handshake, a session started from the
 //! pi-condense fixture's branch, a `context` that must render what
-//! pi-condense rendered, an incremental `context`, a `query`, bad input.
+//! pi-condense rendered, an incremental `context`, a `query`, bad input,
+//! pi's compaction (`session.compact`).
 
 mod support;
 
@@ -417,4 +418,111 @@ fn llm_complete_carries_the_resolved_effort() {
         effort(&summarize(&mut s)),
         (json!("openai/gpt-4.1-mini"), Value::Null)
     );
+}
+
+/// `[[N:tool]]` labels of a summarizer prompt, in order.
+fn labels(prompt: &str) -> Vec<String> {
+    prompt
+        .match_indices("[[")
+        .filter_map(|(at, _)| {
+            let rest = &prompt[at..];
+            let end = rest.find("]]")?;
+            let label = &rest[..end + 2];
+            let (n, _) = label[2..].split_once(':')?;
+            n.parse::<u32>().ok().map(|_| label.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn session_compact_flushes_what_pi_kept_and_makes_the_next_call_cold() {
+    const T0: i64 = 1_780_000_000_000;
+    let mut s = Sidecar::with_empty_session(
+        "compact",
+        json!({"enabled": true, "economy": {"policy": "cache-aware", "maxExcess": 0}}),
+        json!({"provider": "fake", "id": "fake-1"}),
+    );
+    let read = |n: i64| -> [Value; 2] {
+        let at = T0 + 1_000 * (2 * n + 1);
+        let id = format!("r{n}");
+        let text = format!("f{n}: a line of the file, worth a summary\n").repeat(200);
+        [
+            json!({"role": "assistant", "content": [{"type": "toolCall", "id": id, "name": "read",
+                "arguments": {"path": format!("f{n}.txt")}}], "stopReason": "toolUse", "timestamp": at}),
+            json!({"role": "toolResult", "toolCallId": id, "toolName": "read",
+                "content": [{"type": "text", "text": text}], "isError": false, "timestamp": at + 500}),
+        ]
+    };
+    let reply = json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
+        "stopReason": "stop", "timestamp": T0 + 9_000});
+    let mut run =
+        vec![json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0})];
+    (0..4).for_each(|n| run.extend(read(n)));
+    run.push(reply.clone());
+    let first = s.call(
+        "context",
+        json!({"keep": 0, "append": run, "now": T0 + 10_000, "model": "fake/fake-1"}),
+    );
+    assert!(first.get("result").is_some(), "{first}");
+    // pi compacts at the run's end and keeps its last two reads: within the
+    // bound nothing saved pays a warm flush, but the next call writes its
+    // whole prompt anyway, and the kept reads' summaries save more there
+    // than the summarizer reads.
+    let mut kept = vec![
+        json!({"role": "compactionSummary", "summary": "earlier work",
+        "tokensBefore": 50_000, "timestamp": T0 + 9_500}),
+    ];
+    (2..4).for_each(|n| kept.extend(read(n)));
+    kept.push(reply);
+    let kept_len = kept.len();
+    let mut prompts = Vec::new();
+    let compacted = s.call_answering(
+        "session.compact",
+        json!({"keep": 0, "append": kept, "now": T0 + 20_000}),
+        |params| {
+            let prompt = params["user"].as_str().unwrap_or_default().to_owned();
+            let text: Vec<String> = labels(&prompt)
+                .iter()
+                .map(|l| format!("- {l} Read a file."))
+                .collect();
+            prompts.push(prompt);
+            json!({"text": text.join("\n"), "stopReason": "stop",
+                   "usage": {"input": 10, "output": 5, "cost": 0}})
+        },
+    );
+    let effects = compacted["result"]["effects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        effects
+            .iter()
+            .any(|e| e["customType"] == "context-prune-summary"),
+        "{compacted}"
+    );
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    assert!(prompts[0].contains("f2:") && prompts[0].contains("f3:"));
+    assert!(
+        !prompts[0].contains("f0:"),
+        "what pi left out is not summarized"
+    );
+    // The next call, within the cache's five minutes, is still cold: a
+    // free switch shows the summaries.
+    let next = s.call(
+        "context",
+        json!({"keep": kept_len, "append": [{"role": "user",
+            "content": [{"type": "text", "text": "next"}], "timestamp": T0 + 30_000}],
+            "now": T0 + 30_000, "model": "fake/fake-1"}),
+    );
+    let effects = next["result"]["effects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let switch = effects
+        .iter()
+        .find(|e| e["customType"] == "context-prune-switch")
+        .unwrap_or_else(|| panic!("no switch: {next}"));
+    assert_eq!(switch["data"]["reason"], "compaction", "{switch}");
+    let steps = next["result"]["steps"].to_string();
+    assert!(steps.contains("Summarized in pruner summary"), "{steps}");
 }
