@@ -21,6 +21,11 @@
 //!   fourteen sequential reads in one prompt; the long run's turn-end
 //!   flushes stub earlier outputs mid-run, and no request shows a stub for
 //!   an output no earlier request sent raw.
+//! * `an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call`:
+//!   under `cache-aware` bounded at no pruning, the provider refuses a call
+//!   as too long; pi compacts, the shim forwards `session_compact`, and the
+//!   retried call (cold) shows the read pi kept as a stub by a `compaction`
+//!   switch, and the read no call had sent raw.
 //!
 //! `CONDENSE_PI_TIMING=1` is set for the first test; the shim's per-`context`
 //! round-trip times are summarized on stderr (run with `--nocapture`).
@@ -574,4 +579,81 @@ fn long_run_shows_every_output_raw_before_its_stub() {
         !triggers.is_empty() && triggers.iter().all(|t| t == "delta"),
         "{triggers:?}"
     );
+}
+
+#[test]
+fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let reads = [
+        ("call_a", "a.txt", "ALPHA-77"),
+        ("call_b", "b.txt", "BRAVO-77"),
+        ("call_c", "c.txt", "CHARLIE-77"),
+    ];
+    let mut script: Vec<Reply> = reads
+        .iter()
+        .map(|(id, path, _)| Reply::tool_call(*id, "read", json!({ "path": path })))
+        .collect();
+    // The provider refuses the fourth call: pi compacts (its summary request
+    // takes the next reply) and sends the call again.
+    script.push(Reply::http_error(
+        400,
+        "prompt is too long: 250000 tokens > 200000 maximum",
+    ));
+    script.push(Reply::text("## Goal\nRead the files."));
+    script.push(Reply::text("Read them all."));
+    let llm = FakeLlm::start(script);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let mut settings = condense_settings();
+    settings["contextPrune"]["economy"] = json!({"policy": "cache-aware", "maxExcess": 0});
+    // Kept: about 5,000 tokens from the newest entry, so the cut lands on
+    // b's call (its result and c's fill it; pi never cuts at a result).
+    settings["compaction"] = json!({"enabled": true, "keepRecentTokens": 5000});
+    let pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(settings)
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+    let mut models = models_json(&llm.base_url());
+    models["providers"][PROVIDER]["models"][0]["contextWindow"] = json!(200_000);
+    pi.write_models(&models);
+    for (_, path, marker) in &reads {
+        fs::write(pi.work_dir.join(path), big_file(marker, 8000)).expect("write a file");
+    }
+
+    let run = pi.prompt("Read a.txt, b.txt and c.txt, one at a time.");
+    debug_dump(&run, &pi, &llm);
+    run.assert_success();
+    llm.assert_script_consumed();
+    let entries = read_jsonl(&pi.session_file(&run));
+    assert!(
+        entries.iter().any(|e| e["type"] == "compaction"),
+        "pi did not compact\n{}",
+        run.report()
+    );
+    // Within the bound and with every call warm nothing was summarized
+    // before; the compaction made the retried call cold, and what it kept
+    // before the refused call's turn (b's read) was summarized for it.
+    let switches = custom_entries(&entries, "context-prune-switch");
+    assert_eq!(switches.len(), 1, "{switches:?}");
+    assert_eq!(switches[0]["data"]["reason"], "compaction");
+    let main = llm.main_requests();
+    let retried = main.last().expect("the retried call");
+    let results = retried.tool_results();
+    let text_of = |id: &str| {
+        results
+            .iter()
+            .find(|(rid, _)| rid == id)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        text_of("call_b").starts_with("[Summarized in pruner summary, ref `"),
+        "b's read is a stub: {results:?}"
+    );
+    assert!(
+        text_of("call_c").contains("CHARLIE-77"),
+        "c's read, which no call had sent, is raw: {results:?}"
+    );
+    assert!(text_of("call_a").is_empty(), "pi's compaction left a out");
 }

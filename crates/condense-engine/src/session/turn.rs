@@ -260,9 +260,8 @@ impl Engine {
     /// context is dropped (no call sees it again), and the rest is flushed now
     /// when showing its summaries at that cold call saves more than the
     /// summarizer reads ([`crate::switch::flush_pays_at_cold_call`]); the
-    /// last turn is left out when it has outputs (an overflow compaction
-    /// comes before the call that would have sent them), as a long run's
-    /// flush leaves it out.
+    /// last turn is left out when no call has sent its outputs
+    /// ([`unsent_after_compaction`]), as a long run's flush leaves it out.
     pub fn compacted(
         &mut self,
         keep: usize,
@@ -287,11 +286,7 @@ impl Engine {
         if self.flushing {
             return None;
         }
-        let unsent_from = self
-            .messages
-            .iter()
-            .rposition(|m| m.is(&Role::Assistant))
-            .unwrap_or(self.messages.len());
+        let unsent_from = unsent_after_compaction(&self.messages);
         let sent = self.capture_sent(now, unsent_from);
         if sent.is_empty() {
             return None;
@@ -374,5 +369,36 @@ fn flush_by(config: &condense_core::Config, pays: impl Fn(bool) -> bool) -> Opti
         Some(false)
     } else {
         None
+    }
+}
+
+/// Where the turn no call has sent starts in `messages`, the list after a
+/// compaction: the last turn when the list ends with its outputs, or with
+/// them and then failed replies (pi keeps the refused call's error message
+/// on the branch, so the list it rebuilds at an overflow's compaction ends
+/// with it; the call that would have sent those outputs is the one retried
+/// next); else the end (a reply sent them all).
+fn unsent_after_compaction(messages: &[Message]) -> usize {
+    #[derive(serde::Deserialize)]
+    struct Stop {
+        #[serde(rename = "stopReason", default)]
+        stop_reason: Option<String>,
+    }
+    let failed = |m: &Message| {
+        m.is(&Role::Assistant)
+            && serde_json::from_str::<Stop>(m.json())
+                .is_ok_and(|s| matches!(s.stop_reason.as_deref(), Some("error" | "aborted")))
+    };
+    let end = messages.len() - messages.iter().rev().take_while(|m| failed(m)).count();
+    let ends_with_outputs = messages[..end]
+        .last()
+        .is_some_and(|m| m.is(&Role::ToolResult));
+    if ends_with_outputs {
+        messages[..end]
+            .iter()
+            .rposition(|m| m.is(&Role::Assistant))
+            .unwrap_or(end)
+    } else {
+        end
     }
 }
