@@ -534,6 +534,29 @@ pub(crate) fn flush_affordable(
         .allows_summary(estimate.bound_cost(&profile), saved_at_once)
 }
 
+/// Whether a flush of `batches` pays at a call that finds the cache cold
+/// anyway (the first after the host's compaction): showing the summaries
+/// there saves their outputs' write at once, more than the summarizer
+/// reads; under the bound against no pruning, the headroom may pay the
+/// rest ([`NoPruningBound::allows_summary`]).
+pub(crate) fn flush_pays_at_cold_call(
+    messages: &[Message],
+    batches: &[CapturedBatch],
+    settings: &RenderSettings<'_>,
+    log: &CallLog,
+    merged: bool,
+) -> bool {
+    let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
+    let cost = estimate.bound_cost(&profile(settings.config));
+    let saved_at_once =
+        estimate.removed as f64 * cache_terms(settings.config.economy.profile).write;
+    saved_at_once >= cost
+        || (bounded(settings.config)
+            && log
+                .bound(settings.config)
+                .allows_summary(cost, saved_at_once))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -598,27 +621,4 @@ mod tests {
         assert_eq!(bound_tokens(&one), tokens(&one) + FRAMING_TOKENS);
         assert_eq!(bound_tokens(&two), tokens(&two) + 2 * FRAMING_TOKENS);
     }
-}
-
-/// Whether a flush of `batches` pays at a call that finds the cache cold
-/// anyway (the first after the host's compaction): showing the summaries
-/// there saves their outputs' write at once, more than the summarizer
-/// reads; under the bound against no pruning, the headroom may pay the
-/// rest ([`NoPruningBound::allows_summary`]).
-pub(crate) fn flush_pays_at_cold_call(
-    messages: &[Message],
-    batches: &[CapturedBatch],
-    settings: &RenderSettings<'_>,
-    log: &CallLog,
-    merged: bool,
-) -> bool {
-    let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
-    let cost = estimate.summarizer_cost(&profile(settings.config));
-    let saved_at_once =
-        estimate.removed as f64 * cache_terms(settings.config.economy.profile).write;
-    saved_at_once >= cost
-        || (bounded(settings.config)
-            && log
-                .bound(settings.config)
-                .allows_summary(cost, saved_at_once))
 }
