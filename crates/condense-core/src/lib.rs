@@ -156,6 +156,9 @@ pub use notice::{Notice, NoticeLevel};
 // JavaScript string lengths, the unit every threshold shared with pi-condense
 // is measured in.
 pub use js::{js_len, js_prefix};
+// A fast deterministic hasher for maps keyed by tool-call ids (the engine's
+// driver consults one for every output a prompt leaves out).
+pub use fxhash::{FxHashMap, FxHashSet};
 
 // Prompt-cache economics: price profiles and what each call bills.
 pub use economy::{

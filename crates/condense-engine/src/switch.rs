@@ -166,17 +166,21 @@ impl CallLog {
         call: &CallFacts,
     ) -> f64 {
         let cold = self.cold_event(call).is_some();
-        let shared_prefix = match before {
-            Some(before) if !cold => bound_tokens(&prompt[..common_prefix(before, prompt)]),
+        let shared = match before {
+            Some(before) if !cold => common_prefix(before, prompt),
             _ => 0,
         };
+        // One pass over the prompt for both sums (it runs several times a
+        // call over thousands of messages).
+        let (head, tail) = prompt.split_at(shared);
+        let shared_prefix = bound_tokens(head);
         let previous = (!cold).then_some(self.last_ms.filter(|_| call.now_ms.is_some()));
         prompt_units(
             profile,
             previous,
             call.now_ms,
             PromptShape {
-                tokens: bound_tokens(prompt),
+                tokens: shared_prefix + bound_tokens(tail),
                 shared_prefix,
             },
         )

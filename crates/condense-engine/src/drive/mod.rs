@@ -30,12 +30,11 @@ mod metered;
 mod restart;
 mod written;
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use condense_core::{chars_to_tokens, Message, ModelRef, PlanStep, Role};
+use condense_core::{chars_to_tokens, FxHashMap, Message, ModelRef, PlanStep, Role};
 use condense_store::session::Entry;
 use condense_summarizer::{Provider, Summarizer, SummarizerSettings, Target};
 use serde_json::Value;
@@ -92,8 +91,9 @@ pub struct Driver {
     written: Vec<Written>,
     flushes: u64,
     switches: u64,
-    /// Tool outputs some prompt left out, by tool-call id, as recorded.
-    removed: HashMap<String, Message>,
+    /// Tool outputs some prompt left out, by tool-call id, as recorded
+    /// (looked up for every output each call leaves out: a fast hash).
+    removed: FxHashMap<String, Message>,
     /// Messages pi's context holds from the recorded entries fed so far.
     recorded_messages: usize,
     /// The messages written entries add to pi's list, each after that many
@@ -169,7 +169,7 @@ impl Driver {
             written: Vec::new(),
             flushes: 0,
             switches: 0,
-            removed: HashMap::new(),
+            removed: FxHashMap::default(),
             recorded_messages: 0,
             inserted: Vec::new(),
             fed_at_context: 0,

@@ -4,7 +4,9 @@
 use std::collections::HashSet;
 
 use condense_core::Message;
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 use crate::protocol::{Delivery, Effect};
 
@@ -20,23 +22,70 @@ pub struct Written {
 }
 
 impl Written {
-    /// The entry as a session file line's fields (no id, parent or time).
-    fn entry(&self) -> Option<Value> {
-        match &self.effect {
+    /// The entry as a session file line, under `id` and after `parent`;
+    /// `None` for an effect that appends nothing. Serialized straight from
+    /// the effect (its `data` can be large: building a `Value` copied it).
+    fn line(&self, id: &str, parent: &Value) -> Option<String> {
+        let timestamp = condense_store::time::format_iso(self.at);
+        let line = match &self.effect {
             Effect::Append {
                 custom_type, data, ..
-            } => Some(json!({"type": "custom", "customType": custom_type, "data": data})),
+            } => serde_json::to_string(&CustomLine {
+                kind: "custom",
+                custom_type,
+                data,
+                id,
+                timestamp: &timestamp,
+                parent_id: parent,
+            }),
             Effect::AppendMessage {
                 custom_type,
                 content,
                 display,
                 details,
                 ..
-            } => Some(json!({"type": "custom_message", "customType": custom_type,
-                "content": content, "display": display, "details": details})),
-            _ => None,
-        }
+            } => serde_json::to_string(&CustomMessageLine {
+                kind: "custom_message",
+                custom_type,
+                content,
+                display: *display,
+                details,
+                id,
+                timestamp: &timestamp,
+                parent_id: parent,
+            }),
+            _ => return None,
+        };
+        line.ok()
     }
+}
+
+/// A `custom` entry's line, its fields in the order pi's are.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CustomLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    custom_type: &'a str,
+    data: &'a Value,
+    id: &'a str,
+    timestamp: &'a str,
+    parent_id: &'a Value,
+}
+
+/// A `custom_message` entry's line, its fields in the order pi's are.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CustomMessageLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    custom_type: &'a str,
+    content: &'a Value,
+    display: bool,
+    details: &'a Value,
+    id: &'a str,
+    timestamp: &'a str,
+    parent_id: &'a Value,
 }
 
 impl Written {
@@ -81,11 +130,10 @@ pub(super) fn branch_lines(
     }
     let mut ids = HashSet::new();
     let mut push_written = |lines: &mut Vec<String>, w: &Written, parent: &mut Value| {
-        if let Some(mut v) = w.entry() {
-            let id = format!("sim{:05}", lines.len());
-            v["id"] = json!(id);
-            v["timestamp"] = json!(condense_store::time::format_iso(w.at));
-            push(lines, v, parent);
+        let id = format!("sim{:05}", lines.len());
+        if let Some(line) = w.line(&id, parent) {
+            lines.push(line);
+            *parent = Value::String(id.clone());
             ids.insert(id);
         }
     };
@@ -96,7 +144,10 @@ pub(super) fn branch_lines(
         while let Some(w) = next.next_if(|w| w.after <= n) {
             push_written(&mut lines, w, &mut parent);
         }
-        if let Ok(v) = serde_json::from_str::<Value>(line) {
+        if let Some(id) = linked_to(line, &parent) {
+            lines.push(line.clone());
+            parent = id;
+        } else if let Ok(v) = serde_json::from_str::<Value>(line) {
             push(&mut lines, v, &mut parent);
         }
     }
@@ -106,8 +157,109 @@ pub(super) fn branch_lines(
     (lines, ids)
 }
 
+/// The two fields relinking reads, as their JSON text.
+#[derive(Deserialize)]
+struct Link<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(rename = "parentId", borrow, default)]
+    parent_id: Option<&'a RawValue>,
+}
+
+/// The id of the entry `line` holds when its `parentId` already names
+/// `parent`, as nearly every recorded line's does (only one right after a
+/// written entry, or a branch's first, is relinked): such a line is kept
+/// byte for byte. Rebuilding every line through a `Value` and serializing
+/// it again was most of the reload check's time on a long session. `None`
+/// when the line needs relinking or does not parse this way.
+fn linked_to(line: &str, parent: &Value) -> Option<Value> {
+    let link: Link<'_> = serde_json::from_str(line).ok()?;
+    let named: Value = serde_json::from_str(link.parent_id?.get()).ok()?;
+    if named != *parent {
+        return None;
+    }
+    match link.id {
+        Some(id) => serde_json::from_str(id.get()).ok(),
+        None => Some(Value::Null),
+    }
+}
+
 /// A session's entries (lines without the header), parsed.
 pub(super) fn parse_branch(text: &str) -> condense_store::session::Session {
     let header = r#"{"type":"session","version":3,"id":"simulated","timestamp":"","cwd":""}"#;
     condense_store::session::Session::parse(&format!("{header}\n{text}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Delivery;
+    use serde_json::json;
+
+    fn written(after: usize) -> Written {
+        Written {
+            after,
+            at: 1_780_000_000_000,
+            effect: Effect::Append {
+                custom_type: "condense-state".into(),
+                data: json!({"n": 1, "ids": ["x"]}),
+                delivery: Delivery::Session,
+            },
+        }
+    }
+
+    /// A recorded line already linked to the entry before it stays byte for
+    /// byte (its number as written); the one after a written entry is
+    /// relinked to it, and the written entry to the line before.
+    #[test]
+    fn relinks_only_the_lines_whose_parent_changed() {
+        let recorded = [
+            r#"{"type":"message","id":"a","parentId":null,"cost":0.000009}"#.to_owned(),
+            r#"{"type":"message","id":"b","parentId":"a","cost":0.000009}"#.to_owned(),
+            r#"{"type":"message","id":"c","parentId":"b","cost":0.000009}"#.to_owned(),
+        ];
+        let (lines, ids) = branch_lines(&recorded, &[written(2)]);
+        assert_eq!(lines.len(), 4);
+        assert_eq!(lines[1], recorded[1]);
+        let w: Value = serde_json::from_str(&lines[2]).unwrap();
+        assert_eq!(
+            (&w["type"], &w["parentId"], &w["data"]),
+            (
+                &json!("custom"),
+                &json!("b"),
+                &json!({"n": 1, "ids": ["x"]})
+            )
+        );
+        assert!(ids.contains(w["id"].as_str().unwrap()));
+        let c: Value = serde_json::from_str(&lines[3]).unwrap();
+        assert_eq!((&c["id"], &c["parentId"]), (&json!("c"), &w["id"]));
+        // Relinked through a `Value`: the number is written again.
+        assert!(!lines[3].contains("0.000009"), "{}", lines[3]);
+    }
+
+    /// A recorded line whose parent is not the entry before it (a branch
+    /// point) is relinked to that entry, as pi's file of the run would have.
+    #[test]
+    fn relinks_a_line_whose_parent_is_elsewhere() {
+        let recorded = [
+            r#"{"type":"message","id":"a","parentId":null}"#.to_owned(),
+            r#"{"type":"message","id":"b","parentId":"z"}"#.to_owned(),
+        ];
+        let (lines, _) = branch_lines(&recorded, &[]);
+        let b: Value = serde_json::from_str(&lines[1]).unwrap();
+        assert_eq!(b["parentId"], json!("a"));
+    }
+
+    /// A written entry's line has pi's field order, its id, time and parent.
+    #[test]
+    fn a_written_line_is_a_custom_entry() {
+        let line = written(0).line("sim00000", &json!("p")).unwrap();
+        assert_eq!(
+            line,
+            format!(
+                r#"{{"type":"custom","customType":"condense-state","data":{{"n":1,"ids":["x"]}},"id":"sim00000","timestamp":"{}","parentId":"p"}}"#,
+                condense_store::time::format_iso(1_780_000_000_000)
+            )
+        );
+    }
 }
