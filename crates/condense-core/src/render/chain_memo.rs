@@ -151,6 +151,19 @@ struct ChainMemoEntry {
     stripped: Option<(Message, Message)>,
 }
 
+/// `block`'s entry, made empty if missing. Nearly every lookup finds one
+/// (each render asks for every chain), so the id is copied only to insert.
+/// Always `Some`.
+fn block_entry<'m>(
+    blocks: &'m mut FxHashMap<String, ChainMemoEntry>,
+    block: &str,
+) -> Option<&'m mut ChainMemoEntry> {
+    if !blocks.contains_key(block) {
+        blocks.insert(block.to_owned(), ChainMemoEntry::default());
+    }
+    blocks.get_mut(block)
+}
+
 impl ChainMemo {
     /// The synthetic message of `block` in `generation`: kept from this
     /// generation, or from an earlier one when `text` gives the same text
@@ -166,7 +179,9 @@ impl ChainMemo {
         let Ok(mut blocks) = self.blocks.lock() else {
             return make(&text());
         };
-        let entry = blocks.entry(block.to_owned()).or_default();
+        let Some(entry) = block_entry(&mut blocks, block) else {
+            return make(&text());
+        };
         if entry.generation == generation {
             if let Some(m) = &entry.synthetic {
                 return m.clone();
@@ -198,7 +213,9 @@ impl ChainMemo {
         let Ok(mut blocks) = self.blocks.lock() else {
             return make();
         };
-        let entry = blocks.entry(block.to_owned()).or_default();
+        let Some(entry) = block_entry(&mut blocks, block) else {
+            return make();
+        };
         if let Some((orig, s)) = &entry.stripped {
             if orig == original {
                 return Some(s.clone());
