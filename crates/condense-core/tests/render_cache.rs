@@ -485,3 +485,66 @@ fn a_backfilled_spill_keeps_its_stub_until_a_switch_shows_its_chain() {
     };
     a_backfilled_stub_waits_for_a_switch(&messages, seed, ("g1", 12), "g1", "t1");
 }
+
+/// A chain quoting a protected output keeps its synthetic between renders
+/// of the same messages, and quotes the new text when the output message
+/// is another one (the memo checks the messages themselves).
+#[test]
+fn a_chain_quoting_a_protected_output_follows_that_output() {
+    let config = Config::default();
+    let protection = Protection::new(&config);
+    let messages = |out: &str| -> Vec<Message> {
+        [
+            json!({"role":"user","content":"go","timestamp":1}),
+            json!({"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"todo","arguments":{}}],"timestamp":2}),
+            json!({"role":"toolResult","toolCallId":"c1","toolName":"todo","content":[{"type":"text","text":out}],"isError":false,"timestamp":3}),
+            json!({"role":"assistant","content":[{"type":"text","text":"done"}],"timestamp":4}),
+        ]
+        .iter()
+        .map(|v| Message::from_value(v).unwrap())
+        .collect()
+    };
+    let chain: condense_core::ChainEntry = serde_json::from_value(
+        json!({"blockId":"b1","startUserTimestamp":1,"droppedToolCallIds":[],
+        "protectedToolCallIds":["c1"],"finalAssistantTimestamp":4,"toolRefs":[],
+        "compressedAt":9,"rangeSummaryText":"BODY"}),
+    )
+    .unwrap();
+    let mut state = State::new();
+    state.register_chain(chain);
+    let synthetic = |messages: &[Message]| -> String {
+        let r = render(
+            messages,
+            &state,
+            &RenderSettings {
+                config: &config,
+                protection: &protection,
+            },
+        );
+        let texts: Vec<String> = r
+            .messages(messages)
+            .iter()
+            .filter(|m| m.skeleton().is_synthetic_chain)
+            .map(|m| {
+                m.to_value().unwrap()["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(texts.len(), 1, "one synthetic");
+        texts[0].clone()
+    };
+    let first = messages("ITEM ONE");
+    let cold = synthetic(&first);
+    assert!(
+        cold.contains("<protected-output tool=\"todo\">\nITEM ONE\n"),
+        "{cold}"
+    );
+    assert_eq!(synthetic(&first), cold, "memoized render identical");
+    let again = synthetic(&messages("ITEM TWO"));
+    assert!(
+        again.contains("ITEM TWO") && !again.contains("ITEM ONE"),
+        "{again}"
+    );
+}

@@ -149,6 +149,10 @@ struct ChainMemoEntry {
     built: Option<(String, i64, Message)>,
     /// The stripped copy, with the original it was made from.
     stripped: Option<(Message, Message)>,
+    /// The synthetic of a chain with protected outputs, made in a content
+    /// generation from those very output messages: their text is part of
+    /// the synthetic's, and a message never changes.
+    protected: Option<(u64, Vec<Message>, Message)>,
 }
 
 /// `block`'s entry, made empty if missing. Nearly every lookup finds one
@@ -198,6 +202,35 @@ impl ChainMemo {
         };
         entry.generation = generation;
         entry.synthetic = Some(m.clone());
+        m
+    }
+
+    /// The synthetic of `block` quoting the outputs `protected`, in
+    /// `generation`: kept while the generation and those very messages are
+    /// the same (checked by identity, not text), or made by `make`.
+    pub(crate) fn protected_synthetic(
+        &self,
+        block: &str,
+        generation: u64,
+        protected: &[&Message],
+        make: impl FnOnce() -> Message,
+    ) -> Message {
+        let Ok(mut blocks) = self.blocks.lock() else {
+            return make();
+        };
+        let Some(entry) = block_entry(&mut blocks, block) else {
+            return make();
+        };
+        if let Some((g, kept, m)) = &entry.protected {
+            let same =
+                kept.len() == protected.len() && kept.iter().zip(protected).all(|(a, b)| a.same(b));
+            if *g == generation && same {
+                return m.clone();
+            }
+        }
+        let m = make();
+        let kept = protected.iter().map(|&p| p.clone()).collect();
+        entry.protected = Some((generation, kept, m.clone()));
         m
     }
 

@@ -411,19 +411,17 @@ pub(crate) fn apply(
                 ),
             );
         }
-        let protected_outputs: Vec<(String, String)> = scan.protected_at[k]
-            .iter()
-            .map(|&i| {
-                let m = work.get(i);
-                (
-                    m.skeleton().tool_name.clone().unwrap_or_default(),
-                    m.result_text(),
-                )
-            })
-            .collect();
-        // A chain without protected outputs renders the same synthetic until
-        // its text changes: memoized (render runs before every LLM call).
-        let text = || {
+        let protected: Vec<&Message> = scan.protected_at[k].iter().map(|&i| work.get(i)).collect();
+        let text = |protected: &[&Message]| {
+            let protected_outputs: Vec<(String, String)> = protected
+                .iter()
+                .map(|m| {
+                    (
+                        m.skeleton().tool_name.clone().unwrap_or_default(),
+                        m.result_text(),
+                    )
+                })
+                .collect();
             let body = substitute_block_refs(&state.chain_body(entry), &entry.block_id, |b| {
                 state
                     .chain_by_block(b)
@@ -432,16 +430,25 @@ pub(crate) fn apply(
             });
             synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs)
         };
-        let synthetic = if protected_outputs.is_empty() {
+        // A chain renders the same synthetic until its text changes:
+        // memoized (render runs before every LLM call). Without protected
+        // outputs the text is compared; with them, the outputs' messages
+        // are (their text is long and quoted whole).
+        let synthetic = if protected.is_empty() {
             state.chain_memo().synthetic(
                 &entry.block_id,
                 state.content_generation(),
                 entry.compressed_at,
-                text,
+                || text(&[]),
                 |t| synthetic_message(entry, t),
             )
         } else {
-            synthetic_message(entry, &text())
+            state.chain_memo().protected_synthetic(
+                &entry.block_id,
+                state.content_generation(),
+                &protected,
+                || synthetic_message(entry, &text(&protected)),
+            )
         };
         if strip_final_thinking {
             strip_blocks[r.end] = Some(&entry.block_id);
