@@ -59,9 +59,9 @@ impl Hasher for FxHasher {
     }
 }
 
-/// A `HashMap` with [`FxHasher`].
+/// A `HashMap` with the Fx hasher above.
 pub type FxHashMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
-/// A `HashSet` with [`FxHasher`].
+/// A `HashSet` with the Fx hasher above.
 pub type FxHashSet<K> = HashSet<K, BuildHasherDefault<FxHasher>>;
 
 #[cfg(test)]

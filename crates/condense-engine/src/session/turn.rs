@@ -259,9 +259,9 @@ impl Engine {
     /// so. Under that policy, captured work the compaction left out of the
     /// context is dropped (no call sees it again), and the rest is flushed now
     /// when showing its summaries at that cold call saves more than the
-    /// summarizer reads ([`crate::switch::flush_pays_at_cold_call`]); the
+    /// summarizer reads (`switch::flush_pays_at_cold_call`); the
     /// last turn is left out when no call has sent its outputs
-    /// ([`unsent_after_compaction`]), as a long run's flush leaves it out.
+    /// (`unsent_after_compaction`), as a long run's flush leaves it out.
     pub fn compacted(
         &mut self,
         keep: usize,
