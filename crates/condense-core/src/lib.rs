@@ -59,7 +59,6 @@ mod diagnostics;
 mod economy;
 mod flush;
 mod format;
-mod fxhash;
 mod js;
 mod message;
 mod metrics;
@@ -158,7 +157,7 @@ pub use notice::{Notice, NoticeLevel};
 pub use js::{js_len, js_prefix};
 // A fast deterministic hasher for maps keyed by tool-call ids (the engine's
 // driver consults one for every output a prompt leaves out).
-pub use fxhash::{FxHashMap, FxHashSet};
+pub use rustc_hash::{FxHashMap, FxHashSet};
 
 // Prompt-cache economics: price profiles and what each call bills.
 pub use economy::{

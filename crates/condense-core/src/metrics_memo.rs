@@ -19,11 +19,11 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::fxhash::FxHashMap;
 use crate::message::{Message, Role};
 use crate::protect::Protection;
 use crate::records::Frontier;
 use crate::state::State;
+use rustc_hash::FxHashMap;
 
 use crate::metrics::{rounded_pct, thinking_block_chars, tokens, ContextMetrics};
 

@@ -156,7 +156,7 @@ fn fingerprint_of(tools: &[String], paths: &[String]) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut sorted: Vec<&String> = tools.iter().collect();
     sorted.sort();
-    let mut h = crate::fxhash::FxHasher::default();
+    let mut h = rustc_hash::FxHasher::default();
     sorted.hash(&mut h);
     paths.hash(&mut h);
     // Never 0, so a default (empty) Protection is told apart from compiled rules.

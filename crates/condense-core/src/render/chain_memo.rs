@@ -11,10 +11,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::fxhash::{FxHashMap, FxHashSet};
 use crate::message::{Message, Role};
 use crate::occurrence::bare_id;
 use crate::records::ChainEntry;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::chains::{BoundaryIndex, ResolvedRange};
 

@@ -21,11 +21,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::diagnostics::{Collector, DiagnosticKind};
-use crate::fxhash::{FxHashMap, FxHashSet};
 use crate::message::{Message, Role, Skeleton};
 use crate::occurrence::bare_id;
 use crate::records::ChainEntry;
 use crate::state::State;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::chain_memo::RangeScan;
 use super::thinking::without_thinking;

@@ -10,9 +10,9 @@
 use serde_json::{Map, Value};
 
 use crate::config::PurgeErrorsConfig;
-use crate::fxhash::FxHashMap;
 use crate::js::js_len;
 use crate::message::{Message, Role};
+use rustc_hash::FxHashMap;
 
 use super::purge_memo::PurgeMemo;
 use super::Working;

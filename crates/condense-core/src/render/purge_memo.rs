@@ -16,8 +16,8 @@
 
 use std::sync::Mutex;
 
-use crate::fxhash::FxHashMap;
 use crate::message::Message;
+use rustc_hash::FxHashMap;
 
 /// The purge phase's memo inside [`State`](crate::state::State). A clone
 /// starts empty (it belongs to one state value).

@@ -1,9 +1,9 @@
 //! Dedup aliases: occurrences whose content an earlier record already holds,
 //! and the content-hash map that finds that record.
 
-use crate::fxhash::FxHashMap;
 use crate::occurrence::OccurrenceKey;
 use crate::records::ToolCallRecord;
+use rustc_hash::FxHashMap;
 
 use super::State;
 

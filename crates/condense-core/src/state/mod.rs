@@ -27,11 +27,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
 use crate::chains_memo::ChainsMemo;
-use crate::fxhash::FxHashMap;
 use crate::metrics_memo::MetricsMemo;
 use crate::render::chain_memo::ChainMemo;
 use crate::render::purge_memo::PurgeMemo;
 use crate::render::render_memo::RenderMemo;
+use rustc_hash::FxHashMap;
 
 use crate::occurrence::OccurrenceKey;
 use crate::records::{ChainEntry, Frontier, SummarizerStats, ToolCallRecord};
