@@ -155,6 +155,14 @@ impl FlushPlan {
     }
 }
 
+/// Whether a flush keeps `batch` raw rather than summarize it: its outputs
+/// are under `minBatchChars`, too small for a summary to save what the
+/// summarizer's call costs. Estimates of a flush call this so that they
+/// charge only what the flush summarizes.
+pub fn kept_raw(batch: &CapturedBatch, config: &Config) -> bool {
+    config.min_batch_chars > 0 && (batch.raw_chars() as u64) < config.min_batch_chars
+}
+
 /// Plans a flush of `batches` (already captured, trimmed and grouped).
 pub fn plan_flush(batches: Vec<CapturedBatch>, state: &State, config: &Config) -> FlushPlan {
     let mut plan = FlushPlan::default();
@@ -174,9 +182,7 @@ pub fn plan_flush(batches: Vec<CapturedBatch>, state: &State, config: &Config) -
         }
         let slot = if remaining.calls.is_empty() {
             Slot::Deduped
-        } else if config.min_batch_chars > 0
-            && (remaining.raw_chars() as u64) < config.min_batch_chars
-        {
+        } else if kept_raw(&remaining, config) {
             Slot::Trivial
         } else {
             plan.jobs.push(SummaryJob {

@@ -124,8 +124,9 @@ pub use capture::{
 };
 pub use dedup::{content_hash, normalize as normalize_for_hash};
 pub use flush::{
-    apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, FlushPlan,
-    FlushResult, JobResult, PlannedBatch, Slot, SpillPlan, SummaryJob, Usage, WrittenSpill,
+    apply_flush, apply_spill, kept_raw, plan_flush, plan_spill, FlushEffect, FlushOutcome,
+    FlushPlan, FlushResult, JobResult, PlannedBatch, Slot, SpillPlan, SummaryJob, Usage,
+    WrittenSpill,
 };
 pub use refs::substitute_inline_refs;
 

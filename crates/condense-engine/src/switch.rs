@@ -421,10 +421,20 @@ impl FlushEstimate {
         merged: bool,
         config: &Config,
     ) -> FlushEstimate {
+        // A batch the flush keeps raw costs no summarizer call and removes
+        // nothing; merging never takes one into a run, so filtering after
+        // the merge drops the same batches the flush would skip.
+        let summarized = |batches: Vec<CapturedBatch>| -> Vec<CapturedBatch> {
+            batches
+                .into_iter()
+                .filter(|b| !condense_core::kept_raw(b, config))
+                .collect()
+        };
         if merged {
-            Self::estimate(messages, &merged_by_run(batches.to_vec(), config), true)
+            let batches = summarized(merged_by_run(batches.to_vec(), config));
+            Self::estimate(messages, &batches, true)
         } else {
-            Self::estimate(messages, batches, false)
+            Self::estimate(messages, &summarized(batches.to_vec()), false)
         }
     }
 
@@ -585,10 +595,30 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_the_flush_keeps_raw_is_neither_charged_nor_counted_removed() {
+        let config = Config::default();
+        let large = batch(1, "a", &"x".repeat(3_000));
+        let small = batch(2, "b", &"y".repeat(600));
+        assert!(condense_core::kept_raw(&small, &config));
+        assert!(!condense_core::kept_raw(&large, &config));
+        for merged in [false, true] {
+            let both = FlushEstimate::of(&[], &[large.clone(), small.clone()], merged, &config);
+            let alone = FlushEstimate::of(&[], std::slice::from_ref(&large), merged, &config);
+            assert_eq!(
+                both.summarizer_input, alone.summarizer_input,
+                "merged {merged}"
+            );
+            assert_eq!(both.bound_input, alone.bound_input, "merged {merged}");
+            assert_eq!(both.removed, alone.removed, "merged {merged}");
+            assert_eq!(both.summaries, alone.summaries, "merged {merged}");
+        }
+    }
+
+    #[test]
     fn a_flush_as_captured_counts_the_instructions_once_a_batch() {
         let batches = [
             batch(1, "a", &"x".repeat(3_000)),
-            batch(2, "b", &"y".repeat(600)),
+            batch(2, "b", &"y".repeat(1_600)),
         ];
         let estimate = FlushEstimate::of(&[], &batches, false, &Config::default());
         let sent: usize = batches.iter().map(|b| js_len(&batch_user_message(b))).sum();
@@ -601,7 +631,7 @@ mod tests {
     fn the_bound_counts_a_summarizer_prompt_as_it_counts_the_main_prompts() {
         let batches = [
             batch(1, "a", &"x".repeat(3_000)),
-            batch(2, "b", &"y".repeat(600)),
+            batch(2, "b", &"y".repeat(1_600)),
         ];
         let estimate = FlushEstimate::of(&[], &batches, false, &Config::default());
         let expected: u64 = batches
