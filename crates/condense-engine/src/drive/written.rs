@@ -123,10 +123,12 @@ pub(super) fn branch_lines(
     recorded: &[String],
     written: &[Written],
 ) -> (Vec<String>, HashSet<String>) {
-    fn push(lines: &mut Vec<String>, mut v: Value, parent: &mut Value) {
-        v["parentId"] = parent.clone();
-        *parent = v["id"].clone();
-        lines.push(v.to_string());
+    fn push(lines: &mut Vec<String>, v: Value, parent: &mut Value) {
+        // JSON that is not an object is no entry: the branch leaves it out.
+        let Value::Object(mut entry) = v else { return };
+        entry.insert("parentId".to_owned(), parent.clone());
+        *parent = entry.get("id").cloned().unwrap_or(Value::Null);
+        lines.push(Value::Object(entry).to_string());
     }
     let mut ids = HashSet::new();
     let mut push_written = |lines: &mut Vec<String>, w: &Written, parent: &mut Value| {
@@ -248,6 +250,22 @@ mod tests {
         let (lines, _) = branch_lines(&recorded, &[]);
         let b: Value = serde_json::from_str(&lines[1]).unwrap();
         assert_eq!(b["parentId"], json!("a"));
+    }
+
+    /// A line that parses as JSON but is no object is left out of the
+    /// branch (it was a panic), and the next entry links past it.
+    #[test]
+    fn a_line_that_is_json_but_no_object_is_left_out() {
+        let recorded = [
+            r#"{"type":"message","id":"a","parentId":null}"#.to_owned(),
+            r#"[1,2]"#.to_owned(),
+            r#""text""#.to_owned(),
+            r#"{"type":"message","id":"b","parentId":"z"}"#.to_owned(),
+        ];
+        let (lines, _) = branch_lines(&recorded, &[]);
+        assert_eq!(lines.len(), 2);
+        let b: Value = serde_json::from_str(&lines[1]).unwrap();
+        assert_eq!((&b["id"], &b["parentId"]), (&json!("b"), &json!("a")));
     }
 
     /// A written entry's line has pi's field order, its id, time and parent.
