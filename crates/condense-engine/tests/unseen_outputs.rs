@@ -3,26 +3,13 @@
 //! the output its own call asked for, then a summary of it.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use condense_core::{Message, Role};
-use condense_engine::drive::{Driver, DriverOptions};
 use condense_store::session::{Entry, Session};
-use condense_summarizer::Extractive;
 use serde_json::{json, Value};
 
 mod support;
 use support::*;
-
-fn driver_with(economy: Value) -> Driver {
-    Driver::new(DriverOptions {
-        settings: json!({"contextPrune": {"enabled": true, "economy": economy}}),
-        summarizer: Arc::new(Extractive::new()),
-        tokens: Arc::new(|t: &str| t.len() as u64 / 4),
-        session_dir: None,
-    })
-    .expect("a driver")
-}
 
 fn result_id(m: &Message) -> Option<String> {
     m.is(&Role::ToolResult)
