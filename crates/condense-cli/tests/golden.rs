@@ -150,8 +150,9 @@ fn query_goldens() {
 /// - `economy`: the 14 assistant messages' recorded usage: 42,018 prompt
 ///   tokens, all plain input (the fake provider reported no caching), so
 ///   billed input and the no-caching price are both 42,018 units ($0.126 at
-///   $3/MTok), 280 output tokens, cost 0 as pi recorded it; the reference
-///   policy, no switch, nothing pending.
+///   $3/MTok), 280 output tokens, cost 0 as pi recorded it; the default
+///   cache-aware policy, no switch (pi-condense wrote none), nothing
+///   pending: a branch without a switch shows everything.
 #[test]
 fn status_json_golden() {
     let session = fixtures_dir().join("pi-condense-2.9.1.jsonl");

@@ -121,7 +121,11 @@ fn a_settings_file_selects_the_behaviour() {
     );
     let p = &v["sessions"][0]["policies"];
     same(&p["settings"], &p["cache-aware"]);
+    // The default is the cache-aware column's policy.
     let v = run(r#"{"contextPrune": {"enabled": true}}"#);
+    let p = &v["sessions"][0]["policies"];
+    same(&p["settings"], &p["cache-aware"]);
+    let v = run(r#"{"contextPrune": {"enabled": true, "economy": {"policy": "reference"}}}"#);
     let p = &v["sessions"][0]["policies"];
     same(&p["settings"], &p["reference"]);
 }

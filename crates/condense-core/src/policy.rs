@@ -120,6 +120,12 @@ pub enum SwitchReason {
     Pressure,
     /// The projected saving over the expected calls beats the rewrite.
     Pays,
+    /// The cache-aware policy takes over a branch that had no switch entry:
+    /// everything summarized so far stays shown, as it was rendered before,
+    /// and what flushes add from here on waits for a switch. Recorded
+    /// before the first call it renders, so it changes nothing the model
+    /// has seen.
+    Start,
 }
 
 impl SwitchReason {
@@ -132,6 +138,7 @@ impl SwitchReason {
             SwitchReason::Compaction => "compaction",
             SwitchReason::Pressure => "pressure",
             SwitchReason::Pays => "pays",
+            SwitchReason::Start => "start",
         }
     }
 
@@ -144,6 +151,7 @@ impl SwitchReason {
             SwitchReason::Compaction,
             SwitchReason::Pressure,
             SwitchReason::Pays,
+            SwitchReason::Start,
         ]
         .into_iter()
         .find(|r| r.as_str() == name)

@@ -258,6 +258,7 @@ fn policy_names_round_trip() {
         SwitchReason::Compaction,
         SwitchReason::Pressure,
         SwitchReason::Pays,
+        SwitchReason::Start,
     ] {
         assert_eq!(SwitchReason::from_name(r.as_str()), Some(r));
     }

@@ -309,6 +309,8 @@ fn a_chain_text_follows_its_summaries_across_switches() {
     .map(|v| Message::from_value(v).unwrap())
     .collect();
     let mut state = State::new();
+    // The start switch: a branch with none renders ungated.
+    state.record_switch(0);
     state.register_summary_body(vec![OccurrenceKey::new("c1", Some(3))], "FIRST".to_owned());
     state.register_chain(
         serde_json::from_value(json!({"blockId":"b1","startUserTimestamp":1,

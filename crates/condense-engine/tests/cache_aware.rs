@@ -10,7 +10,8 @@ use serde_json::{json, Value};
 const T0: i64 = 1_780_000_000_000;
 
 /// A prompt, a read with a big output, a reply; then the flush's summary
-/// and index entries (what a flush at the reply appended).
+/// and index entries (what a flush at the reply appended), after the start
+/// switch.
 fn branch_lines() -> Vec<Value> {
     let text: String = (0..200).map(|l| format!("line {l}: ok\n")).collect();
     let messages = [
@@ -26,6 +27,12 @@ fn branch_lines() -> Vec<Value> {
         .into_iter()
         .map(|m| json!({"type": "message", "message": m}))
         .collect();
+    // The start switch the engine recorded at the first call.
+    out.insert(
+        1,
+        json!({"type": "custom", "customType": "context-prune-switch",
+            "data": {"reason": "start", "messageCount": 1}}),
+    );
     out.push(json!({"type": "custom_message", "customType": "context-prune-summary",
         "content": "- `t1` read f.txt: 200 lines, all ok.", "display": false,
         "details": {"toolCallRefs": [{"shortId": "t1", "toolCallId": "c1", "resultTimestamp": T0 + 2}],
@@ -59,7 +66,9 @@ fn linked(lines: &[Value]) -> String {
 fn started(policy: &str, lines: &[Value]) -> Engine {
     let mut e = Engine::default();
     e.start(StartParams {
-        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
+        // Unbounded: these cases are about the projections.
+        settings: json!({"contextPrune": {"enabled": true,
+            "economy": {"policy": policy, "maxExcess": null}}}),
         session_id: "s".into(),
         session_dir: None,
         session_file: None,
@@ -146,11 +155,22 @@ fn a_resume_switches_in_what_is_pending_and_the_answer_shows_it() {
 fn nothing_pending_never_switches() {
     let lines = branch_lines();
     // No flush yet: the first call after the resume has nothing to show.
-    let mut e = started("cache-aware", &lines[..4]);
+    let lines = [&lines[..1], &lines[2..5]].concat();
+    let mut e = started("cache-aware", &lines);
     let n = e.messages().len();
     let (steps, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    assert_eq!(reasons(&effects), ["start"], "the branch had no switch");
+    assert!(steps.is_none());
+    let (steps, effects) = e.context_at(n + 1, vec![], &call(T0 + 400_000));
     assert!(switches(&effects).is_empty());
     assert!(steps.is_none());
+}
+
+fn reasons(effects: &[Effect]) -> Vec<String> {
+    switches(effects)
+        .iter()
+        .map(|s| s["reason"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 /// The notices among `effects`.
@@ -253,8 +273,8 @@ fn failed_write_then_a_large_read(first_prompt: &str) -> Vec<Vec<Message>> {
 
 #[test]
 fn a_switch_is_free_when_the_call_rewrites_the_suffix_anyway() {
-    // The engine starts on the first prompt alone (nothing to show: no
-    // resume switch), then sees three calls, each adding one turn.
+    // The engine starts on the first prompt alone (nothing to show: only
+    // the start switch), then sees three calls, each adding one turn.
     let start = |prompt: &str| {
         let calls = failed_write_then_a_large_read(prompt);
         let lines: Vec<Value> = calls[0]
@@ -263,7 +283,7 @@ fn a_switch_is_free_when_the_call_rewrites_the_suffix_anyway() {
             .collect();
         let mut e = started("cache-aware", &lines);
         let (_, effects) = e.context_at(1, vec![], &call(T0 + 500));
-        assert!(switches(&effects).is_empty());
+        assert_eq!(reasons(&effects), ["start"]);
         let mut held = 1;
         for (n, turn) in calls[1..3].iter().enumerate() {
             let (_, effects) =
@@ -331,4 +351,51 @@ fn the_estimate_against_no_pruning_starts_again_with_each_session() {
         tree: false,
     });
     assert_eq!(saved(&e), 0.0);
+}
+
+/// A branch pi-condense wrote (a summary, no switch entry) under the
+/// default settings: the first call renders exactly what `reference`
+/// renders and records the start switch, which removes nothing; a reload
+/// with it renders the same and records no other.
+#[test]
+fn the_default_takes_over_a_pi_condense_branch_without_changing_a_byte() {
+    let lines: Vec<Value> = branch_lines()
+        .into_iter()
+        .filter(|l| l["customType"] != "context-prune-switch")
+        .collect();
+    let by_default = |lines: &[Value]| {
+        let mut e = Engine::default();
+        e.start(StartParams {
+            settings: json!({"contextPrune": {"enabled": true}}),
+            session_id: "s".into(),
+            session_dir: None,
+            session_file: None,
+            branch: linked(lines),
+            tree: false,
+        });
+        e
+    };
+    let mut e = by_default(&lines);
+    assert!(e.config().economy.policy.gates_on_switch());
+    let n = e.messages().len();
+    let (steps, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    assert_eq!(reasons(&effects), ["start"]);
+    let start = switches(&effects).remove(0);
+    assert_eq!(start["messageCount"], json!(n + 1));
+    assert!(start.get("removedTokens").is_none(), "{start}");
+    let shown = rendered(&e, &steps);
+    assert!(shown[2].contains("[Summarized in pruner summary, ref `t1`."));
+    let mut reference = started("reference", &lines);
+    let (ref_steps, _) = reference.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    assert_eq!(rendered(&reference, &ref_steps), shown);
+    // The start switch is no decision: status leaves it out.
+    assert_eq!(e.economy_report().switches, 0);
+
+    let mut with_start = lines.clone();
+    with_start.push(json!({"type": "custom", "customType": "context-prune-switch", "data": start}));
+    let mut reloaded = by_default(&with_start);
+    let (re_steps, re_effects) = reloaded.context_at(n, vec![next_prompt()], &call(T0 + 20));
+    assert!(switches(&re_effects).is_empty(), "{re_effects:?}");
+    assert_eq!(rendered(&reloaded, &re_steps), shown);
+    assert_eq!(reloaded.economy_report().switches, 0);
 }

@@ -193,3 +193,51 @@ fn a_flush_through_the_driver_summarizes_and_records_its_metrics() {
         }
     )));
 }
+
+/// Under the default policy a flush on a branch with no switch entry
+/// records the start switch before anything it summarizes: on a reload the
+/// summaries count as added after it, pending as they were live.
+#[test]
+fn a_flush_on_a_branch_without_a_switch_writes_the_start_switch_first() {
+    let e = engine();
+    assert!(e.engine().config().economy.policy.gates_on_switch());
+    let (_, done) =
+        flush_with(&e, Arc::new(Extractive::new()), &CancelToken::new(), T0 + 5).unwrap();
+    let kinds: Vec<String> = done
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Append {
+                custom_type, data, ..
+            } => Some(format!(
+                "{custom_type}:{}",
+                data["reason"].as_str().unwrap_or("")
+            )),
+            Effect::AppendMessage { custom_type, .. } => Some(custom_type.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds.first().map(String::as_str),
+        Some("context-prune-switch:start"),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.iter().any(|k| k == "context-prune-summary"),
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| k.starts_with("context-prune-switch"))
+            .count(),
+        1
+    );
+    // Once: the next call finds the branch gated (it may switch, as the
+    // first call after a resume, but starts nothing).
+    let held = e.engine().messages().len();
+    let (_, effects) = e.engine().context(held, Vec::new());
+    assert!(!effects.iter().any(|e| matches!(e,
+        Effect::Append { custom_type, data, .. }
+            if custom_type == "context-prune-switch" && data["reason"] == "start")));
+}

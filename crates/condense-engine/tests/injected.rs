@@ -187,7 +187,8 @@ fn apply(host: &[Message], steps: Option<Vec<PlanStep>>) -> Vec<Message> {
 fn a_turn_end_flushs_summary_is_in_the_next_call_at_its_place() {
     let s = session();
     let branch = s.branch(None);
-    let settings = json!({"contextPrune": {"enabled": true, "autoBudgetThreshold": 0.5}});
+    let settings = json!({"contextPrune": {"enabled": true, "autoBudgetThreshold": 0.5,
+        "economy": {"policy": "reference"}}});
     let mut d = driver(settings.clone());
     // The second call's usage crosses the budget: its turn's end flushes.
     let calls = play(&mut d, &branch, |k| if k == 1 { 150_000 } else { 1_000 });
@@ -220,7 +221,7 @@ fn a_turn_end_flushs_summary_is_in_the_next_call_at_its_place() {
 fn a_reply_flushs_summary_sits_before_the_reply() {
     let s = session();
     let branch = s.branch(None);
-    let settings = json!({"contextPrune": {"enabled": true}});
+    let settings = json!({"contextPrune": {"enabled": true, "economy": {"policy": "reference"}}});
     let mut d = driver(settings.clone());
     let calls = play(&mut d, &branch, |_| 1_000);
     for call in &calls[..4] {
@@ -253,7 +254,7 @@ fn once_the_hosts_list_holds_a_summary_it_is_shown_once() {
     let messages = condense_store::context::build_context(&branch).messages;
     let mut engine = Engine::default();
     engine.start(StartParams {
-        settings: json!({"contextPrune": {"enabled": true}}),
+        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": "reference"}}}),
         session_id: "s".into(),
         session_dir: None,
         session_file: None,
@@ -318,7 +319,8 @@ fn a_summary_pi_takes_at_runtime_is_shown_once() {
     // next call on, and the engine's copy gives way to them.
     let s = session();
     let branch = s.branch(None);
-    let settings = json!({"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware"}}});
+    let settings = json!({"contextPrune": {"enabled": true,
+        "economy": {"policy": "cache-aware", "maxExcess": null}}});
     let mut d = driver(settings.clone());
     let calls = play(&mut d, &branch, |_| 1_000);
     assert_eq!(d.flushes(), 1);

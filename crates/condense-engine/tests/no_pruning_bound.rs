@@ -62,7 +62,10 @@ fn long_run(e: &mut Engine, turns: i64) -> Vec<i64> {
 
 #[test]
 fn a_long_run_flushes_on_its_projection_without_a_bound_and_not_with_nothing_saved() {
-    let unbounded = long_run(&mut started(json!({"policy": "cache-aware"})), 14);
+    let unbounded = long_run(
+        &mut started(json!({"policy": "cache-aware", "maxExcess": null})),
+        14,
+    );
     assert!(!unbounded.is_empty(), "the run flushed from its tenth turn");
     // Every call warm and nothing pruned yet: nothing has been saved, so
     // the summarizer cannot be paid, however well it would repay later.
@@ -134,7 +137,11 @@ fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_p
     assert_eq!(flush.jobs().len(), 1, "one summarizer prompt for the run");
     assert_eq!(flush.jobs()[0].batch.calls.len(), 8);
     // Unbounded, each turn keeps its own prompt.
-    let (_, mut e) = run_then_next_start(json!({"policy": "cache-aware"}), &[240; 8], 10 * MINUTE);
+    let (_, mut e) = run_then_next_start(
+        json!({"policy": "cache-aware", "maxExcess": null}),
+        &[240; 8],
+        10 * MINUTE,
+    );
     let flush = e
         .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
         .expect("a flush");
@@ -182,11 +189,14 @@ fn a_replys_flush_runs_within_the_bound_only_when_the_next_call_finds_the_cache_
     // once than the summarizer reads.
     assert!(next_run_flushes(strict, 10 * MINUTE));
     // Without a bound the flush runs either way.
-    assert!(next_run_flushes(json!({"policy": "cache-aware"}), MINUTE));
+    assert!(next_run_flushes(
+        json!({"policy": "cache-aware", "maxExcess": null}),
+        MINUTE
+    ));
 }
 
 #[test]
-fn a_bad_max_excess_is_reported_and_leaves_the_policy_unbounded() {
+fn a_bad_max_excess_is_reported_and_keeps_the_default_bound() {
     let mut e = Engine::default();
     let effects = e.start(StartParams {
         settings: json!({"contextPrune": {"enabled": true,
@@ -208,5 +218,9 @@ fn a_bad_max_excess_is_reported_and_leaves_the_policy_unbounded() {
         said.iter().any(|t| t.contains("economy.maxExcess")),
         "{said:?}"
     );
-    assert_eq!(e.config().economy.max_excess, None);
+    assert_eq!(
+        e.config().economy.max_excess,
+        Some(0.0),
+        "the default bound"
+    );
 }

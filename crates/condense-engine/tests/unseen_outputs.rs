@@ -78,10 +78,16 @@ fn long_run_pausing(turns: usize, paused: &[usize], pause: i64) -> Session {
 
 #[test]
 fn a_long_runs_flush_never_shows_an_output_as_a_stub_before_a_call_sent_it() {
-    let (unseen, flushes, switches) = play_session(&long_run(30), json!({"policy": "cache-aware"}));
+    let (unseen, flushes, switches) = play_session(
+        &long_run(30),
+        json!({"policy": "cache-aware", "maxExcess": null}),
+    );
     assert!(flushes > 0 && switches > 0, "the run was summarized");
     assert_eq!(unseen, Vec::<(usize, String)>::new());
-    let (unseen, flushes, switches) = play_session(&two_runs(), json!({"policy": "cache-aware"}));
+    let (unseen, flushes, switches) = play_session(
+        &two_runs(),
+        json!({"policy": "cache-aware", "maxExcess": null}),
+    );
     assert!(flushes > 0 && switches > 0);
     assert_eq!(unseen, Vec::<(usize, String)>::new());
 }
@@ -91,7 +97,8 @@ fn a_long_runs_flush_after_a_cold_pause_never_shows_an_output_unseen() {
     // Pauses past the cache's five minutes: a cold call rewrites the
     // prompt anyway, the moment a switch is cheapest.
     let s = long_run_pausing(30, &[12, 18, 24], 10 * MIN);
-    let (unseen, flushes, switches) = play_session(&s, json!({"policy": "cache-aware"}));
+    let (unseen, flushes, switches) =
+        play_session(&s, json!({"policy": "cache-aware", "maxExcess": null}));
     assert!(flushes > 0 && switches > 0);
     assert_eq!(unseen, Vec::<(usize, String)>::new());
 }

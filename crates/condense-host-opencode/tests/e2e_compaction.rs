@@ -61,7 +61,9 @@ fn opencode_compaction_keeps_condense_working() {
     const MARKERS: [&str; 4] = ["ALPHA-c0a1", "BRAVO-c0b2", "CHARLIE-c0c3", "DELTA-c0d4"];
     llm.set_summary_responder(summary_naming_markers(&MARKERS));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
+    env.write_condense_config(
+        &json!({"enabled": true, "autoBudgetThreshold": 0.1, "economy": {"policy": "reference"}}),
+    );
     let files: Vec<_> = ["alpha", "bravo", "charlie", "delta"]
         .iter()
         .zip(MARKERS)
@@ -186,7 +188,9 @@ fn a_compaction_keeping_a_tail() {
     const MARKERS: [&str; 4] = ["ALPHA-7a11", "BRAVO-7a12", "CHARLIE-7a13", "KILO-7a14"];
     llm.set_summary_responder(summary_naming_markers(&MARKERS));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
+    env.write_condense_config(
+        &json!({"enabled": true, "autoBudgetThreshold": 0.1, "economy": {"policy": "reference"}}),
+    );
     // Three reads of 25 KB: more than the 15k tokens OpenCode keeps, so the
     // second prompt's turn is the tail.
     let files: Vec<_> = ["alpha", "bravo", "charlie", "kilo"]
@@ -314,7 +318,9 @@ fn a_manual_compaction_keeps_condense_working() {
         "ECHO-3c05",
     ]));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
+    env.write_condense_config(
+        &json!({"enabled": true, "autoBudgetThreshold": 0.1, "economy": {"policy": "reference"}}),
+    );
     // Three reads of 25 KB: more than the 15k tokens OpenCode keeps, so
     // the compaction takes the first reads and keeps the last turns.
     let files: Vec<_> = ["alpha", "bravo", "charlie", "delta", "echo"]

@@ -84,7 +84,7 @@ fn plugin_by_name_from_a_registry_prunes() {
         path_without_rust(&[], "condense-opencode"),
     ));
     env.use_plugin_package("condense-opencode", extra);
-    env.write_condense_config(&json!({"enabled": true}));
+    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "reference"}}));
     let file = env.project.join("alpha.txt");
     fs::write(&file, big_file("ALPHA-5d1c", 6000)).expect("write alpha.txt");
 

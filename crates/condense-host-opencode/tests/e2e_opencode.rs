@@ -25,7 +25,7 @@ fn stubs_query_and_restart() {
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     // Prompt 1: a read, then a text reply.
-    env.write_condense_config(&json!({"enabled": true}));
+    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "reference"}}));
     let run = read_alpha(&env, &llm, "ALPHA-7f3e");
     let original = requests_with_result(&llm, "call_a");
     let (_, original) = original.first().unwrap_or_else(|| {
@@ -128,7 +128,7 @@ fn fails_open_without_the_sidecar() {
     };
     let llm = FakeLlm::start([]);
     let env = OpenCodeEnv::new(install, &llm.base_url(), None);
-    env.write_condense_config(&json!({"enabled": true}));
+    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "reference"}}));
     read_alpha(&env, &llm, "ALPHA-7f3e");
     llm.push(Reply::text("Sure."));
     let run2 = env.run("And again?", true);
@@ -160,7 +160,7 @@ fn fails_open_when_the_sidecar_dies() {
     fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&script));
-    env.write_condense_config(&json!({"enabled": true}));
+    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "reference"}}));
     read_alpha(&env, &llm, "ALPHA-7f3e");
     llm.push(Reply::text("Sure."));
     let run2 = env.run("And again?", true);
@@ -209,6 +209,7 @@ fn budget_flush_incremental_context_and_the_write_guard() {
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({
         "enabled": true,
+        "economy": {"policy": "reference"},
         "autoBudgetThreshold": 0.1,
         // The refusal itself stays verbatim for the assertion below.
         "protectedTools": ["write"],
@@ -287,6 +288,7 @@ fn a_compressed_chain_reaches_the_model() {
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({
         "enabled": true,
+        "economy": {"policy": "reference"},
         "chainCompression": {"rollingWindow": 1},
     }));
     let alpha = project_file(&env, "alpha.txt", "ALPHA-7f3e", 6000);
@@ -351,6 +353,7 @@ fn a_sub_agent_session_has_its_own_state() {
     // An invalid value: warned about once per process, not once per session.
     env.write_condense_config(&json!({
         "enabled": true,
+        "economy": {"policy": "reference"},
         "autoBudgetThreshold": 0.1,
         "chainCompression": {"rollingWindow": 0},
     }));
@@ -427,7 +430,7 @@ fn a_part_opencode_cleared_is_not_summarized() {
     let llm = FakeLlm::start([]);
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true}));
+    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "reference"}}));
     let alpha = project_file(&env, "alpha.txt", "ALPHA-c1ea", 6000);
     let bravo = project_file(&env, "bravo.txt", "BRAVO-c1eb", 6000);
     llm.push(read_call("call_a", &alpha).and_tool_call(
@@ -492,6 +495,7 @@ fn purged_arguments_reach_the_model() {
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
     env.write_condense_config(&json!({
         "enabled": true,
+        "economy": {"policy": "reference"},
         "purgeErrors": {"cooldownTurns": 1, "minArgChars": 100},
     }));
     let body = "PURGE-ME ".repeat(400);
@@ -556,7 +560,7 @@ fn summaries_through_an_anthropic_provider() {
             "models": {"claude-x": {"name": "Claude X", "limit": {"context": 200000, "output": 8192}}},
         }),
     );
-    env.write_condense_config(&json!({"enabled": true, "summarizerModel": "anth/claude-x"}));
+    env.write_condense_config(&json!({"enabled": true, "summarizerModel": "anth/claude-x", "economy": {"policy": "reference"}}));
     let (stub, session, _) = flush_one_read(&env, &llm);
     assert_eq!(stub, Some(stub_text("t1")), "{}", env.protocol_log());
     let calls = anthropic.summary_requests();
@@ -599,7 +603,7 @@ fn an_unreachable_summarizer_falls_back_to_extractive() {
             "models": {"m": {"name": "M", "limit": {"context": 100000, "output": 4096}}},
         }),
     );
-    env.write_condense_config(&json!({"enabled": true, "summarizerModel": "nowhere/m"}));
+    env.write_condense_config(&json!({"enabled": true, "summarizerModel": "nowhere/m", "economy": {"policy": "reference"}}));
     let (stub, session, stderr) = flush_one_read(&env, &llm);
     assert_eq!(stub, Some(stub_text("t1")), "{}", env.protocol_log());
     assert!(llm.summary_requests().is_empty(), "no LLM summarized");
@@ -625,7 +629,9 @@ fn cache_aware_summarizes_a_reply_at_the_next_runs_first_call() {
     let llm = FakeLlm::start([]);
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "cache-aware"}}));
+    env.write_condense_config(
+        &json!({"enabled": true, "economy": {"policy": "cache-aware", "maxExcess": null}}),
+    );
     read_alpha(&env, &llm, "ALPHA-7f3e");
     assert!(
         llm.summary_requests().is_empty(),

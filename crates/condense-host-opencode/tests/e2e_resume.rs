@@ -31,7 +31,7 @@ fn a_resumed_session_sends_what_the_live_one_sent() {
     let llm = FakeLlm::start([]);
     llm.set_default_summary(Reply::text("- alpha.txt holds ALPHA-r5e1 lines."));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true}));
+    env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "reference"}}));
     read_alpha_then_go_on(&env, &llm, "ALPHA-r5e1");
     llm.push(Reply::text("Still here."));
     env.run("Anything else?", true).assert_success();

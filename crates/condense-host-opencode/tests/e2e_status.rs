@@ -21,7 +21,9 @@ fn the_status_tool_and_a_flush_toast() {
     let llm = FakeLlm::start([]);
     llm.set_default_summary(Reply::text("- alpha.txt holds ALPHA-57a1 lines."));
     let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
-    env.write_condense_config(&json!({"enabled": true, "autoBudgetThreshold": 0.1}));
+    env.write_condense_config(
+        &json!({"enabled": true, "autoBudgetThreshold": 0.1, "economy": {"policy": "reference"}}),
+    );
     let alpha = project_file(&env, "alpha.txt", "ALPHA-57a1", 5000);
     llm.push(
         read_call("call_a", &alpha)

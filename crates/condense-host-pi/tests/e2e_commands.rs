@@ -100,7 +100,7 @@ fn on_demand_pi(
     ));
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(json!({
-            "contextPrune": {"enabled": true, "pruneOn": "on-demand"},
+            "contextPrune": {"enabled": true, "pruneOn": "on-demand", "economy": {"policy": "reference"}},
             "compaction": {"enabled": false},
         }))
         .with_extension(extension_dir())
@@ -526,7 +526,7 @@ fn context_hook_overhead_at_1m_tokens() {
     llm.set_default_summary(Reply::text("- [[1:read]] Read a small file."));
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(json!({
-            "contextPrune": {"enabled": true},
+            "contextPrune": {"enabled": true, "economy": {"policy": "reference"}},
             "compaction": {"enabled": false},
         }))
         .with_extension(extension_dir())

@@ -514,7 +514,7 @@ fn long_run_shows_every_output_raw_before_its_stub() {
     let llm = FakeLlm::start(script);
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let mut settings = condense_settings();
-    settings["contextPrune"]["economy"] = json!({"policy": "cache-aware"});
+    settings["contextPrune"]["economy"] = json!({"policy": "cache-aware", "maxExcess": null});
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(settings)
         .with_extension(extension_dir())
@@ -606,6 +606,7 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
     let llm = FakeLlm::start(script);
     llm.set_default_summary(Reply::text(SUMMARY_TEXT));
     let mut settings = condense_settings();
+    // The default policy, spelled out.
     settings["contextPrune"]["economy"] = json!({"policy": "cache-aware", "maxExcess": 0});
     // Kept: about 5,000 tokens from the newest entry, so the cut lands on
     // b's call (its result and c's fill it; pi never cuts at a result).
@@ -634,9 +635,12 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
     // Within the bound and with every call warm nothing was summarized
     // before; the compaction made the retried call cold, and what it kept
     // before the refused call's turn (b's read) was summarized for it.
+    // The first call started gating (the session had no switch entry).
     let switches = custom_entries(&entries, "context-prune-switch");
-    assert_eq!(switches.len(), 1, "{switches:?}");
-    assert_eq!(switches[0]["data"]["reason"], "compaction");
+    assert_eq!(switches.len(), 2, "{switches:?}");
+    assert_eq!(switches[0]["data"]["reason"], "start");
+    assert_eq!(switches[0]["data"]["messageCount"], 1);
+    assert_eq!(switches[1]["data"]["reason"], "compaction");
     let main = llm.main_requests();
     let retried = main.last().expect("the retried call");
     let results = retried.tool_results();

@@ -65,7 +65,7 @@ fn an_extension_editing_messages_in_place_before_condense() {
     // assistant message: built from a stale copy, it would lose a `!`.
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(json!({
-            "contextPrune": {"enabled": true, "thinkingStrip": {"enabled": true, "keepLastTurns": 1}},
+            "contextPrune": {"enabled": true, "thinkingStrip": {"enabled": true, "keepLastTurns": 1}, "economy": {"policy": "reference"}},
             "compaction": {"enabled": false},
         }))
         .with_extension(exclaim.path())

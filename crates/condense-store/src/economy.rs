@@ -2,7 +2,7 @@
 //! message and the `context-prune-switch` entries, as core's
 //! [`SessionEconomy`] (priced and shown by the status commands).
 
-use condense_core::{RecordedUsage, SessionEconomy, SwitchRecord};
+use condense_core::{RecordedUsage, SessionEconomy, SwitchReason, SwitchRecord};
 
 use crate::entries::{SwitchEntryData, CUSTOM_TYPE_SWITCH};
 use crate::session::Entry;
@@ -20,15 +20,20 @@ pub fn switch_record(data: &SwitchEntryData) -> SwitchRecord {
 
 /// The recorded calls and switches of `branch` (root first), in order. Every
 /// assistant message is a call, before or after a compaction; a switch entry
-/// whose payload does not parse is left out (replay reports it).
+/// whose payload does not parse is left out (replay reports it), and so is
+/// the start switch, which changes nothing the model sees.
 pub fn session_economy(branch: &[&Entry]) -> SessionEconomy {
     let mut economy = SessionEconomy::new();
     for entry in branch {
         if let Some(usage) = entry.message.as_ref().and_then(RecordedUsage::of_message) {
             economy.add_call(usage);
         } else if entry.is_custom(CUSTOM_TYPE_SWITCH) {
-            if let Some(Ok(data)) = entry.payload::<SwitchEntryData>() {
-                economy.add_switch(switch_record(&data));
+            match entry.payload::<SwitchEntryData>() {
+                // The start switch shows nothing new: it is no decision.
+                Some(Ok(data)) if data.reason != SwitchReason::Start.as_str() => {
+                    economy.add_switch(switch_record(&data));
+                }
+                _ => {}
             }
         }
     }

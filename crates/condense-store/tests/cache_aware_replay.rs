@@ -29,8 +29,9 @@ fn generated(seed: u64, tasks: usize) -> String {
     })
 }
 
-/// `text` with a switch entry before each assistant message whose ordinal
-/// (among assistant messages) `chosen` picks; parent ids relinked.
+/// `text` with a start switch before the first assistant message and a
+/// switch entry before each one whose ordinal (among assistant messages)
+/// `chosen` picks; parent ids relinked.
 fn with_switches(text: &str, chosen: &[bool]) -> String {
     let session = Session::parse(text);
     let branch = session.branch(None);
@@ -52,11 +53,14 @@ fn with_switches(text: &str, chosen: &[bool]) -> String {
             .as_ref()
             .is_some_and(|m| m.is(&Role::Assistant));
         if is_assistant {
-            if chosen.get(assistant).copied().unwrap_or(false) {
+            // The engine starts gating at the first call it renders.
+            let start = assistant == 0;
+            if start || chosen.get(assistant).copied().unwrap_or(false) {
                 let count = build_context(&branch[..k]).messages.len();
+                let reason = if start { "start" } else { "pays" };
                 out.push(json!({
                     "type": "custom", "customType": "context-prune-switch",
-                    "data": {"reason": "pays", "messageCount": count},
+                    "data": {"reason": reason, "messageCount": count},
                     "id": format!("sw{assistant:06}"), "parentId": null,
                     "timestamp": "2026-01-01T00:00:00.000Z",
                 }));
@@ -159,11 +163,14 @@ fn check(seed: u64, tasks: usize, chosen: &[bool]) -> Result<(), TestCaseError> 
     let plain_calls = calls(&plain_branch);
     let switched_calls = calls(&branch);
     prop_assert_eq!(plain_calls.len(), switched_calls.len());
-    let inserted = chosen
-        .iter()
-        .take(plain_calls.len())
-        .filter(|c| **c)
-        .count();
+    // The start switch, then the chosen ones after the first call.
+    let inserted = usize::from(!plain_calls.is_empty())
+        + chosen
+            .iter()
+            .take(plain_calls.len())
+            .skip(1)
+            .filter(|c| **c)
+            .count();
     prop_assert_eq!(branch.len() - plain_branch.len(), inserted);
     let mut indexed_seen = false;
     for (&k, &pk) in switched_calls.iter().zip(&plain_calls) {
@@ -220,9 +227,9 @@ proptest! {
     }
 }
 
-/// With no switch at all, the cache-aware render is the branch itself
-/// wherever only summaries (no other render phase) would change it, and a
-/// switch before the last call shows what the reference policy shows.
+/// With only the start switch, the cache-aware render shows nothing flushed
+/// since, and a switch before the last call shows what the reference
+/// policy shows.
 #[test]
 fn a_switch_at_the_last_call_shows_what_reference_shows() {
     let text = generated(11, 3);

@@ -350,6 +350,7 @@ case_tests! {
     occurrence_chain_body_by_occurrence_key,
     // cache-aware
     cache_aware_nothing_shown_before_the_first_switch,
+    cache_aware_without_switch_entries_renders_as_reference,
     cache_aware_switch_shows_what_came_before,
     cache_aware_alias_after_the_switch_is_pending,
     cache_aware_reference_ignores_switch_entries,

@@ -145,8 +145,8 @@ pub struct EconomyConfig {
     pub profile: &'static str,
     /// `economy.maxExcess`: a number `>= 0`, the most the cache-aware
     /// policy may ever bill beyond what no pruning would have billed so
-    /// far, as a share of that (`0`: never more); `None` (the default): no
-    /// bound, the policy bets on its projections
+    /// far, as a share of that (`0`, the default: never more); `None`
+    /// (`null` in the file): no bound, the policy bets on its projections
     /// ([`NoPruningBound`](crate::NoPruningBound)).
     pub max_excess: Option<f64>,
 }
@@ -243,10 +243,10 @@ impl Default for Config {
                 keep_last_turns: 16,
             },
             economy: EconomyConfig {
-                policy: Policy::Reference,
+                policy: Policy::CacheAware,
                 pressure_share: 0.8,
                 profile: crate::PROFILE_NAMES[0],
-                max_excess: None,
+                max_excess: Some(0.0),
             },
         }
     }

@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::load::{to_u32, Normalizer};
-use super::save::number_value;
+use super::save::{fraction_value, number_value};
 use super::values::{BelowMin, IntRule};
 use super::{
     ChainCompressionConfig, Config, EconomyConfig, PurgeErrorsConfig, ThinkingStripConfig,
@@ -45,12 +45,13 @@ impl Normalizer {
                 |name| name,
             ),
             max_excess: match Self::lookup(sub, "economy.maxExcess") {
-                None | Some(Value::Null) => None,
+                None => de.max_excess,
+                Some(Value::Null) => None,
                 Some(v) => match v.as_f64() {
                     Some(f) if f >= 0.0 && f.is_finite() => Some(f),
                     _ => {
-                        self.warn("economy.maxExcess", v, Value::Null);
-                        None
+                        self.warn("economy.maxExcess", v, fraction_value(de.max_excess));
+                        de.max_excess
                     }
                 },
             },

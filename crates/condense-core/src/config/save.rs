@@ -157,7 +157,7 @@ enum Known {
 }
 
 /// A fraction key's JSON: `null` when off; `1` rather than `1.0`.
-fn fraction_value(v: Option<f64>) -> Value {
+pub(super) fn fraction_value(v: Option<f64>) -> Value {
     match v {
         None => Value::Null,
         Some(f) => number_value(f),

@@ -13,7 +13,9 @@
 //! Under the cache-aware policy a [`Gate`] keeps what flushes added since
 //! the last switch entry *pending*: its results render raw, its chains
 //! uncompressed, and only failed calls before the last switch are purged.
-//! The reference policy shows everything (pi-condense's behaviour).
+//! The reference policy shows everything (pi-condense's behaviour), and so
+//! does a branch with no switch entry at all, whatever the policy: one that
+//! pi-condense wrote renders as pi-condense renders it.
 //!
 //! No phase mutates its input. A render that changes nothing returns
 //! [`Render::plan`] `None` without copying a message or serializing anything.
@@ -233,7 +235,8 @@ pub struct RenderSettings<'a> {
 /// What the display policy lets a render show.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Gate {
-    /// `false` under the reference policy: everything is shown.
+    /// `false` under the reference policy, and on a branch with no switch
+    /// entry: everything is shown.
     gated: bool,
     /// Content first summarized when fewer switches than this existed is shown.
     shown_before: u64,
@@ -244,7 +247,10 @@ pub(crate) struct Gate {
 impl Gate {
     fn new(state: &State, policy: Policy) -> Gate {
         Gate {
-            gated: policy.gates_on_switch(),
+            // A branch with no switch entry was written by pi-condense or
+            // under the reference policy: it renders as they render it
+            // until the engine records the first switch.
+            gated: policy.gates_on_switch() && state.switch_count() > 0,
             shown_before: state.switch_count(),
             purge_horizon: state.purge_horizon(),
         }

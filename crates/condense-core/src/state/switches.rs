@@ -27,8 +27,12 @@ impl State {
     }
 
     /// Occurrences and chains added since the last switch: what the next
-    /// switch would show under the cache-aware policy.
+    /// switch would show under the cache-aware policy. None before the
+    /// first switch: a branch without one renders everything.
     pub fn pending_count(&self) -> usize {
+        if self.switches == 0 {
+            return 0;
+        }
         let occurrences = self
             .by_id
             .values()

@@ -93,7 +93,7 @@ fn normalized_values_reach_the_struct() {
             "stripFinalAssistantThinking": false, "fuseRangeSummary": false},
         "purgeErrors": {"enabled": false, "cooldownTurns": 4, "minArgChars": 0},
         "thinkingStrip": {"enabled": true, "keepLastTurns": 8},
-        "economy": {"policy": "cache-aware", "pressureShare": 0.9, "profile": "openai"}
+        "economy": {"policy": "reference", "pressureShare": 0.9, "profile": "openai", "maxExcess": null}
     }));
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(c.enabled);
@@ -123,9 +123,10 @@ fn normalized_values_reach_the_struct() {
     assert_eq!(c.purge_errors.min_arg_chars, 0);
     assert!(c.thinking_strip.enabled);
     assert_eq!(c.thinking_strip.keep_last_turns, 8);
-    assert_eq!(c.economy.policy, condense_core::Policy::CacheAware);
+    assert_eq!(c.economy.policy, condense_core::Policy::Reference);
     assert_eq!(c.economy.pressure_share, 0.9);
     assert_eq!(c.economy.profile, "openai");
+    assert_eq!(c.economy.max_excess, None);
 }
 
 #[test]
@@ -162,7 +163,7 @@ fn defaults_and_their_camel_case_form() {
                 "stripFinalAssistantThinking": true, "fuseRangeSummary": true},
             "purgeErrors": {"enabled": true, "cooldownTurns": 2, "minArgChars": 500},
             "thinkingStrip": {"enabled": false, "keepLastTurns": 16},
-            "economy": {"policy": "reference", "pressureShare": 0.8, "profile": "anthropic-5m", "maxExcess": null}
+            "economy": {"policy": "cache-aware", "pressureShare": 0.8, "profile": "anthropic-5m", "maxExcess": 0}
         })
     );
 }
@@ -402,7 +403,7 @@ fn saved_text_is_camel_case_in_order() {
     assert!(text
         .starts_with(r#"{"enabled":false,"showPruneStatusLine":true,"summarizerModel":"default""#));
     assert!(text.ends_with(
-        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"reference","pressureShare":0.8,"profile":"anthropic-5m","maxExcess":null}}"#
+        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"cache-aware","pressureShare":0.8,"profile":"anthropic-5m","maxExcess":0}}"#
     ));
 }
 

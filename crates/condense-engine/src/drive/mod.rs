@@ -34,7 +34,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use condense_core::{chars_to_tokens, FxHashMap, Message, ModelRef, PlanStep, Role};
+use condense_core::{chars_to_tokens, FxHashMap, Message, ModelRef, PlanStep, Role, SwitchReason};
 use condense_store::session::Entry;
 use condense_summarizer::{Provider, Summarizer, SummarizerSettings, Target};
 use serde_json::Value;
@@ -190,9 +190,12 @@ impl Driver {
     fn keep(&mut self, effects: Vec<Effect>) {
         for effect in effects {
             match &effect {
-                Effect::Append { custom_type, .. } => {
+                Effect::Append {
+                    custom_type, data, ..
+                } => {
+                    // The start switch changes nothing the model sees.
                     if custom_type == condense_store::entries::CUSTOM_TYPE_SWITCH {
-                        self.switches += 1;
+                        self.switches += u64::from(data["reason"] != SwitchReason::Start.as_str());
                     } else if custom_type == condense_store::entries::CUSTOM_TYPE_FLUSH_METRICS {
                         self.flushes += 1;
                     }

@@ -1,8 +1,9 @@
 //! The per-call path: the host's list synced into the engine's copy, the
 //! cache-aware policy's switch, and the render the model is sent.
 
-use condense_core::{render, Message, PlanStep, RenderSettings};
+use condense_core::{render, Message, PlanStep, RenderSettings, SwitchReason};
 use condense_store::effects::switch_entry;
+use condense_store::entries::SwitchEntryData;
 
 use super::Engine;
 use crate::protocol::{Delivery, Effect, Effects};
@@ -46,6 +47,13 @@ impl Engine {
         let mut out = Effects::new();
         if !self.config.enabled {
             return (self.injected.host_steps(None, &self.messages), out);
+        }
+        if let Some(start) = self
+            .gating_started
+            .take()
+            .or_else(|| self.start_gating(call.now_ms))
+        {
+            out.push(Effect::entry(switch_entry(&start), Delivery::Runtime));
         }
         let settings = RenderSettings {
             config: &self.config,
@@ -91,5 +99,32 @@ impl Engine {
         let steps = self.injected.host_steps(steps, &self.messages);
         out.extend(self.status_if_changed());
         (steps, out)
+    }
+
+    /// The cache-aware policy's first switch on a branch that has none
+    /// (a new session, or one pi-condense or the reference policy wrote):
+    /// it shows what the branch already shows ungated, so the render does
+    /// not change, and from here on what flushes add waits for a switch.
+    /// The caller persists the entry before anything that depends on it.
+    /// `None` when the branch is gated already, or the policy is not
+    /// cache-aware.
+    pub(super) fn start_gating(&mut self, now_ms: Option<i64>) -> Option<SwitchEntryData> {
+        let starts = self.config.enabled
+            && self.config.economy.policy.gates_on_switch()
+            && self.state.switch_count() == 0;
+        starts.then(|| {
+            let data = SwitchEntryData {
+                reason: SwitchReason::Start.as_str().to_owned(),
+                message_count: self.messages.len() as u64,
+                prompt_tokens: None,
+                removed_tokens: None,
+                rewrite_cost: None,
+                projected_saving: None,
+                ts: now_ms,
+                extra: Default::default(),
+            };
+            self.state.record_switch(self.messages.len());
+            data
+        })
     }
 }

@@ -4,7 +4,7 @@
 use std::sync::MutexGuard;
 
 use condense_core::{FlushEffect, JobResult, Message, TriggerKind};
-use condense_store::effects::{entry_for, flush_metrics_entry, NewEntry};
+use condense_store::effects::{entry_for, flush_metrics_entry, switch_entry, NewEntry};
 use condense_summarizer::prompt::{batch_user_message, range_user_message};
 
 use super::{entries, notices, Engine, ReplyFlush};
@@ -127,6 +127,10 @@ impl Engine {
     pub fn finish_summaries(&mut self, flush: Flush, results: Vec<JobResult>) -> Chains {
         let prompts = flush.jobs().iter().map(|j| batch_user_message(&j.batch));
         self.summarizer_spent(prompts, &results);
+        // The flush's records must count as added after the start switch.
+        if self.gating_started.is_none() {
+            self.gating_started = self.start_gating(None);
+        }
         let mut chains = flush
             .apply(results, &mut self.state, &self.config)
             .plan_chains(&self.messages, &self.state, &self.config, &self.protection);
@@ -170,9 +174,17 @@ impl Engine {
             .iter()
             .map(|j| range_user_message(&j.summaries));
         self.summarizer_spent(prompts, &fusion);
+        let started = self
+            .gating_started
+            .take()
+            .or_else(|| self.start_gating(Some(now)));
         let mut blobs = BlobDir(self.blob_dir.as_deref());
         let report = chains.apply(fusion, &mut blobs, &mut self.state, &self.config, now);
         let mut out = Effects::new();
+        if let Some(mut start) = started {
+            start.ts.get_or_insert(now);
+            out.push(Effect::entry(switch_entry(&start), delivery));
+        }
         let live = report.trigger.is_some();
         entries(&mut out, &report.flush_effects, delivery);
         self.inject_summaries(&report.flush_effects, now);

@@ -27,6 +27,7 @@ use condense_core::SummarizerStats;
 use condense_core::{BudgetGate, CapturedBatch, ContextMetrics, DiagnosticSink};
 use condense_core::{Config, FlushEffect, Notice, SessionEconomy};
 use condense_store::effects::entry_for;
+use condense_store::entries::SwitchEntryData;
 use serde_json::Value;
 
 use crate::injected::Injected;
@@ -122,6 +123,9 @@ pub struct Engine {
     last_status: Option<String>,
     calls: CallLog,
     economy: SessionEconomy,
+    /// The start switch a flush recorded ([`Engine::start_gating`]) whose
+    /// entry has not been returned yet: it goes out before the flush's own.
+    gating_started: Option<SwitchEntryData>,
 }
 
 impl Default for Engine {
@@ -152,6 +156,7 @@ impl Default for Engine {
             last_status: None,
             calls: CallLog::default(),
             economy: SessionEconomy::new(),
+            gating_started: None,
         }
     }
 }

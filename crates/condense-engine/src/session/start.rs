@@ -96,6 +96,7 @@ impl Engine {
         self.calls.restart();
         self.rearmed = false;
         self.reply_flush = ReplyFlush::None;
+        self.gating_started = None;
         self.flushing = false;
         self.reclaim = None;
         if !p.tree {

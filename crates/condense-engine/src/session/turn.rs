@@ -8,6 +8,7 @@ use condense_core::{CapturedBatch, Message, PruneOn, RecordedUsage, RenderSettin
 use super::{entries, Engine, ReplyFlush};
 use crate::flush::{spill_batch, BlobDir};
 use crate::protocol::{Delivery, Effect, Effects};
+use condense_store::effects::switch_entry;
 
 impl Engine {
     /// `turn_end` comes before the next `context`: appends the turn's
@@ -216,6 +217,13 @@ impl Engine {
     /// Eager spill of oversized results: the blob is written first and the
     /// record committed after, so a failed write leaves the output inline.
     fn spill(&mut self, batch: CapturedBatch, out: &mut Effects) -> CapturedBatch {
+        if let Some(start) = self
+            .gating_started
+            .take()
+            .or_else(|| self.start_gating(Some(batch.timestamp)))
+        {
+            out.push(Effect::entry(switch_entry(&start), Delivery::Session));
+        }
         let mut blobs = BlobDir(self.blob_dir.as_deref());
         let spilled = spill_batch(batch, &mut self.state, &self.config, &mut blobs);
         for f in spilled.failures {

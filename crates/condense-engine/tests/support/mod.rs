@@ -47,10 +47,13 @@ pub fn session_of(id: &str, prefix: &str, messages: Vec<Value>) -> Session {
     Session::parse(&text)
 }
 
-/// A driver under `policy`, spilling below `dir` when there is one.
+/// A driver under `policy`, unbounded (`maxExcess: null`: the cases that
+/// want the bound say so with [`driver_with`]), spilling below `dir` when
+/// there is one.
 fn driver_spilling_into(policy: &str, dir: Option<&Path>) -> Driver {
     Driver::new(DriverOptions {
-        settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}}),
+        settings: json!({"contextPrune": {"enabled": true,
+            "economy": {"policy": policy, "maxExcess": null}}}),
         summarizer: Arc::new(Extractive::new()),
         tokens: Arc::new(|t: &str| t.len() as u64 / 4),
         session_dir: dir.map(Path::to_path_buf),

@@ -61,11 +61,13 @@ const PER_MESSAGE: f64 = 34.51;
 /// Plays the session under `settings` (the extension loaded when `condense`
 /// is true; summaries answered by the extractive summarizer, which is what
 /// `simulate` summarizes with), then compares `simulate --policy policy`
-/// with the received prompts. Returns the received totals.
+/// (with `extra` arguments) with the received prompts. Returns the received
+/// totals.
 fn agree(
     policy: &str,
     settings: Value,
     condense: bool,
+    extra: &[&str],
     check_session: impl FnOnce(&PiEnv, &Path),
 ) -> Option<Received> {
     let llm = server();
@@ -88,7 +90,7 @@ fn agree(
     assert!(t.cache_read > 0 && t.cache_write > t.prompt_tokens / 5);
     assert_agrees(
         policy,
-        &simulate(&session, policy, overhead),
+        &simulate_with(&session, policy, overhead, extra),
         &received,
         &profile,
     );
@@ -102,6 +104,7 @@ fn simulate_none_agrees_with_what_the_server_received() {
         "none",
         json!({"compaction": {"enabled": false}}),
         false,
+        &[],
         |_, _| {},
     );
 }
@@ -110,23 +113,32 @@ fn simulate_none_agrees_with_what_the_server_received() {
 /// flush at the final reply), the summaries shown at once.
 #[test]
 fn simulate_reference_agrees_with_what_the_server_received() {
-    let settings = json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}});
-    if let Some(received) = agree("reference", settings, true, |_, _| {}) {
+    let settings = json!({"contextPrune": {"enabled": true, "economy": {"policy": "reference"}}, "compaction": {"enabled": false}});
+    if let Some(received) = agree("reference", settings, true, &[], |_, _| {}) {
         assert!(received.totals.summarizer_input > 0, "the run summarized");
     }
 }
 
-/// The cache-aware policy: summaries shown at the switches it decides (the
-/// second run is a resume, so its first call may switch for free).
+/// The unbounded cache-aware policy: summaries shown at the switches it
+/// decides (the second run is a resume, so its first call may switch for
+/// free), simulated from a copy of pi's settings.
 #[test]
 fn simulate_cache_aware_agrees_with_what_the_server_received() {
-    let settings = cache_aware();
-    if let Some(received) = agree(
-        "cache-aware",
-        settings,
+    let file = std::env::temp_dir().join(format!(
+        "condense-e2e-unbounded-settings-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&file, cache_aware().to_string()).expect("write the settings");
+    let path = file.to_string_lossy().into_owned();
+    let played = agree(
+        "settings",
+        cache_aware(),
         true,
+        &["--settings", &path],
         status_shows_the_resume_switch,
-    ) {
+    );
+    let _ = std::fs::remove_file(&file);
+    if let Some(received) = played {
         assert!(received.totals.summarizer_input > 0, "the run summarized");
     }
 }
@@ -160,9 +172,10 @@ fn status_shows_the_resume_switch(pi: &PiEnv, session: &Path) {
     assert_eq!(e["pending"], 0, "{e}");
 }
 
+/// pi's settings for the unbounded cache-aware policy.
 fn cache_aware() -> Value {
     json!({
-        "contextPrune": {"enabled": true, "economy": {"policy": "cache-aware"}},
+        "contextPrune": {"enabled": true, "economy": {"policy": "cache-aware", "maxExcess": null}},
         "compaction": {"enabled": false},
     })
 }
@@ -251,7 +264,7 @@ fn shows_a_summary(request: &RecordedRequest) -> bool {
 #[test]
 fn a_replys_flush_at_the_next_runs_start_agrees_with_what_the_server_received() {
     let Some((received, summary_requests, _)) =
-        agree_in_one_process("cache-aware", cache_aware(), &[])
+        agree_with_settings("cache-aware", cache_aware(), &[])
     else {
         return;
     };
@@ -268,7 +281,7 @@ fn a_replys_flush_at_the_next_runs_start_agrees_with_what_the_server_received() 
 /// as a reload would, and the simulator agrees.
 #[test]
 fn a_replys_flush_written_to_the_file_is_shown_in_the_same_process() {
-    let settings = json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}});
+    let settings = json!({"contextPrune": {"enabled": true, "economy": {"policy": "reference"}}, "compaction": {"enabled": false}});
     let Some((received, summary_requests, main)) = agree_in_one_process("reference", settings, &[])
     else {
         return;
@@ -291,7 +304,7 @@ fn a_replys_flush_written_to_the_file_is_shown_in_the_same_process() {
 #[test]
 fn a_turn_ends_budget_flush_is_shown_at_the_next_call() {
     let settings = json!({
-        "contextPrune": {"enabled": true, "autoBudgetThreshold": 0.05},
+        "contextPrune": {"enabled": true, "autoBudgetThreshold": 0.05, "economy": {"policy": "reference"}},
         "compaction": {"enabled": false},
     });
     // Simulated with the same settings (the budget trigger is off by default).
@@ -313,17 +326,14 @@ fn a_turn_ends_budget_flush_is_shown_at_the_next_call() {
     );
 }
 
-/// The cache-aware policy bounded against no pruning (`maxExcess: 0`), both
-/// runs in one process: the second run's start is warm and nothing has
-/// been saved yet, so the first run's flush would be a bet the session
-/// cannot cover. It is held: no summarizer call, no summary shown, and the
-/// simulator agrees with what the server received.
+/// The default policy, cache-aware bounded against no pruning
+/// (`maxExcess: 0`), both runs in one process: the second run's start is
+/// warm and nothing has been saved yet, so the first run's flush would be a
+/// bet the session cannot cover. It is held: no summarizer call, no summary
+/// shown, and the simulator agrees with what the server received.
 #[test]
-fn a_bounded_policy_holds_a_flush_nothing_saved_can_pay_for() {
-    let settings = json!({
-        "contextPrune": {"enabled": true, "economy": {"policy": "cache-aware", "maxExcess": 0}},
-        "compaction": {"enabled": false},
-    });
+fn the_default_bounded_policy_holds_a_flush_nothing_saved_can_pay_for() {
+    let settings = json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}});
     let played = agree_with_settings("bounded", settings, &[]);
     let Some((received, summary_requests, main)) = played else {
         return;

@@ -29,7 +29,7 @@ pub fn sidecar_bin() -> PathBuf {
 
 /// The settings every test starts from.
 pub fn condense_settings() -> Value {
-    json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}})
+    json!({"contextPrune": {"enabled": true, "economy": {"policy": "reference"}}, "compaction": {"enabled": false}})
 }
 
 pub fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
