@@ -44,7 +44,7 @@ use support::scenario::big_file;
 
 use compare::{assert_agrees, check_the_run};
 use pricing::{conversation, overhead_tokens, price_received, Received};
-use runs::{condense_bin, pi_env, play, profile, server, simulate, simulate_with};
+use runs::{condense_bin, pi_env, play, profile, server, simulate_with};
 
 /// The cache's time to live the session is priced with (seconds).
 const TTL_S: i64 = 6;

@@ -29,13 +29,8 @@ pub fn condense_bin() -> PathBuf {
     bin
 }
 
-/// `condense simulate --json` on `session` under `policy`: its billing
-/// fields for that policy.
-pub fn simulate(session: &Path, policy: &str, overhead: u64) -> Value {
-    simulate_with(session, policy, overhead, &[])
-}
-
-/// [`simulate`] with more options.
+/// `condense simulate --json` on `session` under `policy`, with `extra`
+/// options: its billing fields for that policy.
 pub fn simulate_with(session: &Path, policy: &str, overhead: u64, extra: &[&str]) -> Value {
     let out = Command::new(condense_bin())
         .args([
