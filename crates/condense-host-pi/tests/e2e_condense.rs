@@ -661,3 +661,64 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
     );
     assert!(text_of("call_a").is_empty(), "pi's compaction left a out");
 }
+
+/// The pi-condense 2.9.1 fixture session resumed in real pi: under the
+/// default policy (cache-aware, bounded) the call sends exactly what the
+/// reference policy sends, pi-condense's render (the session has no switch
+/// entry), and the session gains the start switch; under `reference` it
+/// gains none.
+#[test]
+fn a_pi_condense_session_resumed_under_the_default_is_sent_as_pi_condense_renders_it() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../condense-store/tests/fixtures/pi-condense-2.9.1.jsonl");
+    let mut sent = Vec::new();
+    for economy in [json!({}), json!({"policy": "reference"})] {
+        let llm = FakeLlm::start([Reply::text("Noted.")]);
+        let mut settings = condense_settings();
+        settings["contextPrune"]["economy"] = economy.clone();
+        let pi = PiEnv::new(install, &llm.base_url())
+            .with_settings(settings)
+            .with_extension(extension_dir())
+            .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+        // pi resumes a session only in its working directory.
+        let text = fs::read_to_string(&fixture).expect("the fixture");
+        let (header, rest) = text.split_once('\n').expect("a header line");
+        let mut header: Value = serde_json::from_str(header).expect("a JSON header");
+        header["cwd"] = json!(pi.work_dir.to_string_lossy());
+        let session = pi.work_dir.join("resumed.jsonl");
+        fs::write(&session, format!("{header}\n{rest}")).expect("write the session");
+        let run = pi.prompt_in_session(&session, "Go on.");
+        debug_dump(&run, &pi, &llm);
+        run.assert_success();
+        let main = llm.main_requests();
+        assert_eq!(main.len(), 1, "{economy}");
+        // The system prompt names each run's own working directory.
+        let conversation: Vec<Value> = main[0]
+            .messages()
+            .iter()
+            .filter(|m| m["role"] != "system")
+            .cloned()
+            .collect();
+        sent.push(conversation);
+        let reasons: Vec<Value> = custom_entries(&read_jsonl(&session), "context-prune-switch")
+            .iter()
+            .map(|e| e["data"]["reason"].clone())
+            .collect();
+        let expected = if economy["policy"] == "reference" {
+            vec![]
+        } else {
+            vec![json!("start")]
+        };
+        assert_eq!(reasons, expected, "{economy}");
+    }
+    assert!(
+        sent[0]
+            .iter()
+            .any(|m| pi_message_text(m).contains("[Summarized in pruner summary, ref `")),
+        "the fixture's summarized outputs are stubs"
+    );
+    assert_eq!(sent[0], sent[1], "the default sent what reference sent");
+}
