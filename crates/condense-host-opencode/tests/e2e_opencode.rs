@@ -632,7 +632,9 @@ fn cache_aware_summarizes_a_reply_at_the_next_runs_first_call() {
     env.write_condense_config(
         &json!({"enabled": true, "economy": {"policy": "cache-aware", "maxExcess": null}}),
     );
-    read_alpha(&env, &llm, "ALPHA-7f3e");
+    let session = read_alpha(&env, &llm, "ALPHA-7f3e")
+        .session_id()
+        .expect("a session id");
     assert!(
         llm.summary_requests().is_empty(),
         "nothing is summarized before a next run"
@@ -658,5 +660,13 @@ fn cache_aware_summarizes_a_reply_at_the_next_runs_first_call() {
         first.any_message_contains(SUMMARY_TEXT),
         "the summary the stub points to is sent with it\n{}",
         dump(&llm)
+    );
+    // The session had no switch entry: its first call started gating.
+    let logged = logged(&env, &session);
+    let switches = custom_of(&logged, "context-prune-switch");
+    assert_eq!(
+        switches.first().map(|s| s["data"]["reason"].clone()),
+        Some(json!("start")),
+        "{switches:?}"
     );
 }
