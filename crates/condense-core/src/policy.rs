@@ -126,6 +126,10 @@ pub enum SwitchReason {
     /// before the first call it renders, so it changes nothing the model
     /// has seen.
     Start,
+    /// The user asked for a flush or a compaction (`/pruner now`,
+    /// `/pruner compact`): the next call shows what it prepared, whatever
+    /// the switch costs.
+    User,
 }
 
 impl SwitchReason {
@@ -139,6 +143,7 @@ impl SwitchReason {
             SwitchReason::Pressure => "pressure",
             SwitchReason::Pays => "pays",
             SwitchReason::Start => "start",
+            SwitchReason::User => "user",
         }
     }
 
@@ -152,6 +157,7 @@ impl SwitchReason {
             SwitchReason::Pressure,
             SwitchReason::Pays,
             SwitchReason::Start,
+            SwitchReason::User,
         ]
         .into_iter()
         .find(|r| r.as_str() == name)

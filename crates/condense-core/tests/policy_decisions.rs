@@ -259,6 +259,7 @@ fn policy_names_round_trip() {
         SwitchReason::Pressure,
         SwitchReason::Pays,
         SwitchReason::Start,
+        SwitchReason::User,
     ] {
         assert_eq!(SwitchReason::from_name(r.as_str()), Some(r));
     }

@@ -11,7 +11,7 @@ use condense_core::{
     decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
     render_after_switch, switch_sizes, CacheTerms, CapturedBatch, ColdEvent, Config, Message,
     NoPruningBound, PriceProfile, PromptShape, RenderSettings, Role, State, SummarizeInputs,
-    SwitchInputs,
+    SwitchInputs, SwitchReason,
 };
 use condense_store::entries::SwitchEntryData;
 // What the summarizer reads: the bound pays for it.
@@ -300,7 +300,9 @@ fn calls_ahead(prompt_tokens: u64, calls_so_far: u64, context_window: Option<u64
 /// Decides at one call, `unpruned` the same call with nothing pruned; on
 /// a switch returns the entry to persist (the caller records it in the
 /// state and appends it, then reports the prompt it sent with
-/// [`CallLog::sent`]).
+/// [`CallLog::sent`]). When `user_asked` (the user's `/pruner now` or
+/// `/pruner compact` ran since the last call), anything pending is shown
+/// whatever it costs.
 pub(crate) fn decide(
     messages: &[Message],
     state: &State,
@@ -308,6 +310,7 @@ pub(crate) fn decide(
     log: &CallLog,
     call: &CallFacts,
     unpruned: &Unpruned,
+    user_asked: bool,
 ) -> Option<SwitchEntryData> {
     if state.pending_count() == 0 && !purge_pending(messages, state, settings) {
         None
@@ -343,7 +346,12 @@ pub(crate) fn decide(
             within_bound,
         };
         let decision = decide_switch(&inputs);
-        decision.switch.map(|reason| SwitchEntryData {
+        let switch = if user_asked {
+            Some(SwitchReason::User)
+        } else {
+            decision.switch
+        };
+        switch.map(|reason| SwitchEntryData {
             reason: reason.as_str().to_owned(),
             message_count: messages.len() as u64,
             prompt_tokens: Some(sizes.prompt_tokens),

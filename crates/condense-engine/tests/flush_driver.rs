@@ -196,7 +196,8 @@ fn a_flush_through_the_driver_summarizes_and_records_its_metrics() {
 
 /// Under the default policy a flush on a branch with no switch entry
 /// records the start switch before anything it summarizes: on a reload the
-/// summaries count as added after it, pending as they were live.
+/// summaries count as added after it, pending as they were live. A flush
+/// the user asked for is shown at the next call.
 #[test]
 fn a_flush_on_a_branch_without_a_switch_writes_the_start_switch_first() {
     let e = engine();
@@ -233,11 +234,22 @@ fn a_flush_on_a_branch_without_a_switch_writes_the_start_switch_first() {
             .count(),
         1
     );
-    // Once: the next call finds the branch gated (it may switch, as the
-    // first call after a resume, but starts nothing).
+    // The user asked for it: the next call shows it, and starts nothing.
     let held = e.engine().messages().len();
-    let (_, effects) = e.engine().context(held, Vec::new());
-    assert!(!effects.iter().any(|e| matches!(e,
-        Effect::Append { custom_type, data, .. }
-            if custom_type == "context-prune-switch" && data["reason"] == "start")));
+    let (steps, effects) = e.engine().context(held, Vec::new());
+    let reasons: Vec<&Value> = effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::Append {
+                custom_type, data, ..
+            } if custom_type == "context-prune-switch" => Some(&data["reason"]),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reasons, [&json!("user")]);
+    let engine = e.engine();
+    let shown = condense_core::apply_steps(&steps.expect("a render plan"), engine.messages());
+    assert!(shown
+        .iter()
+        .any(|m| m.json().contains("[Summarized in pruner summary, ref `")));
 }

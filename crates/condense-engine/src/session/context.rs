@@ -67,6 +67,7 @@ impl Engine {
             let unpruned = self.calls.unpruned(&self.messages, &profile, call);
             (profile, unpruned)
         });
+        let user_asked = std::mem::take(&mut self.user_asked);
         if let Some((_, unpruned)) = &priced {
             if let Some(switch) = crate::switch::decide(
                 &self.messages,
@@ -75,6 +76,7 @@ impl Engine {
                 &self.calls,
                 call,
                 unpruned,
+                user_asked,
             ) {
                 self.state.record_switch(self.messages.len());
                 self.economy

@@ -96,6 +96,7 @@ impl Engine {
             self.pending.clear();
         }
         self.flushing = true;
+        self.user_asked |= trigger == TriggerKind::Manual;
         let chains = if self.config.chain_compression.enabled {
             ChainPolicy::AfterBatches(self.config.chain_compression.rolling_window)
         } else {
@@ -119,6 +120,7 @@ impl Engine {
             return None;
         }
         self.flushing = true;
+        self.user_asked = true;
         Some(Flush::chains_only(0))
     }
 
