@@ -380,6 +380,53 @@ impl Drop for Rpc {
     }
 }
 
+/// Under the default policy (cache-aware, bounded against no pruning)
+/// `/pruner now` is shown at the next call: a `user` switch, though no
+/// savings pay its rewrite yet and the policy alone would keep it pending.
+#[test]
+fn pruner_now_under_the_default_is_shown_at_the_next_call() {
+    let Some(install) = require_pi() else {
+        return;
+    };
+    let (llm, pi) = on_demand_pi(
+        install,
+        [
+            Reply::tool_call("call_a", "read", json!({"path": "alpha.txt"})),
+            Reply::text("Read it."),
+            Reply::text("Fine."),
+        ],
+    );
+    let mut settings = pi.settings();
+    settings["contextPrune"]["economy"] = json!({});
+    pi.write_settings(&settings);
+
+    // One process (print mode takes several prompts): a new process would
+    // start with a resume, whose cold call shows everything anyway.
+    let pi = pi.with_args(["Read alpha.txt.", "/pruner now"]);
+    let run = pi.prompt("Go on.");
+    run.assert_success();
+    llm.assert_script_consumed();
+    assert!(!llm.summary_requests().is_empty(), "{}", run.report());
+    let session = pi.session_file(&run);
+    let last = llm.main_requests().pop().expect("the last call");
+    let read = last
+        .tool_results()
+        .into_iter()
+        .find(|(id, _)| id == "call_a")
+        .map(|(_, text)| text)
+        .unwrap_or_default();
+    assert!(
+        read.starts_with("[Summarized in pruner summary, ref `"),
+        "{read}"
+    );
+    let reasons: Vec<Value> = read_jsonl(&session)
+        .iter()
+        .filter(|e| str_of(e, "customType") == "context-prune-switch")
+        .map(|e| e["data"]["reason"].clone())
+        .collect();
+    assert_eq!(reasons, [json!("start"), json!("user")]);
+}
+
 fn option_starting<'a>(request: &'a Value, prefix: &str) -> &'a str {
     request["options"]
         .as_array()
