@@ -234,6 +234,20 @@ fn rendered_tokens(loaded: &Loaded, state: &condense_core::State) -> u64 {
     })
 }
 
+/// The `user` switch that shows an offline compaction at once.
+fn user_switch(messages: usize, now: i64) -> condense_store::entries::SwitchEntryData {
+    condense_store::entries::SwitchEntryData {
+        reason: condense_core::SwitchReason::User.as_str().to_owned(),
+        message_count: messages as u64,
+        prompt_tokens: None,
+        removed_tokens: None,
+        rewrite_cost: None,
+        projected_saving: None,
+        ts: Some(now),
+        extra: Default::default(),
+    }
+}
+
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -358,7 +372,7 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
             "compaction cancelled; nothing written".into(),
         ));
     };
-    let state = steps.state.into_inner();
+    let mut state = steps.state.into_inner();
     notices.extend(run_notices);
     report.summarized_batches = flushed.summarized_batches;
     report.summarized_calls = flushed.summarized_calls;
@@ -369,12 +383,28 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
     notices.extend(flushed.flush_notices);
     notices.extend(flushed.chain_notices);
 
-    report.entries = effects.len();
+    // A branch condense gated (it holds a switch entry) would keep what the
+    // user compacted pending until the next switch: shown at once, as
+    // `/pruner compact` shows it live.
+    let shown = (config.economy.policy.gates_on_switch()
+        && state.switch_count() > 0
+        && state.pending_count() > 0)
+        .then(|| {
+            state.record_switch(loaded.messages.len());
+            user_switch(loaded.messages.len(), now)
+        });
+    report.entries = effects.len() + usize::from(shown.is_some());
     report.after_tokens = rendered_tokens(&loaded, &state);
     report.notices = notices.iter().map(|n| n.text.clone()).collect();
     if let Some(mut appender) = appender {
         if !effects.is_empty() {
             condense_store::effects::append_effects(&mut appender, &effects, now)
+                .map_err(|e| CliError::Data(format!("{}: appending: {e}", path.display())))?;
+            report.written = true;
+        }
+        if let Some(switch) = shown {
+            appender
+                .append_custom(condense_store::entries::CUSTOM_TYPE_SWITCH, &switch, now)
                 .map_err(|e| CliError::Data(format!("{}: appending: {e}", path.display())))?;
             report.written = true;
         }

@@ -96,3 +96,34 @@ fn refuses_a_session_another_process_holds() {
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("--force"));
 }
+
+/// A session condense gated under the default policy (it holds the start
+/// switch): what `compact` writes is shown at once, by a `user` switch
+/// after its entries, as `/pruner compact` shows it live.
+#[test]
+fn on_a_gated_session_the_compaction_is_shown_by_a_user_switch() {
+    let dir = temp_dir("compact", "gated");
+    let raw = raw_fixture_text();
+    let last: Value = serde_json::from_str(raw.lines().last().unwrap()).unwrap();
+    let start = serde_json::json!({"type": "custom", "customType": "context-prune-switch",
+        "data": {"reason": "start", "messageCount": 1}, "id": "5a5a5a5a",
+        "parentId": last["id"], "timestamp": last["timestamp"]});
+    let s = dir.join("gated.jsonl");
+    std::fs::write(&s, format!("{}{start}\n", raw)).unwrap();
+    let p = s.to_str().unwrap();
+    let before = std::fs::read_to_string(&s).unwrap();
+
+    let r = json_of(&condense(&dir, &["compact", p, "--window", "3", "--json"]));
+    assert!(r["afterTokens"].as_u64().unwrap() < r["beforeTokens"].as_u64().unwrap() / 2);
+    let after = std::fs::read_to_string(&s).unwrap();
+    let new: Vec<Value> = after[before.len()..]
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(new.len() as u64, r["entries"].as_u64().unwrap());
+    let last = new.last().unwrap();
+    assert_eq!(last["customType"], "context-prune-switch");
+    assert_eq!(last["data"]["reason"], "user");
+    let rendered = condense(&dir, &["render", p]);
+    assert!(String::from_utf8_lossy(&rendered.stdout).contains("<compressed-chain id=\\\"b1\\\""));
+}
