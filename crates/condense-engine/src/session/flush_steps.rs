@@ -96,7 +96,7 @@ impl Engine {
             self.pending.clear();
         }
         self.flushing = true;
-        self.user_asked |= trigger == TriggerKind::Manual;
+        self.user_flush = trigger == TriggerKind::Manual;
         let chains = if self.config.chain_compression.enabled {
             ChainPolicy::AfterBatches(self.config.chain_compression.rolling_window)
         } else {
@@ -120,7 +120,7 @@ impl Engine {
             return None;
         }
         self.flushing = true;
-        self.user_asked = true;
+        self.user_flush = true;
         Some(Flush::chains_only(0))
     }
 
@@ -205,6 +205,7 @@ impl Engine {
             out.push(self.cost_effect());
         }
         self.flushing = false;
+        self.user_asked |= std::mem::take(&mut self.user_flush);
         self.refresh_metrics();
         out.push(self.footer());
         FlushDone {
@@ -246,5 +247,6 @@ impl Engine {
     /// batches will be captured again by the next flush's rescan.
     pub fn abandon_flush(&mut self) {
         self.flushing = false;
+        self.user_flush = false;
     }
 }

@@ -126,8 +126,10 @@ pub struct Engine {
     /// The start switch a flush recorded ([`Engine::start_gating`]) whose
     /// entry has not been returned yet: it goes out before the flush's own.
     gating_started: Option<SwitchEntryData>,
-    /// The user ran `/pruner now` or `/pruner compact` since the last call:
-    /// under the cache-aware policy the next call shows what it prepared.
+    /// The running flush is the user's (`/pruner now`, `/pruner compact`).
+    user_flush: bool,
+    /// A flush of the user's finished since the last call: under the
+    /// cache-aware policy the next call shows what it prepared.
     user_asked: bool,
 }
 
@@ -160,6 +162,7 @@ impl Default for Engine {
             calls: CallLog::default(),
             economy: SessionEconomy::new(),
             gating_started: None,
+            user_flush: false,
             user_asked: false,
         }
     }

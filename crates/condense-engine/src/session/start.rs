@@ -97,6 +97,7 @@ impl Engine {
         self.rearmed = false;
         self.reply_flush = ReplyFlush::None;
         self.gating_started = None;
+        self.user_flush = false;
         self.user_asked = false;
         self.flushing = false;
         self.reclaim = None;
