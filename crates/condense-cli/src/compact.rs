@@ -234,20 +234,6 @@ fn rendered_tokens(loaded: &Loaded, state: &condense_core::State) -> u64 {
     })
 }
 
-/// The `user` switch that shows an offline compaction at once.
-fn user_switch(messages: usize, now: i64) -> condense_store::entries::SwitchEntryData {
-    condense_store::entries::SwitchEntryData {
-        reason: condense_core::SwitchReason::User.as_str().to_owned(),
-        message_count: messages as u64,
-        prompt_tokens: None,
-        removed_tokens: None,
-        rewrite_cost: None,
-        projected_saving: None,
-        ts: Some(now),
-        extra: Default::default(),
-    }
-}
-
 fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -391,7 +377,11 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
         && state.pending_count() > 0)
         .then(|| {
             state.record_switch(loaded.messages.len());
-            user_switch(loaded.messages.len(), now)
+            condense_store::entries::SwitchEntryData::undecided(
+                condense_core::SwitchReason::User.as_str(),
+                loaded.messages.len(),
+                Some(now),
+            )
         });
     report.entries = effects.len() + usize::from(shown.is_some());
     report.after_tokens = rendered_tokens(&loaded, &state);

@@ -233,6 +233,23 @@ pub struct SwitchEntryData {
     pub extra: Map<String, Value>,
 }
 
+impl SwitchEntryData {
+    /// A switch no cost decision made (`start`, `user`): its reason, the
+    /// context's message count and its time, no figures.
+    pub fn undecided(reason: &str, message_count: usize, ts: Option<i64>) -> SwitchEntryData {
+        SwitchEntryData {
+            reason: reason.to_owned(),
+            message_count: message_count as u64,
+            prompt_tokens: None,
+            removed_tokens: None,
+            rewrite_cost: None,
+            projected_saving: None,
+            ts,
+            extra: Map::new(),
+        }
+    }
+}
+
 /// A condense entry of a session, typed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CondenseEntry {

@@ -115,18 +115,8 @@ impl Engine {
             && self.config.economy.policy.gates_on_switch()
             && self.state.switch_count() == 0;
         starts.then(|| {
-            let data = SwitchEntryData {
-                reason: SwitchReason::Start.as_str().to_owned(),
-                message_count: self.messages.len() as u64,
-                prompt_tokens: None,
-                removed_tokens: None,
-                rewrite_cost: None,
-                projected_saving: None,
-                ts: now_ms,
-                extra: Default::default(),
-            };
             self.state.record_switch(self.messages.len());
-            data
+            SwitchEntryData::undecided(SwitchReason::Start.as_str(), self.messages.len(), now_ms)
         })
     }
 }
