@@ -31,7 +31,7 @@ pub enum Policy {
 
 impl Policy {
     /// Every policy, default first.
-    pub const ALL: [Policy; 2] = [Policy::Reference, Policy::CacheAware];
+    pub const ALL: [Policy; 2] = [Policy::CacheAware, Policy::Reference];
 
     /// The settings spelling: `reference` or `cache-aware`.
     pub fn name(self) -> &'static str {

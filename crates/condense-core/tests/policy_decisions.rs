@@ -249,6 +249,11 @@ fn policy_names_round_trip() {
         assert_eq!(Policy::from_name(p.name()), Some(p));
     }
     assert_eq!(Policy::from_name("Reference"), None);
+    assert_eq!(
+        Policy::ALL[0],
+        condense_core::Config::default().economy.policy,
+        "the default first"
+    );
     assert!(Policy::CacheAware.gates_on_switch());
     assert!(!Policy::Reference.gates_on_switch());
     for r in [

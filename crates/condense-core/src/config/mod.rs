@@ -133,8 +133,8 @@ pub struct ThinkingStripConfig {
 /// ignores the key).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EconomyConfig {
-    /// `economy.policy`: `reference` (show at once, pi-condense's behaviour;
-    /// default) or `cache-aware` (show at chosen switches).
+    /// `economy.policy`: `cache-aware` (show at chosen switches; default)
+    /// or `reference` (show at once, pi-condense's behaviour).
     pub policy: Policy,
     /// `economy.pressureShare`: share of the context window, in `(0, 1]`, at
     /// which the cache-aware policy switches whatever it costs (default `0.8`).
