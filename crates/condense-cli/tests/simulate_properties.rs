@@ -4,9 +4,9 @@
 //! whole, and a reload of the session the run would have left renders what
 //! the run rendered.
 //!
-//! `cache-aware` bounded by `economy.maxExcess: 0` never bills more than no
-//! pruning. Unbounded (the default) it bets on its projections, and a
-//! session that ends before a bet repays bills more: that property is kept
+//! The default, `cache-aware` bounded by `economy.maxExcess: 0`, never
+//! bills more than no pruning. Unbounded (`maxExcess: null`) it bets on its
+//! projections, and a session that ends before a bet repays bills more: that property is kept
 //! here, ignored, with the smallest counterexample proptest found (the
 //! argument and figures in docs/economy.md).
 
