@@ -208,7 +208,7 @@ pub struct DiagnosticEntryData {
 #[serde(rename_all = "camelCase")]
 pub struct SwitchEntryData {
     /// Why: `idle-expiry`, `resume`, `model-change`, `compaction`,
-    /// `pressure`, `pays`, `start` (see `condense_core::SwitchReason`).
+    /// `pressure`, `pays`, `start`, `user` (see `condense_core::SwitchReason`).
     pub reason: String,
     /// The number of messages in the context the switch was decided at:
     /// failed calls among them may have their arguments purged.

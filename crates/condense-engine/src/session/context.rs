@@ -48,11 +48,7 @@ impl Engine {
         if !self.config.enabled {
             return (self.injected.host_steps(None, &self.messages), out);
         }
-        if let Some(start) = self
-            .gating_started
-            .take()
-            .or_else(|| self.start_gating(call.now_ms))
-        {
+        if let Some(start) = self.start_to_persist(call.now_ms) {
             out.push(Effect::entry(switch_entry(&start), Delivery::Runtime));
         }
         let settings = RenderSettings {
@@ -118,5 +114,16 @@ impl Engine {
             self.state.record_switch(self.messages.len());
             SwitchEntryData::undecided(SwitchReason::Start.as_str(), self.messages.len(), now_ms)
         })
+    }
+
+    /// The start switch whose entry the caller must persist now: one a
+    /// flush recorded and has not returned yet, or one [`start_gating`]
+    /// records at `now_ms`.
+    ///
+    /// [`start_gating`]: Engine::start_gating
+    pub(super) fn start_to_persist(&mut self, now_ms: Option<i64>) -> Option<SwitchEntryData> {
+        self.gating_started
+            .take()
+            .or_else(|| self.start_gating(now_ms))
     }
 }

@@ -176,10 +176,7 @@ impl Engine {
             .iter()
             .map(|j| range_user_message(&j.summaries));
         self.summarizer_spent(prompts, &fusion);
-        let started = self
-            .gating_started
-            .take()
-            .or_else(|| self.start_gating(Some(now)));
+        let started = self.start_to_persist(Some(now));
         let mut blobs = BlobDir(self.blob_dir.as_deref());
         let report = chains.apply(fusion, &mut blobs, &mut self.state, &self.config, now);
         let mut out = Effects::new();

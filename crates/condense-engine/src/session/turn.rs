@@ -217,11 +217,7 @@ impl Engine {
     /// Eager spill of oversized results: the blob is written first and the
     /// record committed after, so a failed write leaves the output inline.
     fn spill(&mut self, batch: CapturedBatch, out: &mut Effects) -> CapturedBatch {
-        if let Some(start) = self
-            .gating_started
-            .take()
-            .or_else(|| self.start_gating(Some(batch.timestamp)))
-        {
+        if let Some(start) = self.start_to_persist(Some(batch.timestamp)) {
             out.push(Effect::entry(switch_entry(&start), Delivery::Session));
         }
         let mut blobs = BlobDir(self.blob_dir.as_deref());
