@@ -60,15 +60,68 @@ pub(crate) struct CallLog {
     bound: NoPruningBound,
 }
 
+/// The last LLM call a session's branch records, as an engine started from
+/// the branch finds it ([`CallLog::restart`]).
+#[derive(Debug)]
+pub(crate) struct RecordedCall {
+    /// The call's time: its assistant message's timestamp, which the host
+    /// stamps when it makes the request.
+    at_ms: i64,
+    /// What the call was sent.
+    prompt: Vec<Message>,
+    /// What it would have been sent with nothing pruned.
+    unpruned: Vec<Message>,
+}
+
+impl RecordedCall {
+    /// The call made at `at_ms` with the host's `messages` (condense's
+    /// summaries among them), sent `prompt` (those messages rendered).
+    pub(crate) fn new(at_ms: i64, messages: &[Message], prompt: Vec<Message>) -> RecordedCall {
+        RecordedCall {
+            at_ms,
+            prompt,
+            unpruned: unpruned(messages),
+        }
+    }
+}
+
 impl CallLog {
-    /// A session (re)started: its first call finds the cache cold, and
-    /// its bound against no pruning starts from nothing saved (another
-    /// session's savings, or another branch's, pay for no bet here).
-    pub(crate) fn restart(&mut self) {
-        *self = CallLog {
-            resumed: true,
-            ..CallLog::default()
+    /// A session (re)started from its branch. The provider's cache knows
+    /// no process: a harness resumed within the time to live sends the
+    /// prefix it sent before (pi's system prompt carries no clock), and
+    /// finds it cached. So the first call prices against `last`, the call
+    /// the branch records, and is cold only by the time since it; with no
+    /// such call it is cold. The bound against no pruning starts from
+    /// nothing saved (another process's savings, or another branch's, pay
+    /// for no bet here).
+    pub(crate) fn restart(&mut self, last: Option<RecordedCall>) {
+        *self = match last {
+            Some(call) => CallLog {
+                last_ms: Some(call.at_ms),
+                last_unpruned: Some(call.unpruned),
+                last_prompt: Some(call.prompt),
+                ..CallLog::default()
+            },
+            None => CallLog {
+                resumed: true,
+                ..CallLog::default()
+            },
         };
+    }
+
+    /// The host moved to another branch of the session in this process:
+    /// the next prompt shares with the last one the messages up to where
+    /// the branches part, and the cache holds them, so the calls are kept;
+    /// the bound starts from nothing saved, as on a restart.
+    pub(crate) fn navigated(&mut self) {
+        self.bound = NoPruningBound::default();
+        self.budget_hit = false;
+    }
+
+    /// Whether this engine has seen a call, or been told of one a branch
+    /// records.
+    pub(crate) fn knows_a_call(&self) -> bool {
+        self.last_prompt.is_some()
     }
 
     /// The host compacted the context: the next call finds the cache cold.

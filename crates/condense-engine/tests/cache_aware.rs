@@ -115,14 +115,14 @@ fn call(now: i64) -> CallFacts {
 }
 
 #[test]
-fn a_resume_switches_in_what_is_pending_and_the_answer_shows_it() {
+fn a_resume_past_the_ttl_switches_in_what_is_pending_and_the_answer_shows_it() {
     let lines = branch_lines();
     let mut e = started("cache-aware", &lines);
     let n = e.messages().len();
-    let (steps, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    let (steps, effects) = e.context_at(n, vec![next_prompt()], &call(RESUMED));
     let switched = switches(&effects);
     assert_eq!(switched.len(), 1, "{effects:?}");
-    assert_eq!(switched[0]["reason"], "resume");
+    assert_eq!(switched[0]["reason"], "idle-expiry");
     assert_eq!(switched[0]["messageCount"], json!(n + 1));
     assert!(switched[0]["removedTokens"].as_u64().unwrap_or(0) > 0);
     let shown = rendered(&e, &steps);
@@ -130,7 +130,7 @@ fn a_resume_switches_in_what_is_pending_and_the_answer_shows_it() {
 
     // The reference policy shows the same at once, and never switches.
     let mut reference = started("reference", &lines);
-    let (ref_steps, ref_effects) = reference.context_at(n, vec![next_prompt()], &call(T0 + 10));
+    let (ref_steps, ref_effects) = reference.context_at(n, vec![next_prompt()], &call(RESUMED));
     assert!(switches(&ref_effects).is_empty());
     assert_eq!(rendered(&reference, &ref_steps), shown);
 
@@ -142,13 +142,74 @@ fn a_resume_switches_in_what_is_pending_and_the_answer_shows_it() {
         "data": switched[0].clone()}),
     );
     let mut reloaded = started("cache-aware", &with_switch);
-    let (re_steps, re_effects) = reloaded.context_at(n, vec![next_prompt()], &call(T0 + 20));
+    let (re_steps, re_effects) = reloaded.context_at(n, vec![next_prompt()], &call(RESUMED + 10));
     assert!(switches(&re_effects).is_empty());
     assert_eq!(rendered(&reloaded, &re_steps), shown);
 
     // Later calls find nothing pending.
-    let (_, later) = e.context_at(n + 1, vec![], &call(T0 + 400_000));
+    let (_, later) = e.context_at(n + 1, vec![], &call(RESUMED + 400_000));
     assert!(switches(&later).is_empty());
+}
+
+/// Past the default profile's 5-minute time to live after the branch's
+/// last call.
+const RESUMED: i64 = T0 + 6 * 60_000;
+
+/// The default policy: cache-aware, bounded against no pruning.
+fn started_bounded(lines: &[Value]) -> Engine {
+    let mut e = Engine::default();
+    e.start(StartParams {
+        settings: json!({"contextPrune": {"enabled": true}}),
+        session_id: "s".into(),
+        session_dir: None,
+        session_file: None,
+        branch: linked(lines),
+        tree: false,
+    });
+    e
+}
+
+/// A process resumed a minute after the branch's last call sends the
+/// prefix that call sent, and the provider still holds it: the call is
+/// warm, so under the bound (nothing saved yet) nothing pending is shown.
+/// Past the time to live the same call is cold and shows it all, free.
+#[test]
+fn a_resume_within_the_ttl_finds_the_cache_warm() {
+    // A long exchange after the summarized read: showing its stub rewrites
+    // that exchange, which a warm call would otherwise read.
+    let mut lines = branch_lines();
+    let long = "a question with a long paste. ".repeat(300);
+    for m in [
+        json!({"role": "user", "content": [{"type": "text", "text": long}], "timestamp": T0 + 4}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Answered."}],
+            "stopReason": "stop", "timestamp": T0 + 5}),
+    ] {
+        lines.push(json!({"type": "message", "message": m}));
+    }
+    let mut warm = started_bounded(&lines);
+    let n = warm.messages().len();
+    let (steps, effects) = warm.context_at(n, vec![next_prompt()], &call(T0 + 60_000));
+    assert!(switches(&effects).is_empty(), "{effects:?}");
+    assert!(rendered(&warm, &steps)
+        .iter()
+        .all(|m| !m.contains("ref `t1`")));
+
+    let mut cold = started_bounded(&lines);
+    let (steps, effects) = cold.context_at(n, vec![next_prompt()], &call(RESUMED));
+    assert_eq!(reasons(&effects), ["idle-expiry"]);
+    assert!(rendered(&cold, &steps)[2].contains("[Summarized in pruner summary, ref `t1`."));
+}
+
+/// A model change the branch records after its last call sends the next
+/// call to another model's cache: cold at once, whatever the time.
+#[test]
+fn a_resume_to_another_model_finds_the_cache_cold() {
+    let mut lines = branch_lines();
+    lines.push(json!({"type": "model_change", "provider": "anthropic", "modelId": "claude-y"}));
+    let mut e = started_bounded(&lines);
+    let n = e.messages().len();
+    let (_, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 60_000));
+    assert_eq!(reasons(&effects), ["resume"]);
 }
 
 #[test]
@@ -398,4 +459,35 @@ fn the_default_takes_over_a_pi_condense_branch_without_changing_a_byte() {
     assert!(switches(&re_effects).is_empty(), "{re_effects:?}");
     assert_eq!(rendered(&reloaded, &re_steps), shown);
     assert_eq!(reloaded.economy_report().switches, 0);
+}
+
+/// A run's reply left its flush to the next run, and the process ended. A
+/// restarted engine weighs that flush with the turns the branch holds (its
+/// queue is empty: no turn ended in this process) at the call it precedes:
+/// a minute later the call is warm and nothing saved pays for the
+/// summarizer, so it waits; past the time to live the call is cold, and
+/// showing the summary there saves more than the summarizer reads.
+#[test]
+fn a_replys_flush_held_across_a_restart_is_weighed_with_the_branchs_turns() {
+    let text: String = (0..2_000).map(|l| format!("line {l}: ok\n")).collect();
+    let messages = [
+        json!({"role": "user", "content": [{"type": "text", "text": "read f"}], "timestamp": T0}),
+        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read",
+            "arguments": {"path": "f.txt"}}], "stopReason": "toolUse", "timestamp": T0 + 1}),
+        json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": T0 + 2}),
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
+            "stopReason": "stop", "timestamp": T0 + 3}),
+    ];
+    let mut lines: Vec<Value> = messages
+        .into_iter()
+        .map(|m| json!({"type": "message", "message": m}))
+        .collect();
+    lines.insert(
+        1,
+        json!({"type": "custom", "customType": "context-prune-switch",
+            "data": {"reason": "start", "messageCount": 1}}),
+    );
+    assert_eq!(started_bounded(&lines).agent_start(T0 + 60_000), None);
+    assert!(started_bounded(&lines).agent_start(RESUMED).is_some());
 }

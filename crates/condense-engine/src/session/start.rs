@@ -3,12 +3,14 @@
 
 use std::path::PathBuf;
 
-use condense_core::{render, Config, Message, Protection, PruneOn, RenderSettings, Role};
-use condense_store::session::Session;
+use condense_core::{render, Config, Message, Protection, PruneOn, RenderSettings, Role, State};
+use condense_store::entries::CUSTOM_TYPE_SWITCH;
+use condense_store::session::{Entry, EntryType, Session};
 use serde_json::{json, Value};
 
 use super::{Engine, ReplyFlush};
 use crate::protocol::{Effect, Effects, Placement};
+use crate::switch::RecordedCall;
 
 /// JSON values as the lines of a [`StartParams::branch`].
 pub fn jsonl<S: AsRef<str>>(entries: impl IntoIterator<Item = S>) -> String {
@@ -93,7 +95,9 @@ impl Engine {
         self.session_file = p.session_file;
         self.pending.clear();
         self.budget.reset();
-        self.calls.restart();
+        // A navigation inside this process: the engine saw the last call.
+        let navigated = p.tree && self.calls.knows_a_call();
+        let mut recorded = None;
         self.rearmed = false;
         self.reply_flush = ReplyFlush::None;
         self.gating_started = None;
@@ -124,13 +128,26 @@ impl Engine {
                 self.reply_flush = ReplyFlush::NextRun;
             }
             // A render now fills the state's stub and chain caches, so the
-            // first LLM call after a resume costs what later ones do (its
-            // result is dropped: `context` renders what pi actually sends).
+            // first LLM call after a resume costs what later ones do: the
+            // render of what the branch's last call was sent, when the
+            // policy prices calls against it, else the whole context's
+            // (dropped: `context` renders what pi actually sends).
             let settings = RenderSettings {
                 config: &self.config,
                 protection: &self.protection,
             };
-            drop(render(&self.messages, &self.state, &settings));
+            if !navigated && self.config.economy.policy.gates_on_switch() {
+                recorded = last_call_position(&self.messages, &ctx.entry_ids, &branch)
+                    .and_then(|at| recorded_call(&self.messages, at, &self.state, &settings));
+            }
+            if recorded.is_none() {
+                drop(render(&self.messages, &self.state, &settings));
+            }
+        }
+        if navigated {
+            self.calls.navigated();
+        } else {
+            self.calls.restart(recorded);
         }
         self.refresh_metrics();
         out.push(self.footer());
@@ -148,4 +165,40 @@ impl Engine {
         }
         out
     }
+}
+
+/// Where the branch's last LLM call stands in `messages` (its assistant
+/// message), when nothing on the branch after it changes what the next call
+/// shares with its prompt: a compaction rewrites the context, a model
+/// change goes to another model's cache, and a switch may show what that
+/// call was not sent. `None` leaves the next call cold.
+fn last_call_position(
+    messages: &[Message],
+    entry_ids: &[String],
+    branch: &[&Entry],
+) -> Option<usize> {
+    let at = messages.iter().rposition(|m| m.is(&Role::Assistant))?;
+    let id = entry_ids.get(at)?;
+    let entry = branch.iter().rposition(|e| e.id == *id)?;
+    let rewritten = branch.get(entry + 1..).unwrap_or_default().iter().any(|e| {
+        matches!(e.kind, EntryType::Compaction | EntryType::ModelChange)
+            || e.custom_type.as_deref() == Some(CUSTOM_TYPE_SWITCH)
+    });
+    (!rewritten).then_some(at)
+}
+
+/// The call whose assistant message is `messages[at]`: its time, and the
+/// prompt it was sent, rendered from the messages before it. With no switch
+/// since, what flushes prepared after that call waits for one, so the
+/// render shows what that call showed.
+fn recorded_call(
+    messages: &[Message],
+    at: usize,
+    state: &State,
+    settings: &RenderSettings<'_>,
+) -> Option<RecordedCall> {
+    let at_ms = messages.get(at)?.timestamp()?;
+    let before = messages.get(..at)?;
+    let prompt = render(before, state, settings).messages(before);
+    Some(RecordedCall::new(at_ms, before, prompt))
 }

@@ -324,6 +324,10 @@ impl Engine {
     /// a flush of what is pending ([`crate::switch::flush_affordable`]);
     /// unpaid, it stays captured for the next trigger.
     fn flush_affordable(&mut self, now: i64) -> bool {
+        // What the flush would summarize: the queue holds only the turns
+        // this process saw end, and a restarted one finds the rest on the
+        // branch.
+        let batches = self.capture_now(now);
         let affordable = |merged: bool| {
             let settings = RenderSettings {
                 config: &self.config,
@@ -331,7 +335,7 @@ impl Engine {
             };
             crate::switch::flush_affordable(
                 &self.messages,
-                &self.pending,
+                &batches,
                 &settings,
                 &self.calls,
                 now,

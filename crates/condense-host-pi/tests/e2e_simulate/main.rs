@@ -120,8 +120,9 @@ fn simulate_reference_agrees_with_what_the_server_received() {
 }
 
 /// The unbounded cache-aware policy: summaries shown at the switches it
-/// decides (the second run is a resume, so its first call may switch for
-/// free), simulated from a copy of pi's settings.
+/// decides (the second run's first call, a resume within the time to live
+/// the policy plans with, is as warm as the simulator sees it), simulated
+/// from a copy of pi's settings.
 #[test]
 fn simulate_cache_aware_agrees_with_what_the_server_received() {
     let file = std::env::temp_dir().join(format!(
@@ -143,10 +144,25 @@ fn simulate_cache_aware_agrees_with_what_the_server_received() {
     }
 }
 
+/// The default policy, cache-aware bounded against no pruning, across two
+/// pi processes: the second run is a resume 8 seconds after the first run's
+/// last call, which the provider's cache still holds (pi's system prompt
+/// carries no clock), so nothing saved pays for the first run's flush and
+/// it is held, as the simulator, which sees no process boundary, holds it.
+#[test]
+fn simulate_the_default_agrees_with_what_the_server_received_across_a_resume() {
+    let settings = json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}});
+    if let Some(received) = agree("cache-aware", settings, true, &[], |_, _| {}) {
+        assert_eq!(received.totals.summarizer_input, 0, "the flush was held");
+    }
+}
+
 /// `condense status` on the session pi wrote under the cache-aware policy:
-/// the second run is a resume, so its first call switched (the summaries of
-/// the first run's flush shown then), its five calls' recorded usage is
-/// there, and the last flush waits for a switch.
+/// the second run is a resume seconds after the first run's last call, so
+/// its first call is warm, and it switched because showing the first run's
+/// summaries there pays (the reads sit near the prompt's end, so the switch
+/// rewrites little); its five calls' recorded usage is there, and the last
+/// flush waits for a switch.
 fn status_shows_the_resume_switch(pi: &PiEnv, session: &Path) {
     let settings = pi.work_dir.join("status-settings.json");
     std::fs::write(&settings, pi.settings().to_string()).expect("write settings");
@@ -165,7 +181,7 @@ fn status_shows_the_resume_switch(pi: &PiEnv, session: &Path) {
     let e = &status["economy"];
     assert_eq!(e["policy"], "cache-aware", "{e}");
     assert_eq!(e["switches"], 1, "{e}");
-    assert_eq!(e["switchReasons"], json!({"resume": 1}), "{e}");
+    assert_eq!(e["switchReasons"], json!({"pays": 1}), "{e}");
     assert_eq!(e["calls"], 5, "{e}");
     // The second run's final reply left its flush (the read of c.txt) to a
     // next run; none came, so nothing was summarized for nothing.
