@@ -173,10 +173,9 @@ fn started_bounded(lines: &[Value]) -> Engine {
 /// prefix that call sent, and the provider still holds it: the call is
 /// warm, so under the bound (nothing saved yet) nothing pending is shown.
 /// Past the time to live the same call is cold and shows it all, free.
-#[test]
-fn a_resume_within_the_ttl_finds_the_cache_warm() {
-    // A long exchange after the summarized read: showing its stub rewrites
-    // that exchange, which a warm call would otherwise read.
+/// [`branch_lines`] and a long exchange after the summarized read: showing
+/// its stub rewrites that exchange, which a warm call would otherwise read.
+fn branch_with_a_long_exchange() -> Vec<Value> {
     let mut lines = branch_lines();
     let long = "a question with a long paste. ".repeat(300);
     for m in [
@@ -186,6 +185,12 @@ fn a_resume_within_the_ttl_finds_the_cache_warm() {
     ] {
         lines.push(json!({"type": "message", "message": m}));
     }
+    lines
+}
+
+#[test]
+fn a_resume_within_the_ttl_finds_the_cache_warm() {
+    let lines = branch_with_a_long_exchange();
     let mut warm = started_bounded(&lines);
     let n = warm.messages().len();
     let (steps, effects) = warm.context_at(n, vec![next_prompt()], &call(T0 + 60_000));
@@ -490,4 +495,28 @@ fn a_replys_flush_held_across_a_restart_is_weighed_with_the_branchs_turns() {
     );
     assert_eq!(started_bounded(&lines).agent_start(T0 + 60_000), None);
     assert!(started_bounded(&lines).agent_start(RESUMED).is_some());
+}
+
+/// pi's tree navigation inside a running process (`session_tree`): the
+/// next prompt shares with the last one what comes before the fork, and
+/// the provider holds it, so the call after it is as warm as any other.
+#[test]
+fn a_navigation_in_a_running_process_keeps_the_cache_warm() {
+    let lines = branch_with_a_long_exchange();
+    let mut e = started_bounded(&lines);
+    let n = e.messages().len();
+    let (_, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 60_000));
+    assert!(switches(&effects).is_empty(), "{effects:?}");
+    // Back to the last reply, and a prompt from there.
+    e.start(StartParams {
+        settings: Value::Null,
+        session_id: "s".into(),
+        session_dir: None,
+        session_file: None,
+        branch: linked(&lines),
+        tree: true,
+    });
+    let n = e.messages().len();
+    let (_, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 70_000));
+    assert!(switches(&effects).is_empty(), "{effects:?}");
 }
