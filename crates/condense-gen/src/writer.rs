@@ -307,11 +307,14 @@ impl<'a> Writer<'a> {
         text: Option<&str>,
         calls: &[CallSpec],
     ) {
-        self.idle_gap(330_000, 20 * 60_000, true);
         let ids: Vec<(String, &CallSpec)> =
             calls.iter().map(|c| (self.tool_call_id(), c)).collect();
         let assistant = self.assistant(thinking, text, &ids);
         self.message(assistant.clone());
+        // Inside a run, pi calls the model again as soon as a turn's tools
+        // return, so the time a run idles is the tools' (a long build or
+        // test suite): between the call and its results.
+        self.idle_gap(330_000, 20 * 60_000, true);
         let mut results = Vec::with_capacity(ids.len());
         for (id, call) in &ids {
             let r = self.tool_result(id, call);
