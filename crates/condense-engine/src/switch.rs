@@ -583,6 +583,12 @@ pub(crate) fn turn_flush_pays(
     .summarize
 }
 
+/// Whether the call after `now_ms` finds the cache cold whatever condense
+/// does, by the terms the policy plans with ([`CallLog::next_call_cold`]).
+pub(crate) fn next_call_cold(log: &CallLog, config: &Config, now_ms: i64) -> bool {
+    log.next_call_cold(now_ms, cache_terms(config.economy.profile).ttl_ms)
+}
+
 /// Whether a flush of `batches` may run at `now_ms` within the session's
 /// bound against no pruning: the headroom pays its summarizer, or the next
 /// call finds the cache cold anyway, so showing the summaries there saves
@@ -599,7 +605,7 @@ pub(crate) fn flush_affordable(
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
     let profile = profile(settings.config);
     let prices = cache_terms(settings.config.economy.profile);
-    let cold = log.next_call_cold(now_ms, prices.ttl_ms);
+    let cold = next_call_cold(log, settings.config, now_ms);
     let saved_at_once = if cold {
         estimate.removed as f64 * prices.write
     } else {

@@ -113,3 +113,84 @@ fn the_bounded_policys_long_run_never_shows_an_output_unseen() {
     assert!(flushes > 0 && switches > 0);
     assert_eq!(unseen, Vec::<(usize, String)>::new());
 }
+
+/// One prompt, then `turns` reads a second apart; read `slow`'s tool takes
+/// `takes` ms (a build or a test suite): its result comes that long after
+/// its call, and the run's next call after it.
+fn run_with_a_slow_tool(turns: usize, slow: usize, takes: i64) -> Session {
+    let mut messages =
+        vec![json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0})];
+    let mut at = T0;
+    for n in 0..turns {
+        at += 1_000;
+        let [call, mut result] =
+            read_turn(&format!("r{n}"), &format!("f{n}.txt"), &format!("f{n}"), at);
+        if n == slow {
+            at += takes;
+            result["timestamp"] = json!(at + 500);
+        }
+        messages.extend([call, result]);
+        at += 1_000;
+    }
+    messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Read them."}],
+        "stopReason": "stop", "timestamp": at + 1_000, "provider": "anthropic", "model": "claude-x"}));
+    session_of("slow", "s", messages)
+}
+
+/// The reasons of the switches the run wrote, in order.
+fn switch_reasons(d: &condense_engine::drive::Driver) -> Vec<String> {
+    d.written()
+        .iter()
+        .filter_map(|w| match &w.effect {
+            condense_engine::Effect::Append {
+                custom_type, data, ..
+            } if custom_type == condense_store::entries::CUSTOM_TYPE_SWITCH => {
+                data["reason"].as_str().map(str::to_owned)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tool outliving the cache's time to live makes the run's next call
+/// cold, a rewrite of the whole prompt whatever condense does: the default
+/// policy summarizes at that turn's end what earlier calls sent, and that
+/// call shows it, free, while the slow tool's own output, which no call has
+/// sent yet, goes to the model raw. No gap between prompts ever comes in a
+/// single autonomous run, so without this the bound (nothing saved) would
+/// never show a summary there.
+#[test]
+fn a_tool_outliving_the_cache_has_the_run_summarized_at_its_turns_end() {
+    let s = run_with_a_slow_tool(6, 4, 6 * MIN);
+    let branch = s.branch(None);
+    let mut d = driver_with(json!({"policy": "cache-aware", "maxExcess": 0}));
+    let prompts = play(&mut d, &branch);
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same().expect("same render");
+    assert_eq!(switch_reasons(&d), ["start", "idle-expiry"]);
+    assert_eq!(
+        stubbed_before_seen(&branch, &prompts),
+        Vec::<(usize, String)>::new()
+    );
+    // The call after the slow tool: the four reads before it as stubs,
+    // its own output raw.
+    let after = &prompts[5];
+    let raw = |id: &str| {
+        after.iter().any(|m| {
+            result_id(m).as_deref() == Some(id)
+                && branch
+                    .iter()
+                    .filter_map(|e| e.message.as_ref())
+                    .any(|r| r == m)
+        })
+    };
+    assert!(
+        (0..4).all(|n| !raw(&format!("r{n}"))),
+        "the first four summarized"
+    );
+    assert!(raw("r4"), "the slow tool's output sent raw");
+    // Before it, nothing was summarized: the calls were warm.
+    assert!(prompts[..5]
+        .iter()
+        .all(|p| p.iter().all(|m| !m.is_summary_message())));
+}

@@ -148,10 +148,7 @@ impl Engine {
                 format!("pruner: after the last reply — compacting {n} pending turn(s)"),
             ),
             None => match self.long_run_flush(turn_index, now) {
-                Some((t, sent)) => (
-                    Some(t),
-                    format!("pruner: long run — compacting {sent} pending turn(s)"),
-                ),
+                Some((t, text)) => (Some(t), text),
                 None => (None, String::new()),
             },
         };
@@ -161,20 +158,25 @@ impl Engine {
         (out, trigger)
     }
 
-    /// Under the cache-aware policy, a flush at the end of a long run's
-    /// turn when summarizing what is pending pays now
-    /// ([`crate::switch::turn_flush_pays`]); reported as `delta` (the
-    /// context grew), the trigger pi-condense knows for a mid-run flush,
-    /// with the number of turns it summarizes.
+    /// Under the cache-aware policy, a flush at a turn's end inside a run:
+    /// in a long run's turn when summarizing what is pending pays over the
+    /// expected calls ([`crate::switch::turn_flush_pays`]), and in any
+    /// turn whose end the clock puts past the cache's time to live since
+    /// the last call (a tool ran that long), when showing the summaries at
+    /// that call, which rewrites everything anyway, saves more than the
+    /// summarizer reads ([`crate::switch::flush_pays_at_cold_call`]).
+    /// Reported as `delta` (the context grew), the trigger pi-condense
+    /// knows for a mid-run flush, with the number of turns it summarizes.
     ///
     /// The turn that just ended is left out: no call has sent its outputs
-    /// yet, and the switch that shows the flush's summaries (cheap, the
-    /// outputs being the prompt's uncached tail) would hand the model a
-    /// summary of what its own call asked for. The next turn's end may
-    /// summarize it, once a call has sent it.
-    fn long_run_flush(&mut self, turn_index: i64, now: i64) -> Option<(TriggerKind, usize)> {
+    /// yet, and the switch that shows the flush's summaries would hand the
+    /// model a summary of what its own call asked for. The next turn's end
+    /// may summarize it, once a call has sent it.
+    fn long_run_flush(&mut self, turn_index: i64, now: i64) -> Option<(TriggerKind, String)> {
+        let long = turn_index >= crate::switch::LONG_RUN_TURNS;
+        let cold = crate::switch::next_call_cold(&self.calls, &self.config, now);
         if !self.config.economy.policy.gates_on_switch()
-            || turn_index < crate::switch::LONG_RUN_TURNS
+            || !(long || cold)
             || self.flushing
             || self.pending.is_empty()
         {
@@ -196,14 +198,29 @@ impl Engine {
                 config: &self.config,
                 protection: &self.protection,
             };
-            crate::switch::turn_flush_pays(&self.messages, &sent, &settings, &self.calls, merged)
+            let (messages, log) = (&self.messages, &self.calls);
+            (long && crate::switch::turn_flush_pays(messages, &sent, &settings, log, merged))
+                || (cold
+                    && crate::switch::flush_pays_at_cold_call(
+                        messages, &sent, &settings, log, merged,
+                    ))
         };
         let how = flush_by(&self.config, pays);
         let flushes = self.flush_as(how);
         if flushes {
             self.unsent_from = Some(unsent_from);
         }
-        flushes.then_some((TriggerKind::Delta, sent.len()))
+        let why = if long {
+            "long run"
+        } else {
+            "cache expired during the tools"
+        };
+        flushes.then(|| {
+            (
+                TriggerKind::Delta,
+                format!("pruner: {why} — compacting {} pending turn(s)", sent.len()),
+            )
+        })
     }
 
     /// Records how the flush `how` allowed summarizes; whether there is one.
