@@ -9,17 +9,16 @@ use serde_json::{json, Value};
 
 const T0: i64 = 1_780_000_000_000;
 
-/// A prompt, a read with a big output, a reply; then the flush's summary
-/// and index entries (what a flush at the reply appended), after the start
-/// switch.
-fn branch_lines() -> Vec<Value> {
-    let text: String = (0..200).map(|l| format!("line {l}: ok\n")).collect();
+/// A prompt, a read of `lines` lines, a reply, with the start switch the
+/// engine recorded at the first call.
+fn read_and_reply(lines: usize) -> Vec<Value> {
+    let text = read_output(lines);
     let messages = [
         json!({"role": "user", "content": [{"type": "text", "text": "read f"}], "timestamp": T0}),
         json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read",
             "arguments": {"path": "f.txt"}}], "stopReason": "toolUse", "timestamp": T0 + 1}),
         json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read",
-            "content": [{"type": "text", "text": text.clone()}], "isError": false, "timestamp": T0 + 2}),
+            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": T0 + 2}),
         json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
             "stopReason": "stop", "timestamp": T0 + 3}),
     ];
@@ -27,12 +26,23 @@ fn branch_lines() -> Vec<Value> {
         .into_iter()
         .map(|m| json!({"type": "message", "message": m}))
         .collect();
-    // The start switch the engine recorded at the first call.
     out.insert(
         1,
         json!({"type": "custom", "customType": "context-prune-switch",
             "data": {"reason": "start", "messageCount": 1}}),
     );
+    out
+}
+
+fn read_output(lines: usize) -> String {
+    (0..lines).map(|l| format!("line {l}: ok\n")).collect()
+}
+
+/// [`read_and_reply`] of 200 lines, then the flush's summary and index
+/// entries (what a flush at the reply appended).
+fn branch_lines() -> Vec<Value> {
+    let text = read_output(200);
+    let mut out = read_and_reply(200);
     out.push(json!({"type": "custom_message", "customType": "context-prune-summary",
         "content": "- `t1` read f.txt: 200 lines, all ok.", "display": false,
         "details": {"toolCallRefs": [{"shortId": "t1", "toolCallId": "c1", "resultTimestamp": T0 + 2}],
@@ -64,11 +74,19 @@ fn linked(lines: &[Value]) -> String {
 }
 
 fn started(policy: &str, lines: &[Value]) -> Engine {
+    // Unbounded: these cases are about the projections.
+    started_with(
+        json!({"contextPrune": {"enabled": true,
+            "economy": {"policy": policy, "maxExcess": null}}}),
+        lines,
+    )
+}
+
+/// An engine started from `lines` with pi's `settings`.
+fn started_with(settings: Value, lines: &[Value]) -> Engine {
     let mut e = Engine::default();
     e.start(StartParams {
-        // Unbounded: these cases are about the projections.
-        settings: json!({"contextPrune": {"enabled": true,
-            "economy": {"policy": policy, "maxExcess": null}}}),
+        settings,
         session_id: "s".into(),
         session_dir: None,
         session_file: None,
@@ -157,16 +175,7 @@ const RESUMED: i64 = T0 + 6 * 60_000;
 
 /// The default policy: cache-aware, bounded against no pruning.
 fn started_bounded(lines: &[Value]) -> Engine {
-    let mut e = Engine::default();
-    e.start(StartParams {
-        settings: json!({"contextPrune": {"enabled": true}}),
-        session_id: "s".into(),
-        session_dir: None,
-        session_file: None,
-        branch: linked(lines),
-        tree: false,
-    });
-    e
+    started_with(json!({"contextPrune": {"enabled": true}}), lines)
 }
 
 /// A process resumed a minute after the branch's last call sends the
@@ -429,19 +438,7 @@ fn the_default_takes_over_a_pi_condense_branch_without_changing_a_byte() {
         .into_iter()
         .filter(|l| l["customType"] != "context-prune-switch")
         .collect();
-    let by_default = |lines: &[Value]| {
-        let mut e = Engine::default();
-        e.start(StartParams {
-            settings: json!({"contextPrune": {"enabled": true}}),
-            session_id: "s".into(),
-            session_dir: None,
-            session_file: None,
-            branch: linked(lines),
-            tree: false,
-        });
-        e
-    };
-    let mut e = by_default(&lines);
+    let mut e = started_bounded(&lines);
     assert!(e.config().economy.policy.gates_on_switch());
     let n = e.messages().len();
     let (steps, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 10));
@@ -459,7 +456,7 @@ fn the_default_takes_over_a_pi_condense_branch_without_changing_a_byte() {
 
     let mut with_start = lines.clone();
     with_start.push(json!({"type": "custom", "customType": "context-prune-switch", "data": start}));
-    let mut reloaded = by_default(&with_start);
+    let mut reloaded = started_bounded(&with_start);
     let (re_steps, re_effects) = reloaded.context_at(n, vec![next_prompt()], &call(T0 + 20));
     assert!(switches(&re_effects).is_empty(), "{re_effects:?}");
     assert_eq!(rendered(&reloaded, &re_steps), shown);
@@ -474,25 +471,7 @@ fn the_default_takes_over_a_pi_condense_branch_without_changing_a_byte() {
 /// showing the summary there saves more than the summarizer reads.
 #[test]
 fn a_replys_flush_held_across_a_restart_is_weighed_with_the_branchs_turns() {
-    let text: String = (0..2_000).map(|l| format!("line {l}: ok\n")).collect();
-    let messages = [
-        json!({"role": "user", "content": [{"type": "text", "text": "read f"}], "timestamp": T0}),
-        json!({"role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "read",
-            "arguments": {"path": "f.txt"}}], "stopReason": "toolUse", "timestamp": T0 + 1}),
-        json!({"role": "toolResult", "toolCallId": "c1", "toolName": "read",
-            "content": [{"type": "text", "text": text}], "isError": false, "timestamp": T0 + 2}),
-        json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
-            "stopReason": "stop", "timestamp": T0 + 3}),
-    ];
-    let mut lines: Vec<Value> = messages
-        .into_iter()
-        .map(|m| json!({"type": "message", "message": m}))
-        .collect();
-    lines.insert(
-        1,
-        json!({"type": "custom", "customType": "context-prune-switch",
-            "data": {"reason": "start", "messageCount": 1}}),
-    );
+    let lines = read_and_reply(2_000);
     assert_eq!(started_bounded(&lines).agent_start(T0 + 60_000), None);
     assert!(started_bounded(&lines).agent_start(RESUMED).is_some());
 }

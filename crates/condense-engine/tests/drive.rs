@@ -419,18 +419,7 @@ fn the_call_after_pis_compaction_shows_what_it_kept_summarized_within_the_bound(
         for read in ["a4", "a5", "a6", "a7"] {
             assert!(!shows_read(&prompts[after], read), "{economy}: {read}");
         }
-        let reasons: Vec<String> = d
-            .written()
-            .iter()
-            .filter_map(|w| match &w.effect {
-                condense_engine::Effect::Append {
-                    custom_type, data, ..
-                } if custom_type == condense_store::entries::CUSTOM_TYPE_SWITCH => {
-                    data["reason"].as_str().map(str::to_owned)
-                }
-                _ => None,
-            })
-            .collect();
+        let reasons = switch_reasons(&d);
         assert_eq!(reasons.first().map(String::as_str), Some("start"));
         assert_eq!(
             reasons.get(1).map(String::as_str),

@@ -137,21 +137,6 @@ fn run_with_a_slow_tool(turns: usize, slow: usize, takes: i64) -> Session {
     session_of("slow", "s", messages)
 }
 
-/// The reasons of the switches the run wrote, in order.
-fn switch_reasons(d: &condense_engine::drive::Driver) -> Vec<String> {
-    d.written()
-        .iter()
-        .filter_map(|w| match &w.effect {
-            condense_engine::Effect::Append {
-                custom_type, data, ..
-            } if custom_type == condense_store::entries::CUSTOM_TYPE_SWITCH => {
-                data["reason"].as_str().map(str::to_owned)
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 /// A tool outliving the cache's time to live makes the run's next call
 /// cold, a rewrite of the whole prompt whatever condense does: the default
 /// policy summarizes at that turn's end what earlier calls sent, and that

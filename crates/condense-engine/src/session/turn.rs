@@ -147,7 +147,7 @@ impl Engine {
                 Some(TriggerKind::MessageEnd),
                 format!("pruner: after the last reply — compacting {n} pending turn(s)"),
             ),
-            None => match self.long_run_flush(turn_index, now) {
+            None => match self.in_run_flush(turn_index, now) {
                 Some((t, text)) => (Some(t), text),
                 None => (None, String::new()),
             },
@@ -172,7 +172,7 @@ impl Engine {
     /// yet, and the switch that shows the flush's summaries would hand the
     /// model a summary of what its own call asked for. The next turn's end
     /// may summarize it, once a call has sent it.
-    fn long_run_flush(&mut self, turn_index: i64, now: i64) -> Option<(TriggerKind, String)> {
+    fn in_run_flush(&mut self, turn_index: i64, now: i64) -> Option<(TriggerKind, String)> {
         let long = turn_index >= crate::switch::LONG_RUN_TURNS;
         let cold = crate::switch::next_call_cold(&self.calls, &self.config, now);
         if !self.config.economy.policy.gates_on_switch()

@@ -335,3 +335,18 @@ pub fn a_run_compacted_at_its_end() -> Session {
     messages.extend(run("c", 0, T0 + 2 * MIN, true));
     session_of("k", "z", messages)
 }
+
+/// The reasons of the switch entries the run wrote, in order.
+pub fn switch_reasons(d: &Driver) -> Vec<String> {
+    d.written()
+        .iter()
+        .filter_map(|w| match &w.effect {
+            condense_engine::Effect::Append {
+                custom_type, data, ..
+            } if custom_type == condense_store::entries::CUSTOM_TYPE_SWITCH => {
+                data["reason"].as_str().map(str::to_owned)
+            }
+            _ => None,
+        })
+        .collect()
+}
