@@ -55,7 +55,10 @@ impl Policy {
 /// Why the cache is cold at this call regardless of what condense does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ColdEvent {
-    /// The session was resumed (a new process; the prefix is unknown).
+    /// The session was started from a branch whose last call the next one
+    /// cannot be priced against: none is recorded, or a compaction, a
+    /// model change or a switch came after it. (A branch whose last call
+    /// is known is cold only by the time since it.)
     Resume,
     /// The model changed since the previous call (another cache).
     ModelChange,
@@ -110,7 +113,8 @@ pub struct SwitchInputs {
 pub enum SwitchReason {
     /// The previous call is older than the cache's time to live.
     IdleExpiry,
-    /// The session was resumed.
+    /// The session was started from a branch the call cannot be priced
+    /// against ([`ColdEvent::Resume`]).
     Resume,
     /// The model changed.
     ModelChange,

@@ -7,6 +7,10 @@
 //! - `context/answer_whole`: the same plus the whole answer line.
 //! - `context/answer_incremental`: the same with the answer built on the
 //!   previous one (what the shim gets when it holds that answer).
+//! - `session_start/default` and `session_start/reference`: `Engine::start`
+//!   on that branch, what a resume costs before its first call (under the
+//!   default the engine also renders what the branch's last call was sent,
+//!   to price the next call against it, in place of the warming render).
 //!
 //! Run: `cargo bench -p condense-host-pi --bench context -- --warm-up-time 1 --measurement-time 5`
 
@@ -19,7 +23,8 @@ use condense_gen::{generate, Shape, SynthOptions};
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 
-fn engine() -> Engine {
+/// The branch of the generated session (its entries, without the header).
+fn branch() -> String {
     let opts = SynthOptions {
         tokens: Some(1_000_000),
         shape: Shape::from_name("tasks").expect("tasks"),
@@ -27,12 +32,13 @@ fn engine() -> Engine {
         ..Default::default()
     };
     let text = generate(&opts);
-    let branch = text
-        .split_once('\n')
+    text.split_once('\n')
         .map_or("", |(_, rest)| rest)
-        .to_owned();
+        .to_owned()
+}
+
+fn started(branch: String, settings: serde_json::Value) -> Engine {
     let mut engine = Engine::default();
-    let settings = json!({"contextPrune": {"enabled": true}});
     engine.start(StartParams {
         settings,
         session_id: "bench".into(),
@@ -42,6 +48,32 @@ fn engine() -> Engine {
         tree: false,
     });
     engine
+}
+
+fn engine() -> Engine {
+    started(branch(), json!({"contextPrune": {"enabled": true}}))
+}
+
+fn bench_start(c: &mut Criterion) {
+    let branch = branch();
+    let mut group = c.benchmark_group("session_start");
+    group.sample_size(20);
+    for (name, settings) in [
+        ("default", json!({"contextPrune": {"enabled": true}})),
+        (
+            "reference",
+            json!({"contextPrune": {"enabled": true, "economy": {"policy": "reference"}}}),
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter_batched(
+                || branch.clone(),
+                |branch| black_box(started(branch, settings.clone())),
+                criterion::BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
 }
 
 fn bench_context(c: &mut Criterion) {
@@ -86,5 +118,5 @@ fn bench_context(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_context);
+criterion_group!(benches, bench_context, bench_start);
 criterion_main!(benches);
