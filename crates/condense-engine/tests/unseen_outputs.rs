@@ -118,6 +118,13 @@ fn the_bounded_policys_long_run_never_shows_an_output_unseen() {
 /// `takes` ms (a build or a test suite): its result comes that long after
 /// its call, and the run's next call after it.
 fn run_with_a_slow_tool(turns: usize, slow: usize, takes: i64) -> Session {
+    session_of("slow", "s", slow_tool_messages(turns, slow, takes, true))
+}
+
+/// The messages of [`run_with_a_slow_tool`]; without `replies`, the
+/// recording stops at the last turn's result: a run cut off (pi stopped, or
+/// the session still running) before the call those results go to.
+fn slow_tool_messages(turns: usize, slow: usize, takes: i64, replies: bool) -> Vec<Value> {
     let mut messages =
         vec![json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0})];
     let mut at = T0;
@@ -132,9 +139,11 @@ fn run_with_a_slow_tool(turns: usize, slow: usize, takes: i64) -> Session {
         messages.extend([call, result]);
         at += 1_000;
     }
-    messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Read them."}],
-        "stopReason": "stop", "timestamp": at + 1_000, "provider": "anthropic", "model": "claude-x"}));
-    session_of("slow", "s", messages)
+    if replies {
+        messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Read them."}],
+            "stopReason": "stop", "timestamp": at + 1_000, "provider": "anthropic", "model": "claude-x"}));
+    }
+    messages
 }
 
 /// A tool outliving the cache's time to live makes the run's next call
@@ -178,4 +187,31 @@ fn a_tool_outliving_the_cache_has_the_run_summarized_at_its_turns_end() {
     assert!(prompts[..5]
         .iter()
         .all(|p| p.iter().all(|m| !m.is_summary_message())));
+}
+
+/// The same slow tool as the last of a recording that stops at its result:
+/// the call the turn-end flush would pay for is not in it, so neither is
+/// the flush. Priced up to its last call, the session never summarized
+/// anything; run, the flush would have billed its summarizer for nothing
+/// and the default more than no pruning (generated sessions cut there did:
+/// docs/economy.md).
+#[test]
+fn a_run_cut_off_after_a_slow_tool_is_priced_up_to_its_last_call() {
+    let s = session_of("cut", "c", slow_tool_messages(5, 4, 6 * MIN, false));
+    let branch = s.branch(None);
+    let mut d = driver_with(json!({"policy": "cache-aware", "maxExcess": 0}));
+    let prompts = play(&mut d, &branch);
+    assert_eq!(prompts.len(), 5);
+    assert_eq!(d.flushes(), 0);
+    assert_eq!(d.summarizer_tokens().input, 0);
+    assert_eq!(d.unrecoverable(), 0);
+    d.reload_renders_the_same().expect("same render");
+    // With the reply that answers those results, the turn's end flushes
+    // (the test above): only the missing call keeps it out.
+    let s = session_of("cut", "c", slow_tool_messages(5, 4, 6 * MIN, true));
+    let branch = s.branch(None);
+    let mut d = driver_with(json!({"policy": "cache-aware", "maxExcess": 0}));
+    play(&mut d, &branch);
+    assert_eq!(d.flushes(), 1);
+    assert!(d.summarizer_tokens().input > 0);
 }

@@ -264,13 +264,25 @@ impl Driver {
     /// would report it to the budget gates; `context_window` is the
     /// model's.
     pub fn feed(&mut self, entries: &[&Entry], usage: Option<u64>, context_window: u64) {
+        self.feed_entries(entries, usage, context_window, true);
+    }
+
+    /// [`Driver::feed`]; a user prompt starts a run (pi's
+    /// `before_agent_start`) only when `runs_start`.
+    fn feed_entries(
+        &mut self,
+        entries: &[&Entry],
+        usage: Option<u64>,
+        context_window: u64,
+        runs_start: bool,
+    ) {
         self.context_window = context_window;
         for entry in entries {
             if entry.kind == condense_store::session::EntryType::Compaction {
                 // pi compacts after the run's `agent_end`, or before a call
                 // whose `context` closed the turn already; then rebuilds its
                 // list and emits `session_compact` with it.
-                self.close_turn();
+                self.end_turn(runs_start);
                 self.fed.push(entry.raw().to_owned());
                 let list = self.rebuild_pi_list();
                 self.compacted(list);
@@ -285,7 +297,7 @@ impl Driver {
                 .message
                 .as_ref()
                 .is_some_and(|m| m.is(&Role::Assistant));
-            if entry.message.as_ref().is_some_and(|m| m.is(&Role::User)) {
+            if runs_start && entry.message.as_ref().is_some_and(|m| m.is(&Role::User)) {
                 // pi's `before_agent_start` comes before the prompt is
                 // persisted: what a flush there adds precedes it. It runs
                 // when the prompt is submitted, after the user's pause.
@@ -322,7 +334,7 @@ impl Driver {
                     continue;
                 }
             }
-            self.close_turn();
+            self.end_turn(runs_start);
             if !message.is(&Role::Assistant) {
                 self.fed.push(entry.raw().to_owned());
             } else {
@@ -475,11 +487,29 @@ impl Driver {
         }
     }
 
-    /// Feeds the entries after the last call and ends the turn in progress.
+    /// Feeds the entries after the last call and, when that call's turn
+    /// ended its run, ends it (`turn_end`, `agent_end`).
+    ///
+    /// A recording that stops inside a run (tool results the model was
+    /// never sent, or a prompt no call answered) was cut off: pi calls the
+    /// model as soon as the tools return or the prompt is submitted, so
+    /// the recording ends while that call is in flight (a session still
+    /// running) or because pi was stopped. What the run's next events
+    /// would trigger (a turn-end or run-start flush) is work for that
+    /// call, and pays, if at all, only there: it is left out with the
+    /// call, for every policy, so a session is priced up to its last call.
     pub fn finish(&mut self, entries: &[&Entry], usage: Option<u64>) {
         let window = self.context_window;
-        self.feed(entries, usage, window);
-        self.close_turn();
+        self.feed_entries(entries, usage, window, false);
+        self.end_turn(false);
+    }
+
+    /// Ends the turn in progress; inside the entries after the last call
+    /// (not `runs_start`) only when it ended its run ([`Driver::finish`]).
+    fn end_turn(&mut self, runs_start: bool) {
+        if runs_start || self.turn.as_ref().is_some_and(ends_run) {
+            self.close_turn();
+        }
     }
 
     /// The summarizer's tokens so far.
