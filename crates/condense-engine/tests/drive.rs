@@ -381,6 +381,33 @@ fn billed(prompts: &[Vec<Message>], times: &[i64]) -> f64 {
     total
 }
 
+/// pi compacts after a run that ended in a reply; no prompt follows. The
+/// kept reads' summaries would pay at the next call, which waits for the
+/// user: the flush waits with it, so a session that ends there summarized
+/// nothing (run at the compaction, it billed the summarizer beyond no
+/// pruning). The test below has the next run, where the flush runs.
+#[test]
+fn a_compaction_after_the_last_reply_runs_no_flush() {
+    let mut messages = run("a", 8, T0, true);
+    messages.push(json!({"type": "compaction", "summary": "earlier work",
+        "firstKeptEntryId": "z0009", "tokensBefore": 50_000, "timestamp": T0 + 18_000}));
+    let s = session_of("k", "z", messages);
+    let branch = s.branch(None);
+    for economy in [
+        json!({"policy": "cache-aware", "maxExcess": 0}),
+        json!({"policy": "cache-aware", "maxExcess": null}),
+    ] {
+        let mut d = driver_with(economy.clone());
+        let prompts = play(&mut d, &branch);
+        assert_eq!(prompts.len(), 9, "{economy}");
+        assert_eq!(d.flushes(), 0, "{economy}");
+        assert_eq!(d.summarizer_tokens().input, 0, "{economy}");
+        assert_eq!(d.unrecoverable(), 0, "{economy}");
+        d.reload_renders_the_same()
+            .unwrap_or_else(|e| panic!("{economy}: {e}"));
+    }
+}
+
 #[test]
 fn the_call_after_pis_compaction_shows_what_it_kept_summarized_within_the_bound() {
     let s = a_run_compacted_at_its_end();

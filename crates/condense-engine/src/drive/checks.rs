@@ -6,7 +6,7 @@ use condense_core::{Message, QueryOptions};
 use condense_store::session::Entry;
 use serde_json::Value;
 
-use super::written::{branch_with_written, parse_branch, Written};
+use super::written::{branch_with_written, parse_branch};
 use super::Driver;
 use crate::session::EngineLock;
 
@@ -86,14 +86,10 @@ impl Driver {
         let session = parse_branch(&branch_with_written(&self.fed, &self.written));
         let branch: Vec<&Entry> = session.entries.iter().collect();
         let (reloaded, _problems) = condense_store::replay::replay_branch(&branch);
-        let late = self.late_compactions();
-        // Without late compactions the file is the one just parsed: building
-        // and parsing the whole branch again is most of this check's time.
-        let rebuilt = if late.is_empty() {
-            condense_store::context::build_context(&branch).messages
-        } else {
-            self.context_at_last_call(&late)
-        };
+        // The engine is told of every compaction fed, the last one too
+        // (pi compacts after a session's last run), and follows pi's list
+        // rebuilt at it, as the context built from the file does.
+        let rebuilt = condense_store::context::build_context(&branch).messages;
         let engine = self.engine.engine();
         let settings = condense_core::RenderSettings {
             config: engine.config(),
@@ -141,37 +137,5 @@ impl Driver {
             head(&live),
             head(&again)
         ))
-    }
-
-    /// The fed entries (by index) that are compactions fed after the last
-    /// call: no call saw them.
-    fn late_compactions(&self) -> Vec<usize> {
-        let late = |n: usize, line: &str| {
-            n >= self.fed_at_context
-                && serde_json::from_str::<Value>(line).is_ok_and(|v| v["type"] == "compaction")
-        };
-        (0..self.fed.len())
-            .filter(|&n| late(n, &self.fed[n]))
-            .collect()
-    }
-
-    /// The context pi would hand `context` from the file the run leaves,
-    /// leaving out the `dropped` fed entries ([`Driver::late_compactions`]).
-    fn context_at_last_call(&self, dropped: &[usize]) -> Vec<Message> {
-        let fed: Vec<String> = (0..self.fed.len())
-            .filter(|n| dropped.binary_search(n).is_err())
-            .map(|n| self.fed[n].clone())
-            .collect();
-        let written: Vec<Written> = self
-            .written
-            .iter()
-            .map(|w| Written {
-                after: w.after - dropped.partition_point(|&d| d < w.after),
-                ..w.clone()
-            })
-            .collect();
-        let session = parse_branch(&branch_with_written(&fed, &written));
-        let branch: Vec<&Entry> = session.entries.iter().collect();
-        condense_store::context::build_context(&branch).messages
     }
 }

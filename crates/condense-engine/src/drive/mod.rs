@@ -102,9 +102,6 @@ pub struct Driver {
     /// kept point (pi rebuilds its list from the file). The engine shows
     /// the others itself.
     inserted: Vec<(usize, Message)>,
-    /// Entries fed before the last `context` call: pi rebuilds its list at
-    /// a compaction fed after it only for a call that never came.
-    fed_at_context: usize,
 }
 
 /// The session's id (it names the blob directory).
@@ -172,7 +169,6 @@ impl Driver {
             removed: FxHashMap::default(),
             recorded_messages: 0,
             inserted: Vec::new(),
-            fed_at_context: 0,
         })
     }
 
@@ -367,7 +363,6 @@ impl Driver {
     /// before the next call's `context`).
     pub fn context(&mut self, messages: &[Message], call: &CallFacts) -> Vec<Message> {
         self.close_turn();
-        self.fed_at_context = self.fed.len();
         let with_summaries;
         let messages = if self.inserted.is_empty() {
             messages

@@ -283,6 +283,8 @@ impl Engine {
     /// summarizer reads (`switch::flush_pays_at_cold_call`); the
     /// last turn is left out when no call has sent its outputs
     /// (`unsent_after_compaction`), as a long run's flush leaves it out.
+    /// A compaction after a run's reply leaves the flush to the next run's
+    /// start ([`Engine::agent_start`]), the first moment a call is certain.
     pub fn compacted(
         &mut self,
         keep: usize,
@@ -304,7 +306,12 @@ impl Engine {
             b.calls.retain(|c| kept.contains(c.tool_call_id.as_str()));
             !b.calls.is_empty()
         });
-        if self.flushing {
+        // After a run that ended in a reply, the next call waits for the
+        // user's next prompt, who may never send one: the reply's held
+        // flush runs at that run's start, where the call is certain and
+        // still cold (`CallLog::compacted`), and pays there. Run now, it
+        // would bill its summarizer for a call that may never come.
+        if self.flushing || self.reply_flush == ReplyFlush::NextRun {
             return None;
         }
         let unsent_from = unsent_after_compaction(&self.messages);
