@@ -26,6 +26,11 @@
 //!   as too long; pi compacts, the shim forwards `session_compact`, and the
 //!   retried call (cold) shows the read pi kept as a stub by a `compaction`
 //!   switch, and the read no call had sent raw.
+//! * `a_compaction_after_the_last_reply_asks_for_no_summary` and
+//!   `a_compaction_after_a_reply_is_summarized_at_the_next_runs_start`: pi
+//!   compacts at its threshold after a run's reply; what it kept is
+//!   summarized only once a next prompt makes the call that shows it (at
+//!   that run's start), never for a session that ends there.
 //!
 //! `CONDENSE_PI_TIMING=1` is set for the first test; the shim's per-`context`
 //! round-trip times are summarized on stderr (run with `--nocapture`).
@@ -660,6 +665,116 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
         "c's read, which no call had sent, is raw: {results:?}"
     );
     assert!(text_of("call_a").is_empty(), "pi's compaction left a out");
+}
+
+/// pi compacts after a run's reply once the run's last prompt passes its
+/// threshold (here a window of 200,000 less a reserve of 190,000). Under the
+/// default policy what the compaction kept would be shown at the next call,
+/// cold anyway, but that call waits for the user's next prompt: with none
+/// (`second` empty) no summary is ever asked for; with one, the summary is
+/// made at its run's start and its first call shows the kept read as a
+/// stub, by a `compaction` switch.
+fn a_compaction_after_the_reply(second: Option<&str>) -> (Vec<Value>, FakeLlm) {
+    let install = require_pi().expect("pi");
+    let reads = [
+        ("call_a", "a.txt", "ALPHA-78"),
+        ("call_b", "b.txt", "BRAVO-78"),
+    ];
+    let mut script: Vec<Reply> = reads
+        .iter()
+        .map(|(id, path, _)| Reply::tool_call(*id, "read", json!({ "path": path })))
+        .collect();
+    script.push(Reply::text("Read both."));
+    // pi's compaction summary takes the next reply.
+    script.push(Reply::text("## Goal\nRead the files."));
+    if second.is_some() {
+        script.push(Reply::text("Done."));
+    }
+    let llm = FakeLlm::start(script);
+    llm.set_default_summary(Reply::text(SUMMARY_TEXT));
+    let mut settings = condense_settings();
+    settings["contextPrune"]["economy"] = json!({"policy": "cache-aware", "maxExcess": 0});
+    settings["compaction"] =
+        json!({"enabled": true, "reserveTokens": 190_000, "keepRecentTokens": 8000});
+    let mut pi = PiEnv::new(install, &llm.base_url())
+        .with_settings(settings)
+        .with_extension(extension_dir())
+        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+    let mut models = models_json(&llm.base_url());
+    models["providers"][PROVIDER]["models"][0]["contextWindow"] = json!(200_000);
+    pi.write_models(&models);
+    for (_, path, marker) in &reads {
+        fs::write(pi.work_dir.join(path), big_file(marker, 24_000)).expect("write a file");
+    }
+    let first = "Read a.txt, then b.txt.";
+    let run = match second {
+        Some(prompt) => {
+            pi = pi.with_args([first]);
+            pi.prompt(prompt)
+        }
+        None => pi.prompt(first),
+    };
+    debug_dump(&run, &pi, &llm);
+    run.assert_success();
+    llm.assert_script_consumed();
+    let entries = read_jsonl(&pi.session_file(&run));
+    let compaction = entries
+        .iter()
+        .find(|e| e["type"] == "compaction")
+        .unwrap_or_else(|| panic!("pi did not compact\n{}", run.report()));
+    // pi kept b's read (its call starts the kept part), a's it compacted away.
+    let first_kept = entries
+        .iter()
+        .find(|e| e["id"] == compaction["firstKeptEntryId"])
+        .expect("the first kept entry");
+    assert!(
+        first_kept["message"]["content"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|b| b["id"] == "call_b")),
+        "{first_kept}"
+    );
+    (entries, llm)
+}
+
+#[test]
+fn a_compaction_after_the_last_reply_asks_for_no_summary() {
+    if require_pi().is_none() {
+        return;
+    }
+    let (entries, llm) = a_compaction_after_the_reply(None);
+    assert_eq!(llm.summary_requests().len(), 0);
+    let switches = custom_entries(&entries, "context-prune-switch");
+    assert!(
+        switches.iter().all(|s| s["data"]["reason"] == "start"),
+        "{switches:?}"
+    );
+}
+
+#[test]
+fn a_compaction_after_a_reply_is_summarized_at_the_next_runs_start() {
+    if require_pi().is_none() {
+        return;
+    }
+    let (entries, llm) = a_compaction_after_the_reply(Some("Now say done."));
+    assert!(!llm.summary_requests().is_empty());
+    let switches = custom_entries(&entries, "context-prune-switch");
+    assert_eq!(
+        switches.last().map(|s| s["data"]["reason"].clone()),
+        Some(json!("compaction")),
+        "{switches:?}"
+    );
+    let main = llm.main_requests();
+    let last = main.last().expect("the second run's call");
+    let results = last.tool_results();
+    let b = results
+        .iter()
+        .find(|(id, _)| id == "call_b")
+        .map(|(_, t)| t.clone())
+        .unwrap_or_default();
+    assert!(
+        b.starts_with("[Summarized in pruner summary, ref `"),
+        "the kept read is a stub: {results:?}"
+    );
 }
 
 /// The pi-condense 2.9.1 fixture session resumed in real pi: under the

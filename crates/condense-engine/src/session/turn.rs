@@ -310,8 +310,12 @@ impl Engine {
         // user's next prompt, who may never send one: the reply's held
         // flush runs at that run's start, where the call is certain and
         // still cold (`CallLog::compacted`), and pays there. Run now, it
-        // would bill its summarizer for a call that may never come.
-        if self.flushing || self.reply_flush == ReplyFlush::NextRun {
+        // would bill its summarizer for a call that may never come. An
+        // overflow's compaction (the list ends with the refused call) is
+        // followed by the call retried.
+        let waits_for_a_prompt =
+            self.reply_flush == ReplyFlush::NextRun && ends_in_reply(&self.messages);
+        if self.flushing || waits_for_a_prompt {
             return None;
         }
         let unsent_from = unsent_after_compaction(&self.messages);
@@ -404,6 +408,25 @@ fn flush_by(config: &condense_core::Config, pays: impl Fn(bool) -> bool) -> Opti
     }
 }
 
+/// An assistant message of a call that failed (refused, or aborted).
+fn failed(m: &Message) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Stop {
+        #[serde(rename = "stopReason", default)]
+        stop_reason: Option<String>,
+    }
+    m.is(&Role::Assistant)
+        && serde_json::from_str::<Stop>(m.json())
+            .is_ok_and(|s| matches!(s.stop_reason.as_deref(), Some("error" | "aborted")))
+}
+
+/// Whether `messages` end with a reply the model gave: its run is over.
+fn ends_in_reply(messages: &[Message]) -> bool {
+    messages
+        .last()
+        .is_some_and(|m| m.is_text_only_assistant() && !failed(m))
+}
+
 /// Where the turn no call has sent starts in `messages`, the list after a
 /// compaction: the last turn when the list ends with its outputs, or with
 /// them and then failed replies (pi keeps the refused call's error message
@@ -411,16 +434,6 @@ fn flush_by(config: &condense_core::Config, pays: impl Fn(bool) -> bool) -> Opti
 /// with it; the call that would have sent those outputs is the one retried
 /// next); else the end (a reply sent them all).
 fn unsent_after_compaction(messages: &[Message]) -> usize {
-    #[derive(serde::Deserialize)]
-    struct Stop {
-        #[serde(rename = "stopReason", default)]
-        stop_reason: Option<String>,
-    }
-    let failed = |m: &Message| {
-        m.is(&Role::Assistant)
-            && serde_json::from_str::<Stop>(m.json())
-                .is_ok_and(|s| matches!(s.stop_reason.as_deref(), Some("error" | "aborted")))
-    };
     let end = messages.len() - messages.iter().rev().take_while(|m| failed(m)).count();
     let ends_with_outputs = messages[..end]
         .last()
