@@ -51,6 +51,22 @@ use support::scenario::{
     tool_result, SUMMARY_TEXT,
 };
 
+/// Gives `pi` a 200,000-token window and writes each `(path, marker)` to
+/// its work dir as a [`big_file`] of `bytes`.
+fn with_window_and_files<'a>(
+    pi: &PiEnv,
+    llm: &FakeLlm,
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+    bytes: usize,
+) {
+    let mut models = models_json(&llm.base_url());
+    models["providers"][PROVIDER]["models"][0]["contextWindow"] = json!(200_000);
+    pi.write_models(&models);
+    for (path, marker) in files {
+        fs::write(pi.work_dir.join(path), big_file(marker, bytes)).expect("write a file");
+    }
+}
+
 #[test]
 fn flush_stub_and_recover() {
     let Some(install) = require_pi() else {
@@ -527,12 +543,12 @@ fn long_run_shows_every_output_raw_before_its_stub() {
     // A window far from the pressure limit: a flush under pressure may
     // show the stub of the turn it ends (pi-condense's budget flush), and
     // this run is about the flush a long run makes without it.
-    let mut models = models_json(&llm.base_url());
-    models["providers"][PROVIDER]["models"][0]["contextWindow"] = json!(200_000);
-    pi.write_models(&models);
-    for (_, path, marker) in &calls {
-        fs::write(pi.work_dir.join(path), big_file(marker, 8000)).expect("write a file");
-    }
+    with_window_and_files(
+        &pi,
+        &llm,
+        calls.iter().map(|(_, p, m)| (p.as_str(), m.as_str())),
+        8000,
+    );
 
     let run = pi.prompt("Read every file, one at a time.");
     debug_dump(&run, &pi, &llm);
@@ -620,12 +636,7 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
         .with_settings(settings)
         .with_extension(extension_dir())
         .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
-    let mut models = models_json(&llm.base_url());
-    models["providers"][PROVIDER]["models"][0]["contextWindow"] = json!(200_000);
-    pi.write_models(&models);
-    for (_, path, marker) in &reads {
-        fs::write(pi.work_dir.join(path), big_file(marker, 8000)).expect("write a file");
-    }
+    with_window_and_files(&pi, &llm, reads.iter().map(|(_, p, m)| (*p, *m)), 8000);
 
     let run = pi.prompt("Read a.txt, b.txt and c.txt, one at a time.");
     debug_dump(&run, &pi, &llm);
@@ -700,12 +711,7 @@ fn a_compaction_after_the_reply(second: Option<&str>) -> (Vec<Value>, FakeLlm) {
         .with_settings(settings)
         .with_extension(extension_dir())
         .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
-    let mut models = models_json(&llm.base_url());
-    models["providers"][PROVIDER]["models"][0]["contextWindow"] = json!(200_000);
-    pi.write_models(&models);
-    for (_, path, marker) in &reads {
-        fs::write(pi.work_dir.join(path), big_file(marker, 24_000)).expect("write a file");
-    }
+    with_window_and_files(&pi, &llm, reads.iter().map(|(_, p, m)| (*p, *m)), 24_000);
     let first = "Read a.txt, then b.txt.";
     let run = match second {
         Some(prompt) => {
