@@ -438,7 +438,7 @@ pub fn switch_sizes(current: &[Message], shown: &[Message]) -> SwitchSizes {
     let first = current
         .iter()
         .zip(shown)
-        .position(|(a, b)| a.json() != b.json())
+        .position(|(a, b)| a != b)
         .unwrap_or(current.len().min(shown.len()));
     let prompt_tokens = tokens(current);
     SwitchSizes {

@@ -140,15 +140,28 @@ impl PromptHistory {
 
     /// `messages` against the previous prompt: the messages shared, and
     /// the tokens of the others.
+    ///
+    /// After a switch most of the suffix is the previous prompt's messages
+    /// again, in order and by identity (a render keeps what it does not
+    /// change), so their counts are taken from it rather than measured
+    /// anew: measuring parses a message's JSON.
     fn measure(&self, messages: &[Message], tokens: &dyn TokenCount) -> Measured {
         let shared = self.shared(messages);
-        Measured {
-            shared,
-            new_tokens: messages[shared..]
-                .iter()
-                .map(|m| tokens.message(m))
-                .collect(),
-        }
+        let mut next_old = shared;
+        let new_tokens = messages[shared..]
+            .iter()
+            .map(|m| {
+                let found = self.messages[next_old..].iter().position(|o| o.same(m));
+                match found.and_then(|k| Some((k, *self.tokens.get(next_old + k)?))) {
+                    Some((k, t)) => {
+                        next_old += k + 1;
+                        t
+                    }
+                    None => tokens.message(m),
+                }
+            })
+            .collect();
+        Measured { shared, new_tokens }
     }
 
     /// The measured prompt's tokens, overhead included.

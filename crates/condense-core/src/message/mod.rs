@@ -181,8 +181,10 @@ impl PartialEq for Message {
 
 impl Message {
     /// True when both are the very same message (one shared text), not
-    /// merely equal: what render memos key on.
-    pub(crate) fn same(&self, other: &Message) -> bool {
+    /// merely equal: what render memos key on. Unchanged messages keep
+    /// their identity through a render, so a caller can memoize what it
+    /// derives from one while it holds it.
+    pub fn same(&self, other: &Message) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
 

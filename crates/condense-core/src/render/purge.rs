@@ -84,12 +84,19 @@ pub(crate) fn apply(
             .get(&(assistant, id))
             .is_some_and(|t| current - t >= cfg.cooldown_turns as usize)
     };
+    // Only the assistants a ripe error points at can change: visiting them
+    // alone keeps this phase from walking the branch a second time.
+    let mut with_ripe: Vec<usize> = errors
+        .iter()
+        .filter(|((a, id), _)| ripe(*a, id))
+        .map(|((a, _), _)| *a)
+        .collect();
+    with_ripe.sort_unstable();
+    with_ripe.dedup();
     let mut replacements: Vec<(usize, Message)> = Vec::new();
     let mut ripe_ids: Vec<&str> = Vec::new();
-    for (i, m) in work.iter().enumerate().take(limit) {
-        if !m.is(&Role::Assistant) {
-            continue;
-        }
+    for i in with_ripe {
+        let m = work.get(i);
         ripe_ids.clear();
         ripe_ids.extend(
             m.skeleton()
