@@ -198,9 +198,14 @@ impl PromptSource for EnginePolicy {
             return Ok(Finish::default());
         };
         driver.finish(trailing_entries, last_usage);
-        let (unrecoverable, flushes, switches) =
-            (driver.unrecoverable(), driver.flushes(), driver.switches());
-        let reload_mismatch = driver.reload_renders_the_same().err();
+        let (flushes, switches) = (driver.flushes(), driver.switches());
+        // Both checks only read the finished run; a core the other policies
+        // have left idle takes one (a tenth of a long session's replay).
+        let driver = &*driver;
+        let (unrecoverable, reload_mismatch) = rayon::join(
+            || driver.unrecoverable(),
+            || driver.reload_renders_the_same().err(),
+        );
         Ok(Finish {
             summarizer: self.work_since(),
             unrecoverable_outputs: unrecoverable,
