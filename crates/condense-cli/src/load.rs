@@ -125,7 +125,10 @@ pub fn load_config(arg: &SessionArg) -> Result<Config, CliError> {
         }
         Err(e) => return Err(CliError::Data(format!("{}: {e}", path.display()))),
     };
-    let value: serde_json::Value = serde_json::from_slice(&bytes)
+    // Read as pi's `JSON.parse` reads it: a lone surrogate escape is U+FFFD.
+    let value = std::str::from_utf8(&bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|text| condense_core::parse_json_lossy(text).map_err(|e| e.to_string()))
         .map_err(|e| CliError::Data(format!("{}: malformed settings: {e}", path.display())))?;
     let (config, warnings) = Config::from_settings_file_value(&value);
     for w in warnings {

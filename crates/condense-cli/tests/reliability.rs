@@ -410,6 +410,30 @@ fn protected_path_warnings_are_printed() {
     );
 }
 
+#[test]
+fn settings_with_a_lone_surrogate_read_as_pi_reads_them() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let agent = root.path().join("agent");
+    std::fs::create_dir_all(&agent).expect("agent");
+    // Half an emoji, as `JSON.stringify` writes it; serde alone refuses it.
+    std::fs::write(
+        agent.join("settings.json"),
+        r#"{"contextPrune": {"protectedPaths": ["notes\ud83d\\**"]}}"#,
+    )
+    .expect("settings");
+    let session = fixture();
+    let s = session.to_str().expect("utf-8");
+    for args in [vec!["status", s], vec!["render", s]] {
+        let out = condense(&agent, &args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("pattern \"notes\u{FFFD}\\\\**\" contains `\\`"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+}
+
 /// The largest `VmHWM` (peak resident set) seen while `condense` runs.
 fn peak_rss_kib(agent: &Path, args: &[&str]) -> (Output, u64) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_condense"))

@@ -156,6 +156,9 @@ pub use notice::{Notice, NoticeLevel};
 // JavaScript string lengths, the unit every threshold shared with pi-condense
 // is measured in.
 pub use js::{js_len, js_prefix};
+// JSON as JavaScript writes it: a string cut inside a surrogate pair is
+// valid JSON that serde refuses.
+pub use surrogates::parse_lossy as parse_json_lossy;
 // A fast deterministic hasher for maps keyed by tool-call ids (the engine's
 // driver consults one for every output a prompt leaves out).
 pub use rustc_hash::{FxHashMap, FxHashSet};

@@ -86,6 +86,13 @@ impl<'de> Visitor<'de> for RawList {
 }
 
 /// `Some` for a field that is there, `null` included.
+/// A value read with each lone surrogate escape as U+FFFD (`null` for
+/// one serde cannot hold at all: nesting past its limit).
+fn lossy_value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    let raw = <Raw as Deserialize>::deserialize(d)?;
+    Ok(condense_core::parse_json_lossy(raw.get()).unwrap_or_default())
+}
+
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     <Value as Deserialize>::deserialize(d).map(Some)
 }
@@ -111,8 +118,10 @@ pub struct SessionStartParams {
     /// Why the session started (pi's reason; informational).
     #[serde(default, deserialize_with = "lenient")]
     pub reason: Option<String>,
-    /// The whole `settings.json` value, or `null`.
-    #[serde(default)]
+    /// The whole `settings.json` value, or `null`. A lone surrogate
+    /// escape in it (valid JSON, which serde refuses) reads as U+FFFD, so
+    /// a stray one in a hand-edited file does not refuse the session.
+    #[serde(default, deserialize_with = "lossy_value")]
     pub settings: Value,
     /// The session model `{provider, id}`: absent keeps the one held,
     /// present (`null` included) replaces it.

@@ -227,7 +227,7 @@ impl SimulateArgs {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?;
-                let value: serde_json::Value = serde_json::from_str(&text)
+                let value = condense_core::parse_json_lossy(&text)
                     .map_err(|e| CliError::Data(format!("{}: not JSON: {e}", path.display())))?;
                 if !value.is_object() {
                     return Err(CliError::Data(format!(
