@@ -357,13 +357,24 @@ fn a_directory_reports_totals_and_distributions_and_names_unreadable_files() {
         assert!(out.status.success());
     }
     std::os::unix::fs::symlink(dir.join("missing"), dir.join("broken.jsonl")).unwrap();
+    // Another tool's log beside the sessions: not one, and no session of
+    // no calls in the distributions.
+    std::fs::write(dir.join("other.jsonl"), "{\"level\":\"info\"}\nnot json\n").unwrap();
     let v = json_of(&condense(
         &dir,
         &["simulate", dir.to_str().unwrap(), "--json", "--jobs", "2"],
     ));
     let sessions = v["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 3);
-    assert_eq!(v["unreadable"].as_array().unwrap().len(), 1);
+    let unreadable = v["unreadable"].as_array().unwrap();
+    assert_eq!(unreadable.len(), 2, "{unreadable:?}");
+    assert!(
+        unreadable.iter().any(|u| u
+            .as_str()
+            .unwrap()
+            .ends_with("other.jsonl: not a pi session (no session header, no entry)")),
+        "{unreadable:?}"
+    );
     let sum: u64 = sessions
         .iter()
         .map(|s| s["policies"]["none"]["prompt_tokens"].as_u64().unwrap())

@@ -278,6 +278,14 @@ pub fn simulate_file(
     profile: &PriceProfile,
 ) -> Result<SessionSim, String> {
     let session = Session::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // A `*.jsonl` in a sessions directory need not be a session (another
+    // tool's log): priced, it would count as a session of no calls.
+    if session.header.is_none() && session.entries.is_empty() {
+        return Err(format!(
+            "{}: not a pi session (no session header, no entry)",
+            path.display()
+        ));
+    }
     // What condense or pi-condense wrote while the session was recorded is
     // left out: every policy starts from the session as if none had run.
     let branch: Vec<_> = session
