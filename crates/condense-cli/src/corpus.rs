@@ -186,12 +186,20 @@ fn walk(messages: &[Message], state: &State, f: &mut Figures) {
     f.user_turn_groups = utg;
 }
 
+/// Why a file with neither a session header nor an entry is not measured.
+pub(crate) const NOT_A_SESSION: &str = "not a pi session (no session header, no entry)";
+
 /// Reads and measures one session.
 fn analyze(path: &Path, config: &Config, protection: &Protection) -> Outcome {
     let session = match condense_store::session::Session::open(path) {
         Ok(s) => s,
         Err(e) => return Outcome::Unreadable(e.to_string()),
     };
+    // Another tool's `*.jsonl` beside the sessions is not a session of
+    // length zero.
+    if session.header.is_none() && session.entries.is_empty() {
+        return Outcome::Unreadable(NOT_A_SESSION.into());
+    }
     let mut f = Figures {
         problems: session.problems.iter().map(ToString::to_string).collect(),
         condense_active: session.entries.iter().any(|e| {

@@ -436,3 +436,35 @@ fn a_missing_directory_is_a_data_problem_and_an_empty_one_is_not() {
     assert_eq!(out.status.code(), Some(1));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_jsonl_that_is_no_session_is_listed_not_measured() {
+    let dir = temp_dir("corpus", "not-a-session");
+    let root = dir.join("sessions");
+    std::fs::create_dir_all(&root).unwrap();
+    let mut h = Hand::new("one");
+    h.entry(json!({"role": "user", "content": "go", "timestamp": 1}));
+    h.write(&root.join("one.jsonl"));
+    std::fs::write(root.join("log.jsonl"), "{\"level\":\"info\"}\nnot json\n").unwrap();
+    let r = json_of(&condense(
+        &dir,
+        &["corpus", "--json", root.to_str().unwrap()],
+    ));
+    assert_eq!(r["sessions"]["found"], 2);
+    assert_eq!(r["sessions"]["unreadable"], 1);
+    assert_eq!(r["sessions"]["readOk"], 1);
+    // Only the session counts in the per-session figures.
+    assert_eq!(
+        r["sessionLength"]["all"]["sessions"], 1,
+        "{}",
+        r["sessionLength"]
+    );
+    let problems = r["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0]["unreadable"], true);
+    assert_eq!(
+        problems[0]["first"],
+        "not a pi session (no session header, no entry)"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -282,8 +282,9 @@ pub fn simulate_file(
     // tool's log): priced, it would count as a session of no calls.
     if session.header.is_none() && session.entries.is_empty() {
         return Err(format!(
-            "{}: not a pi session (no session header, no entry)",
-            path.display()
+            "{}: {}",
+            path.display(),
+            crate::corpus::NOT_A_SESSION
         ));
     }
     // What condense or pi-condense wrote while the session was recorded is
