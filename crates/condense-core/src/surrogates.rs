@@ -56,7 +56,6 @@ pub(crate) fn replace_lone_surrogates(json: &str) -> Option<String> {
     Some(out)
 }
 
-/// The code unit of a `\uXXXX` escape starting at `at`, if there is one.
 /// Parses JSON text as JavaScript would have written it, each lone
 /// surrogate escape read as U+FFFD: for values condense only reads (a
 /// setting), never for a message whose bytes it passes on.
@@ -67,6 +66,7 @@ pub fn parse_lossy(json: &str) -> serde_json::Result<serde_json::Value> {
     })
 }
 
+/// The code unit of a `\uXXXX` escape starting at `at`, if there is one.
 fn escape_unit(bytes: &[u8], at: usize) -> Option<u32> {
     if bytes.get(at) != Some(&b'\\') || bytes.get(at + 1) != Some(&b'u') {
         return None;

@@ -85,7 +85,6 @@ impl<'de> Visitor<'de> for RawList {
     }
 }
 
-/// `Some` for a field that is there, `null` included.
 /// A value read with each lone surrogate escape as U+FFFD (`null` for
 /// one serde cannot hold at all: nesting past its limit).
 fn lossy_value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
@@ -93,6 +92,7 @@ fn lossy_value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
     Ok(condense_core::parse_json_lossy(raw.get()).unwrap_or_default())
 }
 
+/// `Some` for a field that is there, `null` included.
 fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     <Value as Deserialize>::deserialize(d).map(Some)
 }

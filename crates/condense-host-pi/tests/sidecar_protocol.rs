@@ -248,15 +248,12 @@ fn session_start_reads_the_same_either_way() {
     }
 }
 
-/// Messages with lone surrogate escapes (`JSON.stringify` of a string cut
-/// inside a pair) are rendered through untouched, and the sidecar keeps
-/// serving: a paged `query` finds the raw result on the branch it holds.
 #[test]
 fn settings_with_a_lone_surrogate_start_the_session_read_as_u_fffd() {
     let mut s = Sidecar::start();
     s.call("hello", json!({"protocol": 1}));
-    // `JSON.stringify` writes half an emoji as a lone escape; serde refuses
-    // the text, which once refused the whole session start.
+    // `JSON.stringify` writes half an emoji as a lone escape, which serde
+    // refuses; the session must still start, with the setting read.
     let line = r#"{"id":300,"method":"session.start","params":{"reason":"startup","settings":{"contextPrune":{"enabled":true,"protectedTools":["bash\ud83d"]}},"branch":[]}}"#;
     s.send(line.as_bytes());
     let started = loop {
@@ -273,6 +270,9 @@ fn settings_with_a_lone_surrogate_start_the_session_read_as_u_fffd() {
     );
 }
 
+/// Messages with lone surrogate escapes (`JSON.stringify` of a string cut
+/// inside a pair) are rendered through untouched, and the sidecar keeps
+/// serving: a paged `query` finds the raw result on the branch it holds.
 #[test]
 fn lone_surrogates_pass_through_and_queries_page() {
     let mut s = Sidecar::with_empty_session(

@@ -152,12 +152,12 @@ impl PromptHistory {
             .iter()
             .map(|m| {
                 let found = self.messages[next_old..].iter().position(|o| o.same(m));
-                match found.and_then(|k| Some((k, *self.tokens.get(next_old + k)?))) {
-                    Some((k, t)) => {
-                        next_old += k + 1;
-                        t
+                match found.map(|k| next_old + k) {
+                    Some(j) if j < self.tokens.len() => {
+                        next_old = j + 1;
+                        self.tokens[j]
                     }
-                    None => tokens.message(m),
+                    _ => tokens.message(m),
                 }
             })
             .collect();
