@@ -85,11 +85,12 @@ impl<'de> Visitor<'de> for RawList {
     }
 }
 
-/// A value read with each lone surrogate escape as U+FFFD (`null` for
-/// one serde cannot hold at all: nesting past its limit).
+/// A value read with each lone surrogate escape as U+FFFD. One serde
+/// cannot hold at all (nesting past its limit) refuses the request, as
+/// reading it as a `Value` did.
 fn lossy_value<'de, D: Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
     let raw = <Raw as Deserialize>::deserialize(d)?;
-    Ok(condense_core::parse_json_lossy(raw.get()).unwrap_or_default())
+    condense_core::parse_json_lossy(raw.get()).map_err(de::Error::custom)
 }
 
 /// `Some` for a field that is there, `null` included.
