@@ -344,6 +344,75 @@ fn a_chain_text_follows_its_summaries_across_switches() {
     assert!(again.contains("SECOND"), "{again}");
 }
 
+/// A chain's body naming another block (`{b2}`) follows that block: its
+/// registration after the first render, and each summary later covering
+/// its outputs. A summary for other outputs leaves the text as it was.
+#[test]
+fn a_chain_text_follows_the_block_it_names() {
+    let config = Config::default();
+    let protection = Protection::new(&config);
+    let settings = RenderSettings {
+        config: &config,
+        protection: &protection,
+    };
+    let messages: Vec<Message> = [
+        json!({"role":"user","content":"go","timestamp":1}),
+        json!({"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{}}],"timestamp":2}),
+        json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":3}),
+        json!({"role":"assistant","content":[{"type":"text","text":"done"}],"timestamp":4}),
+    ]
+    .iter()
+    .map(|v| Message::from_value(v).unwrap())
+    .collect();
+    let text = |state: &State| {
+        let r = render(&messages, state, &settings);
+        assert_eq!(
+            r,
+            render(&messages, &state.clone(), &settings),
+            "warm = cold"
+        );
+        r.messages(&messages)
+            .iter()
+            .map(|m| m.json().to_owned())
+            .collect::<String>()
+    };
+    let mut state = State::new();
+    state.register_chain(
+        serde_json::from_value(json!({"blockId":"b1","startUserTimestamp":1,
+            "droppedToolCallIds":["c1"],"finalAssistantTimestamp":4,"toolRefs":[],
+            "compressedAt":9,"rangeSummaryText":"outer, then {b2}"}))
+        .unwrap(),
+    );
+    assert!(
+        text(&state).contains("outer, then {b2}"),
+        "unknown block kept"
+    );
+    state.register_summary_body(vec![OccurrenceKey::new("c2", Some(50))], "INNER".to_owned());
+    state.register_chain(
+        serde_json::from_value(json!({"blockId":"b2","startUserTimestamp":40,
+            "droppedToolCallIds":["c2"],"droppedOccurrenceKeys":["c2@50"],
+            "finalAssistantTimestamp":60,"toolRefs":[],"compressedAt":70}))
+        .unwrap(),
+    );
+    assert!(
+        text(&state).contains("outer, then INNER"),
+        "{}",
+        text(&state)
+    );
+    state.register_summary_body(
+        vec![OccurrenceKey::new("c9", Some(90))],
+        "ELSEWHERE".to_owned(),
+    );
+    let unrelated = text(&state);
+    assert!(unrelated.contains("outer, then INNER") && !unrelated.contains("ELSEWHERE"));
+    state.register_summary_body(vec![OccurrenceKey::new("c2", Some(50))], "LATER".to_owned());
+    let later = text(&state);
+    assert!(
+        later.contains("INNER") && later.contains("LATER"),
+        "{later}"
+    );
+}
+
 /// A result a switch showed as a stub (`seed` builds the state before that
 /// switch), whose chain the rolling window then compresses, no summary
 /// covering it, backfilling the result under a ref of its own. Under

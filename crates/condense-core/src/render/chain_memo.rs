@@ -12,8 +12,9 @@
 use std::sync::{Arc, Mutex};
 
 use crate::message::{Message, Role};
-use crate::occurrence::bare_id;
+use crate::occurrence::{bare_id, OccurrenceKey};
 use crate::records::ChainEntry;
+use crate::state::State;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::chains::{BoundaryIndex, ResolvedRange};
@@ -139,10 +140,9 @@ impl Clone for ChainMemo {
 /// One chain's synthetic message and its stripped final assistant.
 #[derive(Debug, Default)]
 struct ChainMemoEntry {
-    /// The synthetic as rendered in `generation` (the state's content
-    /// generation: a switch changes no chain's text).
-    generation: u64,
-    synthetic: Option<Message>,
+    /// The synthetic as last rendered, while it is still the chain's: see
+    /// [`TextInputs`].
+    synthetic: Option<(TextInputs, Message)>,
     /// The last synthetic built, with its text and timestamp: a state
     /// change (a flush, at nearly every call) rarely changes a chain's text,
     /// and the text alone decides the message.
@@ -153,6 +153,53 @@ struct ChainMemoEntry {
     /// generation from those very output messages: their text is part of
     /// the synthetic's, and a message never changes.
     protected: Option<(u64, Vec<Message>, Message)>,
+}
+
+/// What a chain's synthetic text was built from, as far as it can change.
+/// Chains and summary bodies are only ever added (a chain registered again
+/// under its block replaces it). So the text stays the chain's while no
+/// chain was registered since under a block it read (its own, or one its
+/// body names, found or not), and no summary body since covers one of the
+/// occurrences whose summaries it read.
+#[derive(Debug)]
+struct TextInputs {
+    registrations_seen: usize,
+    bodies_seen: usize,
+    blocks: Vec<String>,
+    occurrences: FxHashSet<OccurrenceKey>,
+}
+
+impl TextInputs {
+    /// Whether the text is still the chain's in `state`, noting what was
+    /// checked so the next render checks only what is newer.
+    fn still_hold(&mut self, state: &State) -> bool {
+        let registered = state.registered_blocks();
+        let bodies = state.summary_bodies();
+        let unaffected = registered
+            .get(self.registrations_seen..)
+            .unwrap_or_default()
+            .iter()
+            .all(|b| !self.blocks.contains(b))
+            && bodies
+                .get(self.bodies_seen..)
+                .unwrap_or_default()
+                .iter()
+                .all(|b| b.keys.iter().all(|k| !self.occurrences.contains(k)));
+        if unaffected {
+            self.registrations_seen = registered.len();
+            self.bodies_seen = bodies.len();
+        }
+        unaffected
+    }
+}
+
+/// A chain's synthetic text, with what it read: the blocks it looked up
+/// (named in its body, found or not) and the occurrences whose summaries
+/// it joined.
+pub(crate) struct ChainText {
+    pub(crate) text: String,
+    pub(crate) blocks: Vec<String>,
+    pub(crate) occurrences: Vec<OccurrenceKey>,
 }
 
 /// `block`'s entry, made empty if missing. Nearly every lookup finds one
@@ -169,29 +216,40 @@ fn block_entry<'m>(
 }
 
 impl ChainMemo {
-    /// The synthetic message of `block` in `generation`: kept from this
-    /// generation, or from an earlier one when `text` gives the same text
-    /// and timestamp, or made by `make`.
+    /// The synthetic message of `block` in `state`: kept while the inputs
+    /// of its text hold ([`TextInputs`]), else kept when `text` gives the
+    /// same text and timestamp as before, or made by `make`. `text` also
+    /// returns the blocks it looked up and the occurrences whose summaries
+    /// it read.
     pub(crate) fn synthetic(
         &self,
         block: &str,
-        generation: u64,
+        state: &State,
         compressed_at: i64,
-        text: impl FnOnce() -> String,
+        text: impl FnOnce() -> ChainText,
         make: impl FnOnce(&str) -> Message,
     ) -> Message {
         let Ok(mut blocks) = self.blocks.lock() else {
-            return make(&text());
+            return make(&text().text);
         };
         let Some(entry) = block_entry(&mut blocks, block) else {
-            return make(&text());
+            return make(&text().text);
         };
-        if entry.generation == generation {
-            if let Some(m) = &entry.synthetic {
+        if let Some((inputs, m)) = &mut entry.synthetic {
+            if inputs.still_hold(state) {
                 return m.clone();
             }
         }
-        let text = text();
+        let (registrations_seen, bodies_seen) = (
+            state.registered_blocks().len(),
+            state.summary_bodies().len(),
+        );
+        let ChainText {
+            text,
+            mut blocks,
+            occurrences,
+        } = text();
+        blocks.push(block.to_owned());
         let m = match &entry.built {
             Some((t, at, m)) if *t == text && *at == compressed_at => m.clone(),
             _ => {
@@ -200,8 +258,13 @@ impl ChainMemo {
                 m
             }
         };
-        entry.generation = generation;
-        entry.synthetic = Some(m.clone());
+        let inputs = TextInputs {
+            registrations_seen,
+            bodies_seen,
+            blocks,
+            occurrences: occurrences.into_iter().collect(),
+        };
+        entry.synthetic = Some((inputs, m.clone()));
         m
     }
 

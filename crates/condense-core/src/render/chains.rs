@@ -18,6 +18,7 @@
 //! relocated verbatim into the synthetic body.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::diagnostics::{Collector, DiagnosticKind};
@@ -27,7 +28,7 @@ use crate::records::ChainEntry;
 use crate::state::State;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::chain_memo::RangeScan;
+use super::chain_memo::{ChainText, RangeScan};
 use super::thinking::without_thinking;
 use super::{Item, Working};
 
@@ -412,6 +413,8 @@ pub(crate) fn apply(
             );
         }
         let protected: Vec<&Message> = scan.protected_at[k].iter().map(|&i| work.get(i)).collect();
+        // The text, and what it read: the blocks its body names and the
+        // occurrences whose summaries it joined (its own and theirs).
         let text = |protected: &[&Message]| {
             let protected_outputs: Vec<(String, String)> = protected
                 .iter()
@@ -422,13 +425,21 @@ pub(crate) fn apply(
                     )
                 })
                 .collect();
+            let blocks = RefCell::new(Vec::new());
+            let occurrences = RefCell::new(state.chain_body_keys(entry));
             let body = substitute_block_refs(&state.chain_body(entry), &entry.block_id, |b| {
-                state
-                    .chain_by_block(b)
-                    .map(|e| state.chain_body(e))
-                    .filter(|t| !t.is_empty())
+                blocks.borrow_mut().push(b.to_owned());
+                let named = state.chain_by_block(b)?;
+                occurrences
+                    .borrow_mut()
+                    .extend(state.chain_body_keys(named));
+                Some(state.chain_body(named)).filter(|t| !t.is_empty())
             });
-            synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs)
+            ChainText {
+                text: synthetic_text(&entry.block_id, &entry.tool_refs, &body, &protected_outputs),
+                blocks: blocks.into_inner(),
+                occurrences: occurrences.into_inner(),
+            }
         };
         // A chain renders the same synthetic until its text changes:
         // memoized (render runs before every LLM call). Without protected
@@ -437,7 +448,7 @@ pub(crate) fn apply(
         let synthetic = if protected.is_empty() {
             state.chain_memo().synthetic(
                 &entry.block_id,
-                state.content_generation(),
+                state,
                 entry.compressed_at,
                 || text(&[]),
                 |t| synthetic_message(entry, t),
@@ -447,7 +458,7 @@ pub(crate) fn apply(
                 &entry.block_id,
                 state.content_generation(),
                 &protected,
-                || synthetic_message(entry, &text(&protected)),
+                || synthetic_message(entry, &text(&protected).text),
             )
         };
         if strip_final_thinking {

@@ -1,5 +1,6 @@
 //! Compressed chains, their block ids (`b<N>`) and the text each renders as.
 
+use crate::occurrence::OccurrenceKey;
 use crate::records::ChainEntry;
 
 use super::State;
@@ -8,6 +9,11 @@ impl State {
     /// Registers a compressed chain (keyed by its start timestamp; last wins).
     pub fn register_chain(&mut self, entry: ChainEntry) {
         self.changed();
+        // The block an entry replaces is gone from the lookup too.
+        if let Some(replaced) = self.chains.get(&entry.start_user_timestamp) {
+            self.registered_blocks.push(replaced.block_id.clone());
+        }
+        self.registered_blocks.push(entry.block_id.clone());
         if let Some(n) = entry
             .block_id
             .strip_prefix('b')
@@ -43,6 +49,27 @@ impl State {
         format!("b{n}")
     }
 
+    /// The block id of every chain registered so far, and of every entry
+    /// a registration replaced, in order: a chain's synthetic text depends
+    /// on its own entry and the chains it names, which change only by a
+    /// registration.
+    pub(crate) fn registered_blocks(&self) -> &[String] {
+        &self.registered_blocks
+    }
+
+    /// The occurrences whose summaries [`State::chain_body`] reads for
+    /// `entry` (none when its body is fixed): a summary body registered for
+    /// other occurrences leaves that body as it was.
+    pub(crate) fn chain_body_keys(&self, entry: &ChainEntry) -> Vec<OccurrenceKey> {
+        if entry.range_summary_text.is_some() {
+            return Vec::new();
+        }
+        body_key_texts(entry)
+            .into_iter()
+            .map(OccurrenceKey::parse)
+            .collect()
+    }
+
     /// The text a compressed chain renders as: its range summary, else the
     /// distinct per-batch summaries of its dropped occurrences joined by a
     /// blank line.
@@ -50,14 +77,19 @@ impl State {
         if let Some(t) = &entry.range_summary_text {
             return t.clone();
         }
-        let keys: Vec<&str> = match &entry.dropped_occurrence_keys {
-            Some(k) => k.iter().map(String::as_str).collect(),
-            None => entry
-                .dropped_tool_call_ids
-                .iter()
-                .map(String::as_str)
-                .collect(),
-        };
-        self.summaries_covering(keys).join("\n\n")
+        self.summaries_covering(body_key_texts(entry)).join("\n\n")
+    }
+}
+
+/// The occurrence keys (or, in older entries, bare ids) of the results a
+/// chain dropped, as its entry records them.
+fn body_key_texts(entry: &ChainEntry) -> Vec<&str> {
+    match &entry.dropped_occurrence_keys {
+        Some(k) => k.iter().map(String::as_str).collect(),
+        None => entry
+            .dropped_tool_call_ids
+            .iter()
+            .map(String::as_str)
+            .collect(),
     }
 }

@@ -77,6 +77,9 @@ pub struct State {
     generation: u64,
     /// Increases with `generation` on every change but a switch.
     content_generation: u64,
+    /// The blocks registrations added or replaced, in order (see
+    /// [`State::registered_blocks`]).
+    registered_blocks: Vec<String>,
     chain_memo: ChainMemo,
     purge_memo: PurgeMemo,
     metrics_memo: MetricsMemo,
