@@ -23,6 +23,30 @@ fn branch() -> Vec<Message> {
     .collect()
 }
 
+/// A user prompt, one read and the reply: a chain from timestamp 1 to 4.
+fn finished_chain() -> Vec<Message> {
+    [
+        json!({"role":"user","content":"go","timestamp":1}),
+        json!({"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{}}],"timestamp":2}),
+        json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":3}),
+        json!({"role":"assistant","content":[{"type":"text","text":"done"}],"timestamp":4}),
+    ]
+    .iter()
+    .map(|v| Message::from_value(v).unwrap())
+    .collect()
+}
+
+/// The rendered messages' JSON, checked equal to a render from a cold copy
+/// of the state.
+fn warm_render_text(messages: &[Message], state: &State, settings: &RenderSettings<'_>) -> String {
+    let r = render(messages, state, settings);
+    assert_eq!(r, render(messages, &state.clone(), settings), "warm = cold");
+    r.messages(messages)
+        .iter()
+        .map(|m| m.json().to_owned())
+        .collect::<String>()
+}
+
 fn record() -> ToolCallRecord {
     serde_json::from_value(json!({
         "toolCallId":"c1","toolName":"read","args":{"path":"src/a.rs"},"resultText":"AAAA",
@@ -299,15 +323,7 @@ fn a_chain_text_follows_its_summaries_across_switches() {
         config: &config,
         protection: &protection,
     };
-    let messages: Vec<Message> = [
-        json!({"role":"user","content":"go","timestamp":1}),
-        json!({"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{}}],"timestamp":2}),
-        json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":3}),
-        json!({"role":"assistant","content":[{"type":"text","text":"done"}],"timestamp":4}),
-    ]
-    .iter()
-    .map(|v| Message::from_value(v).unwrap())
-    .collect();
+    let messages = finished_chain();
     let mut state = State::new();
     // The start switch: a branch with none renders ungated.
     state.record_switch(0);
@@ -318,18 +334,7 @@ fn a_chain_text_follows_its_summaries_across_switches() {
             "finalAssistantTimestamp":4,"toolRefs":[],"compressedAt":9}))
         .unwrap(),
     );
-    let shown = |state: &State| {
-        let r = render(&messages, state, &settings);
-        assert_eq!(
-            r,
-            render(&messages, &state.clone(), &settings),
-            "warm = cold"
-        );
-        r.messages(&messages)
-            .iter()
-            .map(|m| m.json().to_owned())
-            .collect::<String>()
-    };
+    let shown = |state: &State| warm_render_text(&messages, state, &settings);
     assert!(!shown(&state).contains("FIRST"), "pending before a switch");
     state.record_switch(messages.len());
     assert!(shown(&state).contains("FIRST"));
@@ -355,27 +360,8 @@ fn a_chain_text_follows_the_block_it_names() {
         config: &config,
         protection: &protection,
     };
-    let messages: Vec<Message> = [
-        json!({"role":"user","content":"go","timestamp":1}),
-        json!({"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{}}],"timestamp":2}),
-        json!({"role":"toolResult","toolCallId":"c1","toolName":"read","content":[{"type":"text","text":"x"}],"isError":false,"timestamp":3}),
-        json!({"role":"assistant","content":[{"type":"text","text":"done"}],"timestamp":4}),
-    ]
-    .iter()
-    .map(|v| Message::from_value(v).unwrap())
-    .collect();
-    let text = |state: &State| {
-        let r = render(&messages, state, &settings);
-        assert_eq!(
-            r,
-            render(&messages, &state.clone(), &settings),
-            "warm = cold"
-        );
-        r.messages(&messages)
-            .iter()
-            .map(|m| m.json().to_owned())
-            .collect::<String>()
-    };
+    let messages = finished_chain();
+    let text = |state: &State| warm_render_text(&messages, state, &settings);
     let mut state = State::new();
     state.register_chain(
         serde_json::from_value(json!({"blockId":"b1","startUserTimestamp":1,
