@@ -130,6 +130,14 @@ pub fn load_config(arg: &SessionArg) -> Result<Config, CliError> {
         .map_err(|e| e.to_string())
         .and_then(|text| condense_core::parse_json_lossy(text).map_err(|e| e.to_string()))
         .map_err(|e| CliError::Data(format!("{}: malformed settings: {e}", path.display())))?;
+    // pi reads such a file as settings with no `contextPrune` key, silently;
+    // a user who passed or edited it is told why nothing they set applies.
+    if !value.is_object() {
+        eprintln!(
+            "condense: warning: {}: the settings are not a JSON object; using the defaults",
+            path.display()
+        );
+    }
     let (config, warnings) = Config::from_settings_file_value(&value);
     for w in warnings {
         eprintln!("condense: warning: {w}");

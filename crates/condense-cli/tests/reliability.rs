@@ -128,13 +128,28 @@ fn special_files_are_refused_and_a_corpus_scan_goes_on() {
             );
         }
     }
-    let out = condense(&agent, &["status", "--settings", "/dev/zero", "good"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("not a regular file"),
-        "{}",
-        stderr(&out)
-    );
+    let good = corpus.join("good.jsonl");
+    let good = good.to_str().expect("utf-8");
+    for target in [
+        "/dev/zero",
+        corpus.join("fifo.jsonl").to_str().expect("utf-8"),
+    ] {
+        // Each would block or never end the read (`simulate` read its
+        // `--settings` whole, and hung on both).
+        for args in [
+            vec!["status", "--settings", target, "good"],
+            vec!["simulate", good, "--settings", target],
+            vec!["simulate", target],
+        ] {
+            let out = condense(&agent, &args);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+            assert!(
+                stderr(&out).contains("not a regular file"),
+                "{args:?}: {}",
+                stderr(&out)
+            );
+        }
+    }
 }
 
 /// A session whose index records one spill at `spill_path`.
@@ -432,6 +447,30 @@ fn settings_with_a_lone_surrogate_read_as_pi_reads_them() {
             stderr(&out)
         );
     }
+}
+
+#[test]
+fn settings_that_are_no_object_read_as_defaults_with_a_warning() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let agent = root.path().join("agent");
+    std::fs::create_dir_all(&agent).expect("agent");
+    let session = fixture();
+    let s = session.to_str().expect("utf-8");
+    for text in [r#"[{"contextPrune": {"enabled": false}}]"#, "42", "null"] {
+        std::fs::write(agent.join("settings.json"), text).expect("settings");
+        let out = condense(&agent, &["status", s]);
+        assert!(out.status.success(), "{text}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("the settings are not a JSON object; using the defaults"),
+            "{text}: {}",
+            stderr(&out)
+        );
+    }
+    // An object without the block is pi's ordinary case: no warning.
+    std::fs::write(agent.join("settings.json"), r#"{"theme": "dark"}"#).expect("settings");
+    let out = condense(&agent, &["status", s]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
 }
 
 /// The largest `VmHWM` (peak resident set) seen while `condense` runs.

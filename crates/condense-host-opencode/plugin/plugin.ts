@@ -45,6 +45,7 @@ import type { ContextParams, Effect, Json, ShimMethod, ShimRequests, SidecarRequ
 import { errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
 import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable } from "../../condense-host-pi/extension/sync.ts";
 import type { HeldAnswer } from "../../condense-host-pi/extension/sync.ts";
+import { configDirs, readConfig } from "./config.ts";
 import { placeholdersIn, refusal, WRITING_TOOLS } from "./guard.ts";
 import { complete } from "./llm.ts";
 import type { ProviderEndpoint } from "./llm.ts";
@@ -121,29 +122,6 @@ function sidecarLookup(): Lookup {
 		here = undefined;
 	}
 	return { binary: "condense-opencode", envVar: "CONDENSE_OPENCODE_BIN", fromDir: here };
-}
-
-/** condense.json from OpenCode's config directories, global then project (the project's keys win). */
-function readConfig(directory: string): { [key: string]: Json } {
-	const globalDir = path.join(process.env.XDG_CONFIG_HOME?.trim() || path.join(process.env.HOME ?? "", ".config"), "opencode");
-	const merged: { [key: string]: Json } = {};
-	for (const dir of [globalDir, path.join(directory, ".opencode")]) {
-		const file = path.join(dir, "condense.json");
-		let text: string;
-		try {
-			text = fs.readFileSync(file, "utf8");
-		} catch {
-			continue;
-		}
-		try {
-			const v = JSON.parse(text) as unknown;
-			if (v && typeof v === "object" && !Array.isArray(v)) Object.assign(merged, v as { [key: string]: Json });
-			else logError(`condense: ${file} is not a JSON object; ignored`);
-		} catch (err) {
-			logError(`condense: ${file} is not valid JSON (${errorText(err)}); ignored`);
-		}
-	}
-	return merged;
 }
 
 /** One OpenCode session's sidecar. */
@@ -407,7 +385,7 @@ class CondenseState {
 		readonly client: Client,
 		directory: string,
 	) {
-		this.config = readConfig(directory);
+		this.config = readConfig(configDirs(directory), logError);
 	}
 
 	link(sessionID: string): SessionLink {

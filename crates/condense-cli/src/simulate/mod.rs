@@ -225,9 +225,14 @@ impl SimulateArgs {
         let settings_file = match &self.settings {
             None => None,
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                // A FIFO or a device would block or never end the read.
+                let bytes = condense_store::session::read_regular_file(path)
                     .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?;
-                let value = condense_core::parse_json_lossy(&text)
+                let value = std::str::from_utf8(&bytes)
+                    .map_err(|e| e.to_string())
+                    .and_then(|text| {
+                        condense_core::parse_json_lossy(text).map_err(|e| e.to_string())
+                    })
                     .map_err(|e| CliError::Data(format!("{}: not JSON: {e}", path.display())))?;
                 if !value.is_object() {
                     return Err(CliError::Data(format!(
