@@ -450,6 +450,29 @@ fn settings_with_a_lone_surrogate_read_as_pi_reads_them() {
 }
 
 #[test]
+fn a_number_past_f64_in_settings_reads_as_the_null_pi_sends() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let agent = root.path().join("agent");
+    std::fs::create_dir_all(&agent).expect("agent");
+    // `JSON.parse` reads it as Infinity and the shim's `JSON.stringify`
+    // sends `null`; serde alone refuses the whole file.
+    std::fs::write(
+        agent.join("settings.json"),
+        r#"{"contextPrune": {"minBatchChars": 1e400, "spillThreshold": 5000}}"#,
+    )
+    .expect("settings");
+    let session = fixture();
+    let s = session.to_str().expect("utf-8");
+    let out = condense(&agent, &["status", "--json", s]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("contextPrune.minBatchChars: invalid value null; using 1000"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn settings_that_are_no_object_read_as_defaults_with_a_warning() {
     let root = tempfile::tempdir().expect("tempdir");
     let agent = root.path().join("agent");

@@ -60,6 +60,7 @@ mod economy;
 mod flush;
 mod format;
 mod js;
+mod js_json;
 mod message;
 mod metrics;
 mod metrics_memo;
@@ -156,9 +157,9 @@ pub use notice::{Notice, NoticeLevel};
 // JavaScript string lengths, the unit every threshold shared with pi-condense
 // is measured in.
 pub use js::{js_len, js_prefix};
-// JSON as JavaScript writes it: a string cut inside a surrogate pair is
-// valid JSON that serde refuses.
-pub use surrogates::parse_lossy as parse_json_lossy;
+// Settings as JavaScript hands them on: a string cut inside a surrogate pair
+// and a number past f64's range are valid JSON that serde refuses.
+pub use js_json::parse_lossy as parse_json_lossy;
 // A fast deterministic hasher for maps keyed by tool-call ids (the engine's
 // driver consults one for every output a prompt leaves out).
 pub use rustc_hash::{FxHashMap, FxHashSet};
