@@ -36,6 +36,15 @@ function safeName(sessionID: string): string | undefined {
 	return /^[A-Za-z0-9_-]{1,200}$/.test(sessionID) ? sessionID : undefined;
 }
 
+/** Whether `file` is absent or a regular file (symlinks followed): never a FIFO or a device. */
+function regularOrMissing(file: string): boolean {
+	try {
+		return fs.statSync(file).isFile();
+	} catch (err: any) {
+		return err?.code === "ENOENT";
+	}
+}
+
 export class EventLog {
 	readonly dir: string;
 	readonly sessionID: string;
@@ -54,6 +63,7 @@ export class EventLog {
 		if (!this.file) return [];
 		let text: string;
 		try {
+			if (!regularOrMissing(this.file)) return [];
 			text = fs.readFileSync(this.file, "utf8");
 		} catch {
 			return [];
@@ -80,6 +90,8 @@ export class EventLog {
 			return JSON.stringify({ ...e, id: `condense-${this.count}`, timestamp: new Date().toISOString() });
 		});
 		fs.mkdirSync(this.dir, { recursive: true });
+		// A FIFO in its place would block OpenCode's event loop for good.
+		if (!regularOrMissing(this.file)) throw new Error(`${this.file} is not a regular file`);
 		fs.appendFileSync(this.file, lines.join("\n") + "\n");
 	}
 }

@@ -2,6 +2,7 @@
 // from the event log (run by tests/plugin_units.rs under `node --test`).
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -262,6 +263,20 @@ test("the log appends whole lines, reads them back, and refuses an unsafe sessio
 	fs.appendFileSync(path.join(dir, `${S}.jsonl`), '{"type":"custom","torn');
 	assert.equal(new EventLog(dir, S).read().length, 2, "a torn last line is skipped");
 	assert.equal(new EventLog(dir, "../escape").file, undefined);
+	fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test("a log that is not a regular file reads as empty and refuses appends at once", () => {
+	const dir = fs.mkdtempSync(path.join(os.tmpdir(), "condense-log-"));
+	for (const [name, make] of [
+		["ses_fifo", (f: string) => execFileSync("mkfifo", [f])],
+		["ses_zero", (f: string) => fs.symlinkSync("/dev/zero", f)],
+	] as const) {
+		make(path.join(dir, `${name}.jsonl`));
+		const log = new EventLog(dir, name);
+		assert.deepEqual(log.read(), [], name);
+		assert.throws(() => log.append([{ type: "reported", after: "a1" }]), /is not a regular file/, name);
+	}
 	fs.rmSync(dir, { recursive: true, force: true });
 });
 
