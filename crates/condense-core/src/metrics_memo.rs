@@ -23,7 +23,7 @@ use crate::message::{Message, Role};
 use crate::protect::Protection;
 use crate::records::Frontier;
 use crate::state::State;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::metrics::{rounded_pct, thinking_block_chars, tokens, ContextMetrics};
 
@@ -93,6 +93,39 @@ pub(crate) struct BranchFacts {
     protected: Vec<Option<bool>>,
     /// The protection rules' fingerprint `protected` was judged under.
     protection: Option<u64>,
+    /// The last assistant of many calls whose arguments were looked up,
+    /// with each id's first position among its `call_args`.
+    wide_args: Option<(Message, FxHashMap<String, usize>)>,
+}
+
+/// Calls an assistant holds before its arguments are looked up by a hashed
+/// index rather than a scan.
+const SCAN_LIMIT: usize = 32;
+
+/// The arguments of `assistant`'s first call with `id`. A message of
+/// thousands of calls (a hostile session) is indexed once, in `wide`, so
+/// asking of each of its results stays linear.
+fn args_of<'m>(
+    assistant: &'m Message,
+    id: &str,
+    wide: &mut Option<(Message, FxHashMap<String, usize>)>,
+) -> Option<&'m Value> {
+    let calls = assistant.call_args();
+    if calls.len() <= SCAN_LIMIT {
+        return calls
+            .iter()
+            .find(|(cid, _, _)| cid == id)
+            .map(|(_, _, a)| a);
+    }
+    if !wide.as_ref().is_some_and(|(m, _)| m.same(assistant)) {
+        let mut index = FxHashMap::default();
+        for (k, (cid, _, _)) in calls.iter().enumerate() {
+            index.entry(cid.clone()).or_insert(k);
+        }
+        *wide = Some((assistant.clone(), index));
+    }
+    let (_, index) = wide.as_ref()?;
+    calls.get(*index.get(id)?).map(|(_, _, a)| a)
 }
 
 impl BranchFacts {
@@ -200,7 +233,13 @@ impl BranchFacts {
         if let Some(known) = self.protected.get(i).copied().flatten() {
             return known;
         }
-        let Some(m) = self.seen.get(i) else {
+        let BranchFacts {
+            seen,
+            args_from,
+            wide_args,
+            ..
+        } = self;
+        let Some(m) = seen.get(i) else {
             return false;
         };
         let sk = m.skeleton();
@@ -209,13 +248,13 @@ impl BranchFacts {
         let args = if id.is_empty() {
             &null
         } else {
-            self.args_from
+            args_from
                 .get(i)
                 .copied()
                 .flatten()
-                .and_then(|a| self.seen.get(a))
-                .and_then(|a| a.call_args().iter().find(|(cid, _, _)| cid == id))
-                .map_or(&null, |(_, _, args)| args)
+                .and_then(|a| seen.get(a))
+                .and_then(|a| args_of(a, id, wide_args))
+                .unwrap_or(&null)
         };
         let protected = protection.is_protected(sk.tool_name.as_deref().unwrap_or(""), args);
         if let Some(slot) = self.protected.get_mut(i) {
@@ -272,7 +311,7 @@ impl BranchFacts {
                 .iter()
                 .position(|c| c.id == f.last_attempted_tool_call_id)?;
             let turn_end = self.assistants.get(turn + 1).copied().unwrap_or(n);
-            let excluded: Vec<String> = calls[..=k].iter().map(|c| c.id.clone()).collect();
+            let excluded: FxHashSet<String> = calls[..=k].iter().map(|c| c.id.clone()).collect();
             Some((index, turn_end, excluded))
         });
         let scan_start = boundary.as_ref().map_or(0, |(index, _, _)| index + 1);
@@ -284,7 +323,7 @@ impl BranchFacts {
             }
             let id = m.skeleton().tool_call_id.as_deref().unwrap_or("");
             if let Some((_, turn_end, excluded)) = &boundary {
-                if i < *turn_end && excluded.iter().any(|e| e == id) {
+                if i < *turn_end && excluded.contains(id) {
                     continue;
                 }
             }
@@ -324,6 +363,23 @@ pub(crate) mod tests {
             1 => json!({"role": "user", "content": "again"}),
             2 => json!({"role": "user", "content": [{"type": "text",
                 "text": "<compressed-chain id=\"b1\">"}], "timestamp": ts}),
+            // An assistant of more calls than `args_of` scans, `c0` twice
+            // (its first call's path, src/9.rs, is not protected; the
+            // second's is).
+            3 if n == 8 => {
+                let mut content = vec![thinking];
+                for k in 0..40u8 {
+                    let (id, path) = match k {
+                        0 => ("c0".to_owned(), "src/9.rs".to_owned()),
+                        1..=3 => (format!("c{k}"), format!("src/{k}.rs")),
+                        4 => ("c0".to_owned(), "src/1.rs".to_owned()),
+                        _ => (format!("w{k}"), format!("src/{k}.rs")),
+                    };
+                    content.push(json!({"type": "toolCall", "id": id, "name": name,
+                        "arguments": {"path": path}}));
+                }
+                json!({"role": "assistant", "timestamp": ts, "content": content})
+            }
             3 => json!({"role": "assistant", "timestamp": ts, "content": [thinking,
                 {"type": "toolCall", "id": id, "name": name,
                  "arguments": {"path": format!("src/{n}.rs")}},

@@ -13,6 +13,7 @@
 //! attempted, and [`group_by_mode`] merges a user-turn group's batches in
 //! `agent-message` batching.
 
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::config::BatchingMode;
@@ -78,6 +79,45 @@ impl CapturedBatch {
     }
 }
 
+/// A turn's tool results by call id, each id answered by its first result
+/// (what a forward `find` picks). A turn answers a handful of calls, where
+/// scanning beats hashing; past [`SCAN_LIMIT`] results the ids are hashed,
+/// so a message of thousands of calls is captured in linear time.
+struct FirstResults<'m> {
+    results: Vec<&'m Message>,
+    by_id: Option<FxHashMap<&'m str, &'m Message>>,
+}
+
+/// Results scanned before [`FirstResults`] hashes.
+const SCAN_LIMIT: usize = 32;
+
+impl<'m> FirstResults<'m> {
+    fn new(results: impl IntoIterator<Item = &'m Message>) -> Self {
+        let results: Vec<&Message> = results.into_iter().collect();
+        let by_id = (results.len() > SCAN_LIMIT).then(|| {
+            let mut map = FxHashMap::default();
+            for r in &results {
+                if let Some(id) = r.skeleton().tool_call_id.as_deref() {
+                    map.entry(id).or_insert(*r);
+                }
+            }
+            map
+        });
+        FirstResults { results, by_id }
+    }
+
+    fn get(&self, id: &str) -> Option<&'m Message> {
+        match &self.by_id {
+            Some(map) => map.get(id).copied(),
+            None => self
+                .results
+                .iter()
+                .find(|r| r.skeleton().tool_call_id.as_deref() == Some(id))
+                .copied(),
+        }
+    }
+}
+
 /// Captures a live turn: every tool call of `assistant` with the first of
 /// `results` answering it.
 pub fn capture_turn(
@@ -89,12 +129,11 @@ pub fn capture_turn(
     // An assistant a `Value` cannot hold (a number out of range) yields no
     // calls: its results are not captured and stay verbatim.
     let (assistant_text, calls) = assistant_parts(&assistant.to_value().unwrap_or_default());
+    let results = FirstResults::new(results);
     let calls = calls
         .into_iter()
         .map(|(id, name, args)| {
-            let result = results
-                .iter()
-                .find(|r| r.skeleton().tool_call_id.as_deref() == Some(id.as_str()));
+            let result = results.get(&id);
             call_from(id, name, args, result)
         })
         .collect();
@@ -171,10 +210,11 @@ fn capture_from_turn(
             .position(|x| x.is(&Role::Assistant))
             .map_or(messages.len(), |p| i + 1 + p);
         if !m.skeleton().tool_calls.is_empty() {
-            let turn_results: Vec<&Message> = messages[i + 1..end]
-                .iter()
-                .filter(|x| x.is(&Role::ToolResult))
-                .collect();
+            let turn_results = FirstResults::new(
+                messages[i + 1..end]
+                    .iter()
+                    .filter(|x| x.is(&Role::ToolResult)),
+            );
             if all_calls_settled(m, &turn_results, state) {
                 i += 1;
                 continue;
@@ -182,10 +222,7 @@ fn capture_from_turn(
             let (assistant_text, calls) = assistant_parts(&m.to_value().unwrap_or_default());
             let mut ready = Vec::new();
             for (id, name, args) in calls {
-                let Some(result) = turn_results
-                    .iter()
-                    .find(|r| r.skeleton().tool_call_id.as_deref() == Some(id.as_str()))
-                else {
+                let Some(result) = turn_results.get(&id) else {
                     continue;
                 };
                 if state.is_summarized(&id, result.timestamp())
@@ -222,12 +259,11 @@ fn capture_from_turn(
 /// JSON. It answers from the skeleton's ids, which are the parse's ids
 /// unless an id carries an escape the skeleton cannot read (a lone
 /// surrogate); a message with any `\u` escape is therefore parsed.
-fn all_calls_settled(assistant: &Message, turn_results: &[&Message], state: &State) -> bool {
+fn all_calls_settled(assistant: &Message, turn_results: &FirstResults<'_>, state: &State) -> bool {
     !assistant.json().contains("\\u")
         && assistant.skeleton().tool_calls.iter().all(|c| {
             turn_results
-                .iter()
-                .find(|r| r.skeleton().tool_call_id.as_deref() == Some(c.id.as_str()))
+                .get(&c.id)
                 .is_none_or(|r| state.is_summarized(&c.id, r.timestamp()))
         })
 }
@@ -379,6 +415,51 @@ mod tests {
             calls: ids.iter().map(|i| call(i)).collect(),
             user_turn_group: group,
         }
+    }
+
+    #[test]
+    fn a_turn_of_many_calls_pairs_each_with_its_first_result() {
+        // More results than `FirstResults` scans: the ids are hashed, and the
+        // first result of an id must still win, live and on a rescan.
+        let n = SCAN_LIMIT * 2;
+        let blocks: Vec<Value> = (0..n)
+            .map(|i| json!({"type":"toolCall","id":format!("c{i}"),"name":"bash","arguments":{}}))
+            .collect();
+        let a = msg(json!({"role":"assistant","content":blocks,"timestamp":1}));
+        let result = |i: usize, text: &str| {
+            msg(
+                json!({"role":"toolResult","toolCallId":format!("c{i}"),"toolName":"bash",
+                "content":[{"type":"text","text":text}],"isError":false,"timestamp":2}),
+            )
+        };
+        // Answered in reverse, c3 twice, c7 never.
+        let mut results: Vec<Message> = (0..n)
+            .rev()
+            .filter(|&i| i != 7)
+            .map(|i| result(i, &format!("out {i}")))
+            .collect();
+        results.push(result(3, "LATER"));
+        let texts = |b: &CapturedBatch| -> Vec<String> {
+            b.calls.iter().map(|c| c.result_text.to_string()).collect()
+        };
+        let expected: Vec<String> = (0..n)
+            .map(|i| match i {
+                7 => NO_RESULT.to_owned(),
+                _ => format!("out {i}"),
+            })
+            .collect();
+        assert_eq!(texts(&capture_turn(&a, &results, 0, 1)), expected);
+
+        let mut branch = vec![a];
+        branch.extend(results);
+        let stamps = vec![None; branch.len()];
+        let protection = Protection::new(&crate::config::Config::default());
+        let rescan = capture_branch(&branch, &stamps, &State::new(), &protection, 9);
+        let [batch] = rescan.as_slice() else {
+            panic!("one batch: {rescan:?}");
+        };
+        let answered: Vec<String> = expected.into_iter().filter(|t| t != NO_RESULT).collect();
+        assert_eq!(texts(batch), answered, "a rescan skips the unanswered call");
     }
 
     #[test]

@@ -23,6 +23,7 @@
 pub(crate) mod chain_memo;
 pub(crate) mod chains;
 pub(crate) mod grace;
+mod id_set;
 pub(crate) mod purge;
 pub(crate) mod purge_memo;
 pub(crate) mod render_memo;

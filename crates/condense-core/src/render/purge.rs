@@ -14,6 +14,7 @@ use crate::js::js_len;
 use crate::message::{Message, Role};
 use rustc_hash::FxHashMap;
 
+use super::id_set::{IdSet, SMALL};
 use super::purge_memo::PurgeMemo;
 use super::Working;
 
@@ -46,7 +47,11 @@ pub(crate) fn apply(
     let mut open: Option<usize> = None;
     // The first result for an id answers it (a repeat is an orphan the sweep
     // removes), so only the first result's error counts.
-    let mut answered: Vec<&str> = Vec::new();
+    let mut answered = IdSet::default();
+    // The call ids of the open assistant when it has many, gathered at its
+    // first result (a handful are scanned).
+    let mut calls = IdSet::default();
+    let mut calls_of: Option<usize> = None;
     for (i, m) in work.iter().enumerate().take(limit) {
         match m.role() {
             Some(Role::Assistant) => {
@@ -59,12 +64,22 @@ pub(crate) fn apply(
                 let (Some(id), Some(a)) = (sk.tool_call_id.as_deref(), open) else {
                     continue;
                 };
-                if answered.contains(&id)
-                    || !work.get(a).skeleton().tool_calls.iter().any(|c| c.id == id)
-                {
+                let opened = &work.get(a).skeleton().tool_calls;
+                let is_call = if opened.len() <= SMALL {
+                    opened.iter().any(|c| c.id == id)
+                } else {
+                    if calls_of != Some(a) {
+                        calls.clear();
+                        for c in opened {
+                            calls.insert(&c.id);
+                        }
+                        calls_of = Some(a);
+                    }
+                    calls.contains(id)
+                };
+                if !is_call || !answered.insert(id) {
                     continue;
                 }
-                answered.push(id);
                 if sk.is_error {
                     errors.insert((a, id), turn);
                 }

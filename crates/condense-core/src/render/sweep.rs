@@ -13,11 +13,11 @@ use sha1::{Digest, Sha1};
 use crate::diagnostics::{Collector, DiagnosticKind};
 use crate::message::Role;
 
+use super::id_set::IdSet;
 use super::{Item, Working};
 
 pub(crate) fn apply(work: &mut Working<'_>, diags: &mut Collector) {
-    // Assistants open a handful of calls: a small vector beats hashing.
-    let mut open: Vec<&str> = Vec::new();
+    let mut open = IdSet::default();
     let mut swept: Vec<usize> = Vec::new();
     let mut swept_ids: Vec<String> = Vec::new();
     for (i, m) in work.iter().enumerate() {
@@ -25,17 +25,13 @@ pub(crate) fn apply(work: &mut Working<'_>, diags: &mut Collector) {
             Some(Role::Assistant) => {
                 open.clear();
                 for c in &m.skeleton().tool_calls {
-                    // A set: an id repeated within one message opens once.
-                    if !open.contains(&c.id.as_str()) {
-                        open.push(&c.id);
-                    }
+                    // An id repeated within one message opens once.
+                    open.insert(&c.id);
                 }
             }
             Some(Role::ToolResult) => {
                 let id = m.skeleton().tool_call_id.as_deref().unwrap_or("");
-                if let Some(p) = open.iter().position(|o| *o == id) {
-                    open.swap_remove(p);
-                } else {
+                if !open.remove(id) {
                     swept.push(i);
                     swept_ids.push(id.to_owned());
                 }

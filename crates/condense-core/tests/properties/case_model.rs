@@ -131,7 +131,12 @@ pub fn turn_spec(clean: bool) -> impl Strategy<Value = TurnSpec> {
     (
         any::<bool>(),
         any::<bool>(),
-        prop::collection::vec(call_spec(clean), 1..=3),
+        // Now and then a turn of more calls than the render's id sets and
+        // capture's result lookup scan before they hash.
+        prop_oneof![
+            19 => prop::collection::vec(call_spec(clean), 1..=3),
+            1 => prop::collection::vec(call_spec(clean), 30..=40),
+        ],
         prop::option::weighted(0.1, 0u8..5),
         any::<bool>(),
         prop::bool::weighted(0.6),

@@ -293,6 +293,61 @@ proptest! {
     }
 }
 
+/// One assistant of more calls than the purge scans (its ids are hashed):
+/// exactly the failed calls' arguments are purged, and an error result
+/// whose id the assistant never called purges nothing.
+#[test]
+fn a_turn_of_many_calls_purges_exactly_its_failed_calls() {
+    let mut b = Branch::new();
+    b.user("go");
+    let calls: Vec<Call> = (0..40)
+        .map(|i| Call {
+            id: format!("c{i}"),
+            name: "write".into(),
+            args: json!({"path": format!("f{i}"), "content": "x".repeat(600)}),
+        })
+        .collect();
+    b.assistant(None, None, calls.clone());
+    let failed = [5, 33, 39];
+    for i in 0..40 {
+        let err = failed.contains(&i);
+        b.tool_result(
+            &format!("c{i}"),
+            "write",
+            &[if err { "EACCES" } else { "ok" }],
+            err,
+        );
+    }
+    b.tool_result("zz", "write", &["EACCES"], true);
+    for _ in 0..3 {
+        b.assistant(None, Some("…"), vec![]);
+    }
+    let config = Config::default();
+    let protection = Protection::new(&config);
+    let messages = b.messages();
+    let out = render(
+        &messages,
+        &State::new(),
+        &RenderSettings {
+            config: &config,
+            protection: &protection,
+        },
+    )
+    .messages(&messages);
+    let blocks = out[1].to_value().unwrap()["content"].clone();
+    for (i, call) in calls.iter().enumerate() {
+        let args = &blocks[i]["arguments"];
+        if failed.contains(&i) {
+            assert!(
+                args["_purged"].is_string(),
+                "failed call {i} keeps its arguments: {args}"
+            );
+        } else {
+            assert_eq!(args, &call.args, "call {i} succeeded but was purged");
+        }
+    }
+}
+
 /// A reused provider id: `call_1` succeeds with a large body, a later
 /// `call_1` fails with a small one. The purge keys errors by bare id, so it
 /// purges the successful call's arguments (and leaves the failed call alone).
