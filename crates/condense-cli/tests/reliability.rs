@@ -425,25 +425,28 @@ fn protected_path_warnings_are_printed() {
     );
 }
 
-#[test]
-fn settings_with_a_lone_surrogate_read_as_pi_reads_them() {
+/// `condense COMMAND <the fixture>` with `settings.json` holding `text`.
+fn with_settings(text: &str, command: &[&str]) -> Output {
     let root = tempfile::tempdir().expect("tempdir");
     let agent = root.path().join("agent");
     std::fs::create_dir_all(&agent).expect("agent");
-    // Half an emoji, as `JSON.stringify` writes it; serde alone refuses it.
-    std::fs::write(
-        agent.join("settings.json"),
-        r#"{"contextPrune": {"protectedPaths": ["notes\ud83d\\**"]}}"#,
-    )
-    .expect("settings");
+    std::fs::write(agent.join("settings.json"), text).expect("settings");
     let session = fixture();
-    let s = session.to_str().expect("utf-8");
-    for args in [vec!["status", s], vec!["render", s]] {
-        let out = condense(&agent, &args);
-        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    let mut args = command.to_vec();
+    args.push(session.to_str().expect("utf-8"));
+    condense(&agent, &args)
+}
+
+#[test]
+fn settings_with_a_lone_surrogate_read_as_pi_reads_them() {
+    // Half an emoji, as `JSON.stringify` writes it; serde alone refuses it.
+    let text = r#"{"contextPrune": {"protectedPaths": ["notes\ud83d\\**"]}}"#;
+    for command in ["status", "render"] {
+        let out = with_settings(text, &[command]);
+        assert!(out.status.success(), "{command}: {}", stderr(&out));
         assert!(
             stderr(&out).contains("pattern \"notes\u{FFFD}\\\\**\" contains `\\`"),
-            "{args:?}: {}",
+            "{command}: {}",
             stderr(&out)
         );
     }
@@ -451,19 +454,12 @@ fn settings_with_a_lone_surrogate_read_as_pi_reads_them() {
 
 #[test]
 fn a_number_past_f64_in_settings_reads_as_the_null_pi_sends() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let agent = root.path().join("agent");
-    std::fs::create_dir_all(&agent).expect("agent");
     // `JSON.parse` reads it as Infinity and the shim's `JSON.stringify`
     // sends `null`; serde alone refuses the whole file.
-    std::fs::write(
-        agent.join("settings.json"),
+    let out = with_settings(
         r#"{"contextPrune": {"minBatchChars": 1e400, "spillThreshold": 5000}}"#,
-    )
-    .expect("settings");
-    let session = fixture();
-    let s = session.to_str().expect("utf-8");
-    let out = condense(&agent, &["status", "--json", s]);
+        &["status", "--json"],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("contextPrune.minBatchChars: invalid value null; using 1000"),
@@ -474,14 +470,8 @@ fn a_number_past_f64_in_settings_reads_as_the_null_pi_sends() {
 
 #[test]
 fn settings_that_are_no_object_read_as_defaults_with_a_warning() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let agent = root.path().join("agent");
-    std::fs::create_dir_all(&agent).expect("agent");
-    let session = fixture();
-    let s = session.to_str().expect("utf-8");
     for text in [r#"[{"contextPrune": {"enabled": false}}]"#, "42", "null"] {
-        std::fs::write(agent.join("settings.json"), text).expect("settings");
-        let out = condense(&agent, &["status", s]);
+        let out = with_settings(text, &["status"]);
         assert!(out.status.success(), "{text}: {}", stderr(&out));
         assert!(
             stderr(&out).contains("the settings are not a JSON object; using the defaults"),
@@ -490,8 +480,7 @@ fn settings_that_are_no_object_read_as_defaults_with_a_warning() {
         );
     }
     // An object without the block is pi's ordinary case: no warning.
-    std::fs::write(agent.join("settings.json"), r#"{"theme": "dark"}"#).expect("settings");
-    let out = condense(&agent, &["status", s]);
+    let out = with_settings(r#"{"theme": "dark"}"#, &["status"]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
 }

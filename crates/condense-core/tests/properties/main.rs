@@ -293,6 +293,22 @@ proptest! {
     }
 }
 
+/// `b` rendered under the default settings with nothing indexed.
+fn rendered_by_default(b: &Branch) -> Vec<Message> {
+    let config = Config::default();
+    let protection = Protection::new(&config);
+    let messages = b.messages();
+    render(
+        &messages,
+        &State::new(),
+        &RenderSettings {
+            config: &config,
+            protection: &protection,
+        },
+    )
+    .messages(&messages)
+}
+
 /// One assistant of more calls than the purge scans (its ids are hashed):
 /// exactly the failed calls' arguments are purged, and an error result
 /// whose id the assistant never called purges nothing.
@@ -322,18 +338,7 @@ fn a_turn_of_many_calls_purges_exactly_its_failed_calls() {
     for _ in 0..3 {
         b.assistant(None, Some("…"), vec![]);
     }
-    let config = Config::default();
-    let protection = Protection::new(&config);
-    let messages = b.messages();
-    let out = render(
-        &messages,
-        &State::new(),
-        &RenderSettings {
-            config: &config,
-            protection: &protection,
-        },
-    )
-    .messages(&messages);
+    let out = rendered_by_default(&b);
     let blocks = out[1].to_value().unwrap()["content"].clone();
     for (i, call) in calls.iter().enumerate() {
         let args = &blocks[i]["arguments"];
@@ -375,18 +380,7 @@ fn bug_purge_by_bare_id_purges_a_call_that_succeeded() {
     for _ in 0..3 {
         b.assistant(None, Some("…"), vec![]);
     }
-    let config = Config::default();
-    let protection = Protection::new(&config);
-    let messages = b.messages();
-    let r = render(
-        &messages,
-        &State::new(),
-        &RenderSettings {
-            config: &config,
-            protection: &protection,
-        },
-    );
-    let out = r.messages(&messages);
+    let out = rendered_by_default(&b);
     assert_eq!(
         out[1].to_value().unwrap()["content"][0]["arguments"],
         ok_call.args,
