@@ -228,6 +228,22 @@ impl Message {
         })))
     }
 
+    /// The same message holding its own copy of the text: a message read
+    /// with [`Message::from_shared`] keeps its whole buffer alive, so a
+    /// caller that keeps a few messages of a large buffer detaches them to
+    /// let the buffer go. A message that owns its text is returned as is.
+    pub fn detached(&self) -> Message {
+        match &self.0.json {
+            JsonText::Owned(_) => self.clone(),
+            JsonText::Shared(..) => Message(Arc::new(Inner {
+                size: self.0.size,
+                json: JsonText::Owned(Box::from(self.json())),
+                skeleton: self.0.skeleton.clone(),
+                call_args: self.0.call_args.clone(),
+            })),
+        }
+    }
+
     /// A message whose skeleton the caller built alongside the JSON (for
     /// messages condense writes itself, such as stubs, to skip a re-parse).
     pub(crate) fn from_parts(json: String, skeleton: Skeleton) -> Message {
@@ -339,6 +355,27 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_detached_message_lets_its_buffer_go() {
+        let line = r#"{"role":"assistant","content":[{"type":"toolCall","id":"c1","name":"read","arguments":{"path":"a"}}],"timestamp":5}"#;
+        let buf = Arc::new(format!("{line}\n{line}\n"));
+        let shared = Message::from_shared(&buf, 0..line.len()).unwrap();
+        let _ = shared.call_args();
+        let detached = shared.detached();
+        drop(shared);
+        assert_eq!(Arc::strong_count(&buf), 1, "nothing holds the buffer");
+        assert_eq!(detached.json(), line);
+        assert_eq!(detached, Message::from_json(line).unwrap());
+        assert_eq!(
+            detached.skeleton(),
+            Message::from_json(line).unwrap().skeleton()
+        );
+        assert_eq!(detached.size(), js_len(line));
+        assert_eq!(detached.call_args().len(), 1);
+        // One that owns its text is itself.
+        assert!(detached.detached().same(&detached));
+    }
 
     #[test]
     fn skeleton_of_assistant_with_calls_and_thinking() {

@@ -437,9 +437,12 @@ impl Driver {
         let ctx = condense_store::context::build_context(&branch);
         self.inserted.clear();
         let mut recorded = 0;
+        // Each message kept is detached from the parsed branch's buffer (the
+        // whole session so far, parsed again at every compaction), so that
+        // buffer is freed rather than held once per compaction.
         for (message, id) in ctx.messages.iter().zip(&ctx.entry_ids) {
             if written_ids.contains(id) {
-                self.inserted.push((recorded, message.clone()));
+                self.inserted.push((recorded, message.detached()));
             } else {
                 recorded += 1;
             }
@@ -450,7 +453,11 @@ impl Driver {
         // and the engine's copy must match what the next `context` sends.
         let fed = parse_branch(&crate::jsonl(&self.fed));
         let fed: Vec<&Entry> = fed.entries.iter().collect();
-        let recorded = condense_store::context::build_context(&fed).messages;
+        let recorded: Vec<Message> = condense_store::context::build_context(&fed)
+            .messages
+            .iter()
+            .map(Message::detached)
+            .collect();
         self.with_inserted(&recorded)
     }
 
