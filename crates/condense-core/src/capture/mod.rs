@@ -23,8 +23,10 @@ use crate::protect::Protection;
 use crate::records::Frontier;
 use crate::state::State;
 
+pub(crate) mod memo;
 mod read;
 
+use memo::{CallRead, TurnRead};
 use read::{assistant_parts, call_from};
 
 /// Result text of a call whose result never arrived.
@@ -198,9 +200,9 @@ fn capture_from_turn(
             i += 1;
             continue;
         }
-        let turn = turn_counter;
+        let turn_index = turn_counter;
         turn_counter += 1;
-        if turn < first_turn {
+        if turn_index < first_turn {
             i += 1;
             continue;
         }
@@ -219,19 +221,27 @@ fn capture_from_turn(
                 i += 1;
                 continue;
             }
-            let (assistant_text, calls) = assistant_parts(&m.to_value().unwrap_or_default());
-            let mut ready = Vec::new();
-            for (id, name, args) in calls {
-                let Some(result) = turn_results.get(&id) else {
-                    continue;
-                };
-                if state.is_summarized(&id, result.timestamp())
-                    || protection.is_protected(&name, &args)
-                {
-                    continue;
-                }
-                ready.push(call_from(id, name, args, Some(result)));
-            }
+            let turn = state.capture_memo().get_or_read(
+                m,
+                |id| turn_results.get(id),
+                || read_turn(m, &turn_results),
+            );
+            let ready: Vec<CapturedCall> = turn
+                .calls
+                .iter()
+                .filter_map(|c| c.answered.as_ref())
+                .filter(|(result, call)| {
+                    !state.is_summarized(&call.tool_call_id, result.timestamp())
+                        && !protection.is_protected(&call.tool_name, &call.args)
+                })
+                .map(|(result, call)| {
+                    let mut call = call.clone();
+                    if result.json().len() > memo::KEPT_TEXT_BYTES {
+                        call.result_text = read::result_text(result);
+                    }
+                    call
+                })
+                .collect();
             if !ready.is_empty() {
                 let timestamp = entry_timestamps
                     .get(i)
@@ -240,9 +250,9 @@ fn capture_from_turn(
                     .or(m.timestamp())
                     .unwrap_or(now);
                 batches.push(CapturedBatch {
-                    turn_index: turn,
+                    turn_index,
                     timestamp,
-                    assistant_text,
+                    assistant_text: turn.text.clone(),
                     calls: ready,
                     user_turn_group: Some(group),
                 });
@@ -251,6 +261,37 @@ fn capture_from_turn(
         i += 1;
     }
     batches
+}
+
+/// `assistant`'s turn as capture reads it before any filter: its prose, and
+/// each call with the first of `results` answering it.
+fn read_turn(assistant: &Message, results: &FirstResults<'_>) -> TurnRead {
+    // An assistant a `Value` cannot hold (a number out of range) yields no
+    // calls: its results are not captured and stay verbatim.
+    let (text, calls) = assistant_parts(&assistant.to_value().unwrap_or_default());
+    let calls = calls
+        .into_iter()
+        .map(|(id, name, args)| {
+            let answered = results.get(&id).map(|r| {
+                // A large output's text is read at each use instead.
+                let text = if r.json().len() > memo::KEPT_TEXT_BYTES {
+                    String::new()
+                } else {
+                    read::result_text(r)
+                };
+                (
+                    r.clone(),
+                    read::answered_call(id.clone(), name, args, r, text),
+                )
+            });
+            CallRead { id, answered }
+        })
+        .collect();
+    TurnRead {
+        assistant: assistant.clone(),
+        text,
+        calls,
+    }
 }
 
 /// True when no call of `assistant` can be captured: each is unanswered in
@@ -414,6 +455,50 @@ mod tests {
             assistant_text: format!("t{turn}"),
             calls: ids.iter().map(|i| call(i)).collect(),
             user_turn_group: group,
+        }
+    }
+
+    #[test]
+    fn a_rescan_reads_a_turn_again_only_when_its_messages_change() {
+        let a = msg(json!({"role":"assistant","timestamp":1,"content":[
+            {"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls"}},
+            {"type":"toolCall","id":"c2","name":"bash","arguments":{"command":"pwd"}}]}));
+        let result = |id: &str, text: &str| {
+            msg(
+                json!({"role":"toolResult","toolCallId":id,"toolName":"bash",
+                "content":[{"type":"text","text":text}],"isError":false,"timestamp":2}),
+            )
+        };
+        let (r1, r2) = (result("c1", "one"), result("c2", "two"));
+        let state = State::new();
+        let protection = Protection::new(&crate::config::Config::default());
+        let texts = |branch: &[Message]| -> Vec<String> {
+            let stamps = vec![None; branch.len()];
+            capture_branch(branch, &stamps, &state, &protection, 9)
+                .iter()
+                .flat_map(|b| b.calls.iter().map(|c| c.result_text.clone()))
+                .collect()
+        };
+        // c2 not answered yet, then answered: the turn is read again.
+        assert_eq!(texts(&[a.clone(), r1.clone()]), ["one"]);
+        assert_eq!(texts(&[a.clone(), r1.clone(), r2.clone()]), ["one", "two"]);
+        assert_eq!(state.capture_memo().len(), 1);
+        // The very same messages: the same batch, from the memo.
+        assert_eq!(texts(&[a.clone(), r1.clone(), r2]), ["one", "two"]);
+        // An equal-looking turn whose result is another message.
+        assert_eq!(
+            texts(&[a.clone(), r1.clone(), result("c2", "TWO")]),
+            ["one", "TWO"]
+        );
+        // A copy of the assistant is another turn to the memo.
+        let copy = Message::from_json(a.json()).unwrap();
+        assert_eq!(texts(&[copy, r1.clone(), result("c2", "2")]), ["one", "2"]);
+        assert_eq!(state.capture_memo().len(), 2);
+        // A large output's text is not kept, and read whole at each use.
+        let large = "x".repeat(memo::KEPT_TEXT_BYTES + 1);
+        let branch = [a.clone(), r1, result("c2", &large)];
+        for _ in 0..2 {
+            assert_eq!(texts(&branch), ["one", large.as_str()]);
         }
     }
 

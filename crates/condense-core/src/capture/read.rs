@@ -61,7 +61,7 @@ struct ContentBlock<'a> {
 /// giant output costs its own size plus one decoding buffer, not a `Value`
 /// tree and a joined copy on top. Anything unusual (a lone surrogate
 /// escape, read as U+FFFD) takes [`Message::result_text`].
-fn result_text(r: &Message) -> String {
+pub(super) fn result_text(r: &Message) -> String {
     fast_result_text(r.json()).unwrap_or_else(|| r.result_text())
 }
 
@@ -160,14 +160,7 @@ pub(super) fn call_from(
     result: Option<&Message>,
 ) -> CapturedCall {
     match result {
-        Some(r) => CapturedCall {
-            tool_call_id: id,
-            tool_name: name,
-            args,
-            result_text: result_text(r),
-            is_error: r.skeleton().is_error,
-            result_timestamp: r.timestamp(),
-        },
+        Some(r) => answered_call(id, name, args, r, result_text(r)),
         None => CapturedCall {
             tool_call_id: id,
             tool_name: name,
@@ -176,6 +169,24 @@ pub(super) fn call_from(
             is_error: false,
             result_timestamp: None,
         },
+    }
+}
+
+/// The call `id` answered by `r`, whose text is `text`.
+pub(super) fn answered_call(
+    id: String,
+    name: String,
+    args: Value,
+    r: &Message,
+    text: String,
+) -> CapturedCall {
+    CapturedCall {
+        tool_call_id: id,
+        tool_name: name,
+        args,
+        result_text: text,
+        is_error: r.skeleton().is_error,
+        result_timestamp: r.timestamp(),
     }
 }
 

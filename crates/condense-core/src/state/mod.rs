@@ -26,6 +26,7 @@ mod switches;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
 
+use crate::capture::memo::CaptureMemo;
 use crate::chains_memo::ChainsMemo;
 use crate::metrics_memo::MetricsMemo;
 use crate::render::chain_memo::ChainMemo;
@@ -85,6 +86,7 @@ pub struct State {
     metrics_memo: MetricsMemo,
     render_memo: RenderMemo,
     chains_memo: ChainsMemo,
+    capture_memo: CaptureMemo,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
     /// Records that seed dedup, in indexing order; hashed on first lookup
@@ -188,6 +190,11 @@ impl State {
     /// The last render.
     pub(crate) fn render_memo(&self) -> &RenderMemo {
         &self.render_memo
+    }
+
+    /// Capture's memo of the turns it read.
+    pub(crate) fn capture_memo(&self) -> &CaptureMemo {
+        &self.capture_memo
     }
 
     /// The context metrics' memo.
