@@ -38,6 +38,25 @@ pub(super) struct CallRead {
 /// keeps.
 pub(super) const KEPT_TEXT_BYTES: usize = 32 * 1024;
 
+/// The text of `result` the memo keeps: empty for one larger than
+/// [`KEPT_TEXT_BYTES`], which [`captured`] reads again.
+pub(super) fn kept_text(result: &Message) -> String {
+    if result.json().len() > KEPT_TEXT_BYTES {
+        String::new()
+    } else {
+        super::read::result_text(result)
+    }
+}
+
+/// `call` as the memo kept it with `result`, its text whole again.
+pub(super) fn captured(result: &Message, call: &CapturedCall) -> CapturedCall {
+    let mut call = call.clone();
+    if result.json().len() > KEPT_TEXT_BYTES {
+        call.result_text = super::read::result_text(result);
+    }
+    call
+}
+
 /// A turn as read, unfiltered.
 #[derive(Debug)]
 pub(super) struct TurnRead {

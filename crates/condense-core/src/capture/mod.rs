@@ -234,13 +234,7 @@ fn capture_from_turn(
                     !state.is_summarized(&call.tool_call_id, result.timestamp())
                         && !protection.is_protected(&call.tool_name, &call.args)
                 })
-                .map(|(result, call)| {
-                    let mut call = call.clone();
-                    if result.json().len() > memo::KEPT_TEXT_BYTES {
-                        call.result_text = read::result_text(result);
-                    }
-                    call
-                })
+                .map(|(result, call)| memo::captured(result, call))
                 .collect();
             if !ready.is_empty() {
                 let timestamp = entry_timestamps
@@ -273,12 +267,7 @@ fn read_turn(assistant: &Message, results: &FirstResults<'_>) -> TurnRead {
         .into_iter()
         .map(|(id, name, args)| {
             let answered = results.get(&id).map(|r| {
-                // A large output's text is read at each use instead.
-                let text = if r.json().len() > memo::KEPT_TEXT_BYTES {
-                    String::new()
-                } else {
-                    read::result_text(r)
-                };
+                let text = memo::kept_text(r);
                 (
                     r.clone(),
                     read::answered_call(id.clone(), name, args, r, text),
