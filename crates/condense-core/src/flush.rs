@@ -160,7 +160,14 @@ impl FlushPlan {
 /// summarizer's call costs. Estimates of a flush call this so that they
 /// charge only what the flush summarizes.
 pub fn kept_raw(batch: &CapturedBatch, config: &Config) -> bool {
-    config.min_batch_chars > 0 && (batch.raw_chars() as u64) < config.min_batch_chars
+    kept_raw_chars(batch.raw_chars(), config)
+}
+
+/// [`kept_raw`] of a batch whose outputs hold `raw_chars` UTF-16 units
+/// ([`CapturedBatch::raw_chars`]), such as batches merged by
+/// [`merge_runs`](crate::merge_runs), whose outputs add up.
+pub fn kept_raw_chars(raw_chars: usize, config: &Config) -> bool {
+    config.min_batch_chars > 0 && (raw_chars as u64) < config.min_batch_chars
 }
 
 /// Plans a flush of `batches` (already captured, trimmed and grouped).
@@ -380,7 +387,7 @@ pub fn apply_flush(
                     .map(|c| ToolCallRecord {
                         tool_call_id: c.tool_call_id.clone(),
                         tool_name: c.tool_name.clone(),
-                        args: c.args.clone(),
+                        args: serde_json::Value::clone(&c.args),
                         result_text: c.result_text.clone().into(),
                         is_error: c.is_error,
                         turn_index: batch.turn_index,
@@ -567,7 +574,7 @@ pub fn apply_spill(
         let record = ToolCallRecord {
             tool_call_id: c.tool_call_id.clone(),
             tool_name: c.tool_name.clone(),
-            args: c.args.clone(),
+            args: serde_json::Value::clone(&c.args),
             result_text: SharedText::new(),
             is_error: c.is_error,
             turn_index: batch.turn_index,

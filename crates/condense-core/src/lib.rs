@@ -120,14 +120,14 @@ pub use query::{
 
 // Flushing: capture, summarization jobs, persisted effects.
 pub use capture::{
-    capture_branch, capture_pending, capture_turn, group_by_mode, merge_runs, trim_to_pending,
-    without_protected, CapturedBatch, CapturedCall,
+    capture_branch, capture_pending, capture_turn, group_by_mode, merge_runs, run_groups,
+    trim_to_pending, without_protected, CapturedBatch, CapturedCall,
 };
 pub use dedup::{content_hash, normalize as normalize_for_hash};
 pub use flush::{
-    apply_flush, apply_spill, kept_raw, plan_flush, plan_spill, FlushEffect, FlushOutcome,
-    FlushPlan, FlushResult, JobResult, PlannedBatch, Slot, SpillPlan, SummaryJob, Usage,
-    WrittenSpill,
+    apply_flush, apply_spill, kept_raw, kept_raw_chars, plan_flush, plan_spill, FlushEffect,
+    FlushOutcome, FlushPlan, FlushResult, JobResult, PlannedBatch, Slot, SpillPlan, SummaryJob,
+    Usage, WrittenSpill,
 };
 pub use refs::substitute_inline_refs;
 

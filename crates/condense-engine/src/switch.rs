@@ -15,7 +15,7 @@ use condense_core::{
 };
 use condense_store::entries::SwitchEntryData;
 // What the summarizer reads: the bound pays for it.
-use condense_summarizer::prompt::batch_user_message;
+use condense_summarizer::prompt::batch_user_message_len;
 
 /// What the host says about the LLM call a `context` request precedes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -319,7 +319,12 @@ fn bound_tokens(messages: &[Message]) -> u64 {
 /// paid from and its cost are in the same tokens, whatever the provider's
 /// tokenizer makes of both.
 pub(crate) fn summarizer_bound_tokens(text: &str) -> u64 {
-    chars_to_tokens(js_len(text)) + FRAMING_TOKENS
+    summarizer_bound_len(js_len(text))
+}
+
+/// [`summarizer_bound_tokens`] of a prompt of `len` UTF-16 units.
+fn summarizer_bound_len(len: usize) -> u64 {
+    chars_to_tokens(len) + FRAMING_TOKENS
 }
 
 /// How many leading messages two prompts share.
@@ -482,56 +487,67 @@ impl FlushEstimate {
         merged: bool,
         config: &Config,
     ) -> FlushEstimate {
+        // Each summarizer prompt's batches, weighed in place: an ask
+        // prices every pending batch, and under the bound they pile up.
+        let prompts: Vec<&[CapturedBatch]> = if merged {
+            condense_core::run_groups(batches, MERGED_BATCH_MAX_CALLS, config.min_batch_chars)
+                .into_iter()
+                .map(|range| &batches[range])
+                .collect()
+        } else {
+            batches.chunks(1).collect()
+        };
         // A batch the flush keeps raw costs no summarizer call and removes
         // nothing; merging never takes one into a run, so filtering after
         // the merge drops the same batches the flush would skip.
-        let summarized = |batches: Vec<CapturedBatch>| -> Vec<CapturedBatch> {
-            batches
-                .into_iter()
-                .filter(|b| !condense_core::kept_raw(b, config))
-                .collect()
-        };
-        if merged {
-            let batches = summarized(merged_by_run(batches.to_vec(), config));
-            Self::estimate(messages, &batches, true)
-        } else {
-            Self::estimate(messages, &summarized(batches.to_vec()), false)
-        }
+        let summarized: Vec<&[CapturedBatch]> = prompts
+            .into_iter()
+            .filter(|p| {
+                let raw = p.iter().map(CapturedBatch::raw_chars).sum();
+                !condense_core::kept_raw_chars(raw, config)
+            })
+            .collect();
+        Self::estimate(messages, &summarized, merged)
     }
 
-    fn estimate(messages: &[Message], batches: &[CapturedBatch], merged: bool) -> FlushEstimate {
-        let calls = batches.iter().flat_map(|b| &b.calls);
+    /// The estimate for `prompts`, each the batches one summarizer prompt
+    /// covers.
+    fn estimate(messages: &[Message], prompts: &[&[CapturedBatch]], merged: bool) -> FlushEstimate {
+        let calls = prompts.iter().flat_map(|p| p.iter()).flat_map(|b| &b.calls);
         let outputs: u64 = calls
             .clone()
             .map(|c| chars_to_tokens(js_len(&c.result_text)))
             .sum();
         // The user message holds the instructions: the request has no
         // system prompt.
-        let prompts: Vec<String> = batches.iter().map(batch_user_message).collect();
-        let read: usize = prompts.iter().map(|p| js_len(p)).sum();
-        let summaries: u64 = batches
+        let lengths: Vec<usize> = prompts.iter().map(|p| batch_user_message_len(p)).collect();
+        let read: usize = lengths.iter().sum();
+        let summaries: u64 = prompts
             .iter()
-            .map(|b| {
+            .map(|p| {
+                let covered = p.iter().map(|b| b.calls.len() as u64).sum::<u64>();
                 if merged {
-                    SUMMARY_TOKENS.max(b.calls.len() as u64 * SUMMARY_TOKENS_PER_CALL)
+                    SUMMARY_TOKENS.max(covered * SUMMARY_TOKENS_PER_CALL)
                 } else {
                     SUMMARY_TOKENS
                 }
             })
             .sum();
         let call_count = calls.count() as u64;
-        let from = batches
+        let first_call = prompts
             .first()
-            .and_then(|b| b.calls.first())
-            .and_then(|c| {
-                messages.iter().rposition(|m| {
-                    m.skeleton().tool_call_id.as_deref() == Some(c.tool_call_id.as_str())
-                })
+            .and_then(|p| p.iter().flat_map(|b| &b.calls).next());
+        let from = first_call
+            .map(|c| c.tool_call_id.as_str())
+            .and_then(|id| {
+                messages
+                    .iter()
+                    .rposition(|m| m.skeleton().tool_call_id.as_deref() == Some(id))
             })
             .unwrap_or(messages.len());
         FlushEstimate {
             summarizer_input: read.div_ceil(3) as u64,
-            bound_input: prompts.iter().map(|p| summarizer_bound_tokens(p)).sum(),
+            bound_input: lengths.iter().map(|&l| summarizer_bound_len(l)).sum(),
             removed: outputs.saturating_sub(call_count * STUB_TOKENS + summaries),
             suffix: tokens(messages.get(from..).unwrap_or_default()),
             summaries,
@@ -642,7 +658,7 @@ pub(crate) fn flush_pays_at_cold_call(
 mod tests {
     use super::*;
     use condense_core::CapturedCall;
-    use condense_summarizer::prompt::BATCH_PROMPT;
+    use condense_summarizer::prompt::{batch_user_message, BATCH_PROMPT};
 
     fn batch(turn: i64, id: &str, result: &str) -> CapturedBatch {
         CapturedBatch {
@@ -652,7 +668,7 @@ mod tests {
             calls: vec![CapturedCall {
                 tool_call_id: id.to_owned(),
                 tool_name: "read".to_owned(),
-                args: serde_json::json!({ "path": "src/lib.rs" }),
+                args: serde_json::json!({ "path": "src/lib.rs" }).into(),
                 result_text: result.to_owned(),
                 is_error: false,
                 result_timestamp: None,

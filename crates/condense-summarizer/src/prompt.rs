@@ -53,15 +53,9 @@ pub fn call_label(index: usize, tool_name: &str) -> String {
 /// then ` ...[<k> chars truncated]` where `k` is the number of units left
 /// out. The cut never splits a surrogate pair (it may keep one unit fewer).
 pub fn cut_result(text: &str) -> String {
-    let len = js_len(text);
-    if len <= RESULT_CUT {
-        return text.to_owned();
-    }
-    format!(
-        "{} ...[{} chars truncated]",
-        js_prefix(text, RESULT_CUT),
-        len - RESULT_CUT
-    )
+    let mut out = String::new();
+    write_cut_result(text, &mut out);
+    out
 }
 
 /// Serializes a batch for the summarizer: `Assistant said: <text>\n` when
@@ -69,35 +63,136 @@ pub fn cut_result(text: &str) -> String {
 /// `[[N:tool]] Tool: tool(<args, 2-space JSON>)\nResult (OK|ERROR): <cut result>`,
 /// the calls joined by `\n---\n`.
 pub fn serialize_batch(batch: &CapturedBatch) -> String {
-    let calls: Vec<String> = batch
-        .calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            format!(
-                "{} Tool: {}({})\nResult ({}): {}",
-                call_label(i, &call.tool_name),
-                call.tool_name,
-                pretty_json(&call.args),
-                if call.is_error { "ERROR" } else { "OK" },
-                cut_result(&call.result_text)
-            )
-        })
-        .collect();
-    let calls = calls.join("\n---\n");
-    if batch.assistant_text.is_empty() {
-        calls
-    } else {
-        format!("Assistant said: {}\n\n{}", batch.assistant_text, calls)
-    }
+    let mut out = String::new();
+    write_batch(std::slice::from_ref(batch), &mut out);
+    out
 }
 
 /// The whole user message for a batch.
 pub fn batch_user_message(batch: &CapturedBatch) -> String {
-    format!(
-        "{BATCH_PROMPT}\n\n<tool-call-batch>\n{}\n</tool-call-batch>",
-        serialize_batch(batch)
-    )
+    let mut out = String::new();
+    write_user_message(std::slice::from_ref(batch), &mut out);
+    out
+}
+
+/// The length in UTF-16 units of the [`batch_user_message`] of `batches`
+/// merged into one, as `condense_core::merge_runs` merges a run (their
+/// prose joined by a blank line, their calls in order), counted without
+/// building either. Of one batch, the length of its message. Estimates
+/// price many prompts they never send, and a prompt as long as its
+/// arguments' JSON is not worth building for its length.
+pub fn batch_user_message_len(batches: &[CapturedBatch]) -> usize {
+    let mut len = Utf16Len(0);
+    write_user_message(batches, &mut len);
+    len.0
+}
+
+/// Where a prompt is written: a string, or a count of its UTF-16 units.
+trait Sink {
+    fn put(&mut self, s: &str);
+    /// `s` as a JSON string literal, as serde_json writes one.
+    fn put_json_string(&mut self, s: &str);
+    /// A line break, then `depth` levels of two-space indent.
+    fn newline(&mut self, depth: usize) {
+        self.put("\n");
+        for _ in 0..depth {
+            self.put("  ");
+        }
+    }
+}
+
+impl Sink for String {
+    fn put(&mut self, s: &str) {
+        self.push_str(s);
+    }
+
+    fn put_json_string(&mut self, s: &str) {
+        // Serializing a `str` cannot fail.
+        if let Ok(json) = serde_json::to_string(s) {
+            self.push_str(&json);
+        }
+    }
+}
+
+/// The UTF-16 length of what was written.
+struct Utf16Len(usize);
+
+impl Sink for Utf16Len {
+    fn put(&mut self, s: &str) {
+        self.0 += js_len(s);
+    }
+
+    fn put_json_string(&mut self, s: &str) {
+        // serde_json escapes the quote, the backslash and the control
+        // characters (seven by letter, the rest as `\u00XX`), and writes
+        // everything else as it is.
+        let body: usize = s
+            .bytes()
+            .map(|b| match b {
+                b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 2,
+                0x00..=0x1f => 6,
+                // A continuation byte: its character is counted by its lead.
+                0x80..=0xbf => 0,
+                // A four-byte character: a surrogate pair.
+                0xf0..=0xff => 2,
+                _ => 1,
+            })
+            .sum();
+        self.0 += body + 2;
+    }
+
+    fn newline(&mut self, depth: usize) {
+        self.0 += 1 + 2 * depth;
+    }
+}
+
+fn write_user_message(batches: &[CapturedBatch], out: &mut impl Sink) {
+    out.put(BATCH_PROMPT);
+    out.put("\n\n<tool-call-batch>\n");
+    write_batch(batches, out);
+    out.put("\n</tool-call-batch>");
+}
+
+fn write_batch(batches: &[CapturedBatch], out: &mut impl Sink) {
+    let mut texts = batches
+        .iter()
+        .map(|b| b.assistant_text.as_str())
+        .filter(|t| !t.is_empty())
+        .peekable();
+    if texts.peek().is_some() {
+        out.put("Assistant said: ");
+        for (i, text) in texts.enumerate() {
+            if i > 0 {
+                out.put("\n\n");
+            }
+            out.put(text);
+        }
+        out.put("\n\n");
+    }
+    for (i, call) in batches.iter().flat_map(|b| &b.calls).enumerate() {
+        if i > 0 {
+            out.put("\n---\n");
+        }
+        out.put(&call_label(i, &call.tool_name));
+        out.put(" Tool: ");
+        out.put(&call.tool_name);
+        out.put("(");
+        write_json(&call.args, 0, out);
+        out.put(")\nResult (");
+        out.put(if call.is_error { "ERROR" } else { "OK" });
+        out.put("): ");
+        write_cut_result(&call.result_text, out);
+    }
+}
+
+fn write_cut_result(text: &str, out: &mut impl Sink) {
+    let len = js_len(text);
+    if len <= RESULT_CUT {
+        out.put(text);
+    } else {
+        out.put(js_prefix(text, RESULT_CUT));
+        out.put(&format!(" ...[{} chars truncated]", len - RESULT_CUT));
+    }
 }
 
 /// The whole user message for fusing `summaries` (joined by a blank line).
@@ -116,47 +211,41 @@ pub fn pretty_json(value: &Value) -> String {
     out
 }
 
-fn write_json(value: &Value, depth: usize, out: &mut String) {
+fn write_json(value: &Value, depth: usize, out: &mut impl Sink) {
     match value {
         Value::Array(items) if !items.is_empty() => {
-            out.push('[');
+            out.put("[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(",");
                 }
-                newline(depth + 1, out);
+                out.newline(depth + 1);
                 write_json(item, depth + 1, out);
             }
-            newline(depth, out);
-            out.push(']');
+            out.newline(depth);
+            out.put("]");
         }
         Value::Object(map) if !map.is_empty() => {
-            out.push('{');
+            out.put("{");
             for (i, (key, item)) in map.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(",");
                 }
-                newline(depth + 1, out);
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push_str(": ");
+                out.newline(depth + 1);
+                out.put_json_string(key);
+                out.put(": ");
                 write_json(item, depth + 1, out);
             }
-            newline(depth, out);
-            out.push('}');
+            out.newline(depth);
+            out.put("}");
         }
         Value::Number(n) => match (n.is_f64(), n.as_f64()) {
-            (true, Some(f)) => out.push_str(&js_float(f)),
-            _ => out.push_str(&n.to_string()),
+            (true, Some(f)) => out.put(&js_float(f)),
+            _ => out.put(&n.to_string()),
         },
-        // Strings, booleans, null, `[]` and `{}` print as serde_json does.
-        other => out.push_str(&other.to_string()),
-    }
-}
-
-fn newline(depth: usize, out: &mut String) {
-    out.push('\n');
-    for _ in 0..depth {
-        out.push_str("  ");
+        Value::String(s) => out.put_json_string(s),
+        // Booleans, null, `[]` and `{}` print as serde_json does.
+        other => out.put(&other.to_string()),
     }
 }
 

@@ -13,6 +13,9 @@
 //! attempted, and [`group_by_mode`] merges a user-turn group's batches in
 //! `agent-message` batching.
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 use serde_json::Value;
 
@@ -39,8 +42,9 @@ pub struct CapturedCall {
     pub tool_call_id: String,
     /// The tool's name.
     pub tool_name: String,
-    /// The arguments (`input`, `args` or `arguments` of the block).
-    pub args: Value,
+    /// The arguments (`input`, `args` or `arguments` of the block), shared:
+    /// a rescan hands the pending calls out again at every ask.
+    pub args: Arc<Value>,
     /// The result's text blocks joined by `\n`.
     pub result_text: String,
     /// Whether the result was an error.
@@ -352,34 +356,61 @@ pub fn merge_runs(
     max_calls: usize,
     min_chars: u64,
 ) -> Vec<CapturedBatch> {
-    let mut out: Vec<CapturedBatch> = Vec::new();
-    let mut open = false;
-    let small = |b: &CapturedBatch| (b.raw_chars() as u64) < min_chars;
-    for b in batches {
-        match (b.user_turn_group, out.last_mut()) {
-            (Some(g), Some(cur))
-                if open
-                    && cur.user_turn_group == Some(g)
-                    && !small(cur)
-                    && !small(&b)
-                    && cur.calls.len().saturating_add(b.calls.len()) <= max_calls =>
+    let groups = run_groups(&batches, max_calls, min_chars);
+    let mut batches = batches.into_iter();
+    let mut out = Vec::with_capacity(groups.len());
+    for group in groups {
+        let Some(mut cur) = batches.next() else {
+            break;
+        };
+        for b in batches.by_ref().take(group.len() - 1) {
+            let texts: Vec<&str> = [cur.assistant_text.as_str(), b.assistant_text.as_str()]
+                .into_iter()
+                .filter(|t| !t.is_empty())
+                .collect();
+            cur.assistant_text = texts.join("\n\n");
+            cur.calls.extend(b.calls);
+            cur.turn_index = b.turn_index;
+            cur.timestamp = b.timestamp;
+        }
+        out.push(cur);
+    }
+    out
+}
+
+/// Where [`merge_runs`] would merge `batches`: the index range of each
+/// batch it returns, in order, so the merged batches can be weighed without
+/// being built.
+pub fn run_groups(
+    batches: &[CapturedBatch],
+    max_calls: usize,
+    min_chars: u64,
+) -> Vec<Range<usize>> {
+    let mut groups: Vec<Range<usize>> = Vec::new();
+    // The open group's user-turn group, calls and result characters; a
+    // batch without a group opens none.
+    let mut open: Option<(u32, usize, usize)> = None;
+    for (i, b) in batches.iter().enumerate() {
+        let raw = b.raw_chars();
+        let small = |chars: usize| (chars as u64) < min_chars;
+        match (&mut open, groups.last_mut()) {
+            (Some((group, calls, chars)), Some(cur))
+                if b.user_turn_group == Some(*group)
+                    && !small(*chars)
+                    && !small(raw)
+                    && calls.saturating_add(b.calls.len()) <= max_calls =>
             {
-                let texts: Vec<&str> = [cur.assistant_text.as_str(), b.assistant_text.as_str()]
-                    .into_iter()
-                    .filter(|t| !t.is_empty())
-                    .collect();
-                cur.assistant_text = texts.join("\n\n");
-                cur.calls.extend(b.calls);
-                cur.turn_index = b.turn_index;
-                cur.timestamp = b.timestamp;
+                cur.end = i + 1;
+                *calls += b.calls.len();
+                *chars += raw;
             }
-            (group, _) => {
-                open = group.is_some();
-                out.push(b);
+            _ => {
+                open = b.user_turn_group.map(|g| (g, b.calls.len(), raw));
+                groups.push(i..i + 1);
             }
         }
     }
-    out
+    groups
 }
 
 /// What a flush would work on now: the branch rescanned, trimmed to what
@@ -430,7 +461,7 @@ mod tests {
         CapturedCall {
             tool_call_id: id.into(),
             tool_name: "bash".into(),
-            args: json!({}),
+            args: json!({}).into(),
             result_text: "x".into(),
             is_error: false,
             result_timestamp: Some(1),
@@ -554,7 +585,7 @@ mod tests {
         assert!(b.calls[0].is_error);
         assert_eq!(b.calls[0].result_timestamp, Some(6));
         assert_eq!(b.calls[1].result_text, NO_RESULT);
-        assert_eq!(b.calls[1].args, json!({"command":"ls"}));
+        assert_eq!(*b.calls[1].args, json!({"command":"ls"}));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! tool calls, and a result's text (decoded from the message's JSON without
 //! building a `Value` of a giant output).
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::{CapturedCall, NO_RESULT};
@@ -164,7 +166,7 @@ pub(super) fn call_from(
         None => CapturedCall {
             tool_call_id: id,
             tool_name: name,
-            args,
+            args: Arc::new(args),
             result_text: NO_RESULT.to_owned(),
             is_error: false,
             result_timestamp: None,
@@ -183,7 +185,7 @@ pub(super) fn answered_call(
     CapturedCall {
         tool_call_id: id,
         tool_name: name,
-        args,
+        args: Arc::new(args),
         result_text: text,
         is_error: r.skeleton().is_error,
         result_timestamp: r.timestamp(),
