@@ -19,6 +19,16 @@ pub enum ShapeArg {
     /// A realistic mix: file reads, build logs, a failed write, a re-read,
     /// a skill file, an oversized output.
     Realistic,
+    /// Stress: one assistant message of many reads (200-char results).
+    Wide,
+    /// Stress: failed edits whose arguments hold 500 keys and an object
+    /// nested 120 deep (6,000-char errors).
+    Deep,
+    /// Stress: runs of 50 reads of one unchanged file (3,900 chars).
+    Dups,
+    /// Stress: one run of short bash turns, every seventh failed, that
+    /// never replies.
+    Long,
 }
 
 impl ShapeArg {
@@ -27,6 +37,10 @@ impl ShapeArg {
             ShapeArg::ToolTurns => "tool-turns",
             ShapeArg::Tasks => "tasks",
             ShapeArg::Realistic => "realistic",
+            ShapeArg::Wide => "wide",
+            ShapeArg::Deep => "deep",
+            ShapeArg::Dups => "dups",
+            ShapeArg::Long => "long",
         }
     }
 }

@@ -61,7 +61,7 @@ use condense_store::spill::blob_dir;
 use crate::script::{script, Step};
 use crate::writer::Writer;
 
-pub use options::{Blob, Shape, Synth, SynthOptions, SynthStats};
+pub use options::{Blob, Shape, Stress, Synth, SynthOptions, SynthStats};
 pub use rng::SplitMix64;
 pub use stand_in::{stand_in_fusion, stand_in_summary};
 
@@ -150,6 +150,16 @@ mod tests {
     use condense_store::replay::replay_branch;
     use condense_store::session::Session;
 
+    const ALL_SHAPES: [&str; 7] = [
+        "tool-turns",
+        "tasks",
+        "realistic",
+        "wide",
+        "deep",
+        "dups",
+        "long",
+    ];
+
     fn small(shape: Shape, pruned: bool) -> SynthOptions {
         SynthOptions {
             seed: 7,
@@ -182,7 +192,7 @@ mod tests {
 
     #[test]
     fn same_options_same_bytes() {
-        for shape in ["tool-turns", "tasks", "realistic"] {
+        for shape in ALL_SHAPES {
             let mut opts = small(Shape::from_name(shape).unwrap(), true);
             opts.tokens = Some(40_000);
             assert_eq!(generate(&opts), generate(&opts), "{shape}");
@@ -195,7 +205,7 @@ mod tests {
     #[test]
     fn generated_files_read_back_without_problems() {
         for pruned in [false, true] {
-            for shape in ["tool-turns", "tasks", "realistic"] {
+            for shape in ALL_SHAPES {
                 let mut opts = small(Shape::from_name(shape).unwrap(), pruned);
                 opts.tokens = Some(150_000);
                 let (synth, messages) = run(&opts, None);

@@ -38,11 +38,40 @@ pub enum Shape {
         /// Tasks (replaced by [`SynthOptions::tokens`] when set).
         tasks: usize,
     },
+    /// A shape no agent writes on purpose, to find where condense is slow,
+    /// grows or breaks (`docs/benchmarks.md`, "Hostile shapes"). Its unit
+    /// (a call, a turn, a run) repeats until [`SynthOptions::tokens`] is
+    /// reached, or `units` times.
+    Stress {
+        /// Which shape.
+        kind: Stress,
+        /// Units (replaced by [`SynthOptions::tokens`] when set).
+        units: usize,
+    },
+}
+
+/// The hostile shapes of [`Shape::Stress`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stress {
+    /// One prompt, one assistant message of many `read` calls (unit: a
+    /// call, `{"path": "fI"}`, a 200-char result), their results, a reply.
+    Wide,
+    /// One prompt, then turns of one failed `edit` whose arguments hold
+    /// 500 keys and an object nested 120 deep, each with a 6,000-char
+    /// error (unit: a turn), and a reply.
+    Deep,
+    /// Runs of 50 turns that each read the same file, the same 3,900
+    /// chars every time, closed by a reply (unit: a run).
+    Dups,
+    /// One prompt, then `bash` turns of about 200 chars of output, every
+    /// seventh failed, and no reply (unit: a turn).
+    Long,
 }
 
 impl Shape {
-    /// The shape for a CLI name (`tool-turns`, `tasks`, `realistic`) with
-    /// its default counts and sizes.
+    /// The shape for a CLI name (`tool-turns`, `tasks`, `realistic`, and
+    /// the stress shapes `wide`, `deep`, `dups`, `long`) with its default
+    /// counts and sizes.
     pub fn from_name(name: &str) -> Option<Shape> {
         match name {
             "tool-turns" => Some(Shape::ToolTurns {
@@ -55,6 +84,22 @@ impl Shape {
                 turns_per_prompt: 10,
             }),
             "realistic" => Some(Shape::Realistic { tasks: 60 }),
+            "wide" => Some(Shape::Stress {
+                kind: Stress::Wide,
+                units: 10_000,
+            }),
+            "deep" => Some(Shape::Stress {
+                kind: Stress::Deep,
+                units: 200,
+            }),
+            "dups" => Some(Shape::Stress {
+                kind: Stress::Dups,
+                units: 100,
+            }),
+            "long" => Some(Shape::Stress {
+                kind: Stress::Long,
+                units: 5_000,
+            }),
             _ => None,
         }
     }

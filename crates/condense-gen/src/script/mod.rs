@@ -8,6 +8,8 @@ use crate::options::*;
 use crate::rng::*;
 use crate::text::*;
 
+mod stress;
+
 #[derive(Debug, Clone)]
 pub(crate) struct CallSpec {
     pub(crate) name: &'static str,
@@ -473,6 +475,7 @@ pub(crate) fn script(opts: &SynthOptions) -> Vec<Step> {
             turns_per_prompt,
         } => s.tasks(*prompts, *turns_per_prompt, opts.tokens),
         Shape::Realistic { tasks } => s.realistic(*tasks, opts.tokens),
+        Shape::Stress { kind, units } => s.stress(*kind, *units, opts.tokens),
     }
     s.steps
 }
