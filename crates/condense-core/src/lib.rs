@@ -79,6 +79,12 @@ mod surrogates;
 mod text;
 mod thinking_level;
 
+/// Tool-call ids a lookup scans before it hashes them: an assistant opens
+/// a handful of calls, where a scan beats hashing, and a hostile message
+/// of thousands of calls stays linear. One figure for every such lookup
+/// (the render's id sets, capture's results, the metrics' arguments).
+const ID_SCAN_LIMIT: usize = 32;
+
 // The message model.
 pub use message::{
     tool_result_text, Message, MessageError, MessageSummaryRef, Role, Skeleton, ToolCallBlock,

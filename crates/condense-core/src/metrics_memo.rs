@@ -100,7 +100,7 @@ pub(crate) struct BranchFacts {
 
 /// Calls an assistant holds before its arguments are looked up by a hashed
 /// index rather than a scan.
-const SCAN_LIMIT: usize = 32;
+const SCAN_LIMIT: usize = crate::ID_SCAN_LIMIT;
 
 /// The arguments of `assistant`'s first call with `id`. A message of
 /// thousands of calls (a hostile session) is indexed once, in `wide`, so

@@ -95,7 +95,7 @@ struct FirstResults<'m> {
 }
 
 /// Results scanned before [`FirstResults`] hashes.
-const SCAN_LIMIT: usize = 32;
+const SCAN_LIMIT: usize = crate::ID_SCAN_LIMIT;
 
 impl<'m> FirstResults<'m> {
     fn new(results: impl IntoIterator<Item = &'m Message>) -> Self {

@@ -6,7 +6,7 @@
 use rustc_hash::FxHashSet;
 
 /// Ids held in the vector before the set switches to hashing.
-pub(crate) const SMALL: usize = 32;
+pub(crate) const SMALL: usize = crate::ID_SCAN_LIMIT;
 
 #[derive(Debug, Default)]
 pub(crate) struct IdSet<'a> {
