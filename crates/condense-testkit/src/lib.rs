@@ -19,8 +19,11 @@
 //! * [`registry`]: a real npm registry (verdaccio) on 127.0.0.1 serving the
 //!   packages `cargo xtask dist` packed, for the install tests.
 //! * [`text`]: the contents of the files the tests have the agent read.
+//! * [`cli`]: the `condense` CLI built next to a sidecar, and its
+//!   `simulate --json`.
 
 pub mod cache;
+pub mod cli;
 pub mod fake_llm;
 pub mod node_tests;
 pub mod opencode_env;

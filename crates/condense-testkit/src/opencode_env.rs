@@ -345,6 +345,16 @@ impl OpenCodeEnv {
         out.stdout.trim().parse().unwrap_or(0)
     }
 
+    /// `opencode export SESSION`: the session's info and messages as
+    /// OpenCode's CLI prints them (what a user hands `condense simulate`).
+    pub fn export(&self, session_id: &str) -> String {
+        let mut cmd = self.command();
+        cmd.args(["export", session_id]);
+        let out = run_bounded(&mut cmd, Duration::from_secs(60)).expect("run opencode export");
+        assert!(out.success(), "opencode export failed: {}", out.stderr);
+        out.stdout
+    }
+
     /// `opencode` in the project, with this home's environment only.
     pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(&self.install.bin);

@@ -57,6 +57,10 @@ const COLD_AFTER_MS: i64 = 7_000;
 /// The token model (`simulate`'s calibrated defaults, passed explicitly).
 const PER_CHAR: f64 = 0.3085;
 const PER_MESSAGE: f64 = 34.51;
+const MODEL: support::fake_llm::measure::TokenModel = support::fake_llm::measure::TokenModel {
+    per_char: PER_CHAR,
+    per_message: PER_MESSAGE,
+};
 
 /// Plays the session under `settings` (the extension loaded when `condense`
 /// is true; summaries answered by the extractive summarizer, which is what

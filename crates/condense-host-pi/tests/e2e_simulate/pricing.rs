@@ -5,83 +5,13 @@ use condense_core::{bill_call, BillTotals, CallTokens, PreviousCall, PriceProfil
 use condense_summarizer::Extractive;
 use serde_json::Value;
 
+pub use crate::support::fake_llm::measure::{conversation, fixed_part, js_len};
 use crate::support::fake_llm::{message_text, RecordedRequest, RequestKind};
-use crate::{PER_CHAR, PER_MESSAGE};
-
-pub fn js_len(text: &str) -> u64 {
-    text.encode_utf16().count() as u64
-}
-
-/// A chat message's `content`: a string, or parts whose `text` counts.
-pub fn content_units(content: &Value) -> u64 {
-    match content {
-        Value::String(s) => js_len(s),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .map(js_len)
-            .sum(),
-        _ => 0,
-    }
-}
-
-/// What of a received message reaches the model as the simulator measures a
-/// session message: its content, and each tool call's name and arguments.
-pub fn message_units(message: &Value) -> u64 {
-    let calls: u64 = message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let f = &c["function"];
-            js_len(f["name"].as_str().unwrap_or("")) + js_len(f["arguments"].as_str().unwrap_or(""))
-        })
-        .sum();
-    content_units(&message["content"]) + calls
-}
-
-pub fn message_tokens(message: &Value) -> u64 {
-    (PER_CHAR * message_units(message) as f64 + PER_MESSAGE)
-        .max(0.0)
-        .round() as u64
-}
-
-pub fn is_system(message: &Value) -> bool {
-    matches!(message["role"].as_str(), Some("system" | "developer"))
-}
-
-/// The conversation of a request (the system prompt is the overhead).
-pub fn conversation(request: &RecordedRequest) -> Vec<&Value> {
-    request
-        .messages()
-        .iter()
-        .filter(|m| !is_system(m))
-        .collect()
-}
-
-/// The system prompt and the tool definitions of a request, as sent.
-pub fn fixed_part(request: &RecordedRequest) -> (Vec<&Value>, Value) {
-    let system = request.messages().iter().filter(|m| is_system(m)).collect();
-    (
-        system,
-        request.body.get("tools").cloned().unwrap_or(Value::Null),
-    )
-}
+use crate::{MODEL, PER_CHAR};
 
 /// Their tokens: the overhead `simulate` is told.
 pub fn overhead_tokens(request: &RecordedRequest) -> u64 {
-    let (system, tools) = fixed_part(request);
-    let units: u64 = system
-        .iter()
-        .map(|m| content_units(&m["content"]))
-        .sum::<u64>()
-        + if tools.is_null() {
-            0
-        } else {
-            js_len(&tools.to_string())
-        };
-    (PER_CHAR * units as f64).round() as u64
+    MODEL.overhead_tokens(request)
 }
 
 /// A text's tokens as the simulator counts a summarizer prompt or answer.
@@ -126,7 +56,7 @@ pub fn price_received(
     let mut previous: Option<(i64, Vec<&Value>)> = None;
     for request in requests {
         let messages = conversation(request);
-        let tokens: Vec<u64> = messages.iter().map(|m| message_tokens(m)).collect();
+        let tokens: Vec<u64> = messages.iter().map(|m| MODEL.message_tokens(m)).collect();
         let prompt = overhead + tokens.iter().sum::<u64>();
         let shared_prefix = previous.as_ref().map_or(0, |(_, before)| {
             let shared = before

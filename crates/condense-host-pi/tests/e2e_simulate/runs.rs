@@ -2,13 +2,14 @@
 //! extension, the two runs; and `condense simulate` on the file pi wrote,
 //! priced with the same profile.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use condense_core::{PriceProfile, ProfileOverrides};
 use condense_summarizer::Extractive;
 use serde_json::{json, Value};
 
+use crate::support::cli::{condense_next_to, simulate_json};
 use crate::support::fake_llm::{message_text, FakeLlm, Reply};
 use crate::support::pi_env::{require_pi, PiEnv};
 use crate::support::scenario::{big_file, extension_dir, sidecar_bin};
@@ -16,48 +17,26 @@ use crate::{IDLE, PER_CHAR, PER_MESSAGE, TTL_S};
 
 /// The `condense` binary cargo built next to the sidecar.
 pub fn condense_bin() -> PathBuf {
-    let sidecar = sidecar_bin();
-    let bin = sidecar
-        .parent()
-        .map(|d| d.join(format!("condense{}", std::env::consts::EXE_SUFFIX)))
-        .unwrap_or_default();
-    assert!(
-        bin.is_file(),
-        "the condense CLI is not built next to the sidecar ({}): run `cargo build -p condense-cli` first",
-        bin.display()
-    );
-    bin
+    condense_next_to(&sidecar_bin())
 }
 
 /// `condense simulate --json` on `session` under `policy`, with `extra`
 /// options: its billing fields for that policy.
 pub fn simulate_with(session: &Path, policy: &str, overhead: u64, extra: &[&str]) -> Value {
-    let out = Command::new(condense_bin())
-        .args([
-            "simulate",
-            "--json",
-            "--per-call",
-            "--policy",
-            policy,
-            "--ttl",
-        ])
-        .arg(TTL_S.to_string())
-        .arg("--tokens-per-char")
-        .arg(PER_CHAR.to_string())
-        .arg("--tokens-per-message")
-        .arg(PER_MESSAGE.to_string())
-        .arg("--overhead")
-        .arg(overhead.to_string())
-        .args(extra)
-        .arg(session)
-        .output()
-        .expect("condense simulate runs");
-    assert!(
-        out.status.success(),
-        "condense simulate failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).expect("simulate --json");
+    let mut args: Vec<OsString> = ["--per-call", "--policy", policy, "--ttl"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    args.push(TTL_S.to_string().into());
+    args.push("--tokens-per-char".into());
+    args.push(PER_CHAR.to_string().into());
+    args.push("--tokens-per-message".into());
+    args.push(PER_MESSAGE.to_string().into());
+    args.push("--overhead".into());
+    args.push(overhead.to_string().into());
+    args.extend(extra.iter().map(OsString::from));
+    args.push(session.into());
+    let report = simulate_json(&condense_bin(), args);
     report["sessions"][0]["policies"][policy].clone()
 }
 

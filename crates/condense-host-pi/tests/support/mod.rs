@@ -11,7 +11,9 @@
 #![allow(dead_code)]
 
 #[allow(unused_imports)] // each test file uses some of them
-pub use condense_testkit::{fake_llm, node_tests, pi_env, process, registry, text, typescript};
+pub use condense_testkit::{
+    cli, fake_llm, node_tests, pi_env, process, registry, text, typescript,
+};
 
 pub mod scenario;
 pub mod sidecar;

@@ -48,6 +48,7 @@ use std::thread::{self, JoinHandle};
 
 use serde_json::Value;
 
+pub mod measure;
 mod reply;
 mod request;
 mod server;
