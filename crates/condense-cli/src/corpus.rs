@@ -84,6 +84,13 @@ enum Outcome {
 
 /// Every `*.jsonl` below `dir`, sorted by path.
 pub(crate) fn session_files(dir: &Path) -> Vec<PathBuf> {
+    files_named(dir, "jsonl")
+}
+
+/// Every file below `dir` whose extension is `ext`, sorted by path.
+/// Symlinked directories are not followed, so the walk is bounded by the
+/// real tree: a link cycle (`loop -> ..`) cannot make it run forever.
+pub(crate) fn files_named(dir: &Path, ext: &str) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -95,7 +102,7 @@ pub(crate) fn session_files(dir: &Path) -> Vec<PathBuf> {
             let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
             if is_dir {
                 stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
+            } else if p.extension().is_some_and(|x| x == ext) {
                 out.push(p);
             }
         }

@@ -1,6 +1,6 @@
 //! Finding a session, its settings, and rebuilding what condense knows of it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use condense_core::Config;
 use condense_core::Message;
@@ -42,34 +42,11 @@ pub fn agent_dir() -> PathBuf {
     home.join(".pi").join("agent")
 }
 
-/// Every `*.jsonl` below `dir`. Symlinked directories are not followed, so
-/// the walk is bounded by the real tree: a link cycle (`loop -> ..`) cannot
-/// make it run forever.
-fn session_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            // The entry's own type: a symlink is not a directory here.
-            if e.file_type().is_ok_and(|t| t.is_dir()) {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// Resolves a session argument to a file.
 pub fn resolve(arg: &SessionArg) -> Result<PathBuf, CliError> {
     let sessions = agent_dir().join("sessions");
     if arg.latest {
-        return session_files(&sessions)
+        return crate::corpus::session_files(&sessions)
             .into_iter()
             .filter_map(|p| {
                 let meta = std::fs::metadata(&p).ok().filter(|m| m.is_file())?;
@@ -93,7 +70,7 @@ pub fn resolve(arg: &SessionArg) -> Result<PathBuf, CliError> {
         }
         return Ok(as_path);
     }
-    let matches: Vec<PathBuf> = session_files(&sessions)
+    let matches: Vec<PathBuf> = crate::corpus::session_files(&sessions)
         .into_iter()
         .filter(|p| {
             p.file_stem()

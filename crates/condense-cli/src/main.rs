@@ -10,6 +10,7 @@ mod demo;
 mod generate;
 mod inspect;
 mod load;
+mod opencode_export;
 mod output;
 mod progress;
 mod simulate;

@@ -20,7 +20,7 @@ pub mod tokens;
 use std::path::{Path, PathBuf};
 
 use condense_core::{PriceProfile, ProfileOverrides};
-use condense_store::session::Session;
+use condense_store::session::{read_regular_file, Session};
 use rayon::prelude::*;
 
 use crate::output::write_all;
@@ -34,7 +34,9 @@ use tokens::{Chars, Coefficients, Measure, TokenCount, TokenModel, DEFAULT_COEFF
 /// Options of `condense simulate`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimulateArgs {
-    /// A session file or id, or a directory (every `*.jsonl` below it).
+    /// A session file or id, an OpenCode session as `opencode export`
+    /// prints it, or a directory (every `*.jsonl` below it, and every
+    /// `*.json` that is such an export).
     pub target: String,
     /// Policies to simulate, side by side (repeatable or comma-separated:
     /// none, reference, cache-aware, settings; default: the first three,
@@ -282,7 +284,7 @@ pub fn simulate_file(
     tokens: &dyn TokenCount,
     profile: &PriceProfile,
 ) -> Result<SessionSim, String> {
-    let session = Session::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let session = open_session(path).map_err(|e| format!("{}: {e}", path.display()))?;
     // A `*.jsonl` in a sessions directory need not be a session (another
     // tool's log): priced, it would count as a session of no calls.
     if session.header.is_none() && session.entries.is_empty() {
@@ -327,15 +329,49 @@ pub fn simulate_file(
     })
 }
 
+/// Whether `path` is a regular file that starts as an OpenCode export (a
+/// directory's other `*.json`, settings say, are no sessions).
+fn is_export_file(path: &Path) -> bool {
+    use std::io::Read as _;
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    crate::opencode_export::looks_like_export(&head[..n])
+}
+
+/// A pi session file, or an OpenCode export read as one.
+fn open_session(path: &Path) -> Result<Session, String> {
+    let bytes = read_regular_file(path).map_err(|e| e.to_string())?;
+    if !crate::opencode_export::looks_like_export(&bytes[..bytes.len().min(256)]) {
+        return Ok(Session::from_bytes(bytes));
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let jsonl = crate::opencode_export::to_pi_session(&text)
+        .map_err(|e| format!("an OpenCode export, but {e}"))?;
+    Ok(Session::parse(&jsonl))
+}
+
 /// The custom types condense and pi-condense write begin with this.
 const CONDENSE_PREFIX: &str = "context-prune-";
 
-/// The session files a target names: every `*.jsonl` below a directory, or
-/// the one session a path or id names.
+/// The session files a target names: every `*.jsonl` below a directory
+/// and every OpenCode export (`*.json`), or the one session a path or id
+/// names.
 fn target_files(target: &str) -> Result<(Vec<PathBuf>, bool), CliError> {
     let path = PathBuf::from(target);
     if path.is_dir() {
-        return Ok((crate::corpus::session_files(&path), true));
+        let mut files = crate::corpus::session_files(&path);
+        files.extend(
+            crate::corpus::files_named(&path, "json")
+                .into_iter()
+                .filter(|f| is_export_file(f)),
+        );
+        files.sort();
+        return Ok((files, true));
     }
     let file = crate::load::resolve(&SessionArg {
         session: Some(target.to_owned()),

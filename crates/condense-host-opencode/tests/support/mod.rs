@@ -7,6 +7,6 @@
 
 #[allow(unused_imports)] // each test file uses some of them
 pub use condense_testkit::{
-    fake_llm, node_tests, opencode_env, pi_env, process, registry, text, typescript,
+    cli, fake_llm, node_tests, opencode_env, pi_env, process, registry, text, typescript,
 };
 pub mod scenario;
