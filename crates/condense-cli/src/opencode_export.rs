@@ -10,12 +10,17 @@
 //!
 //! - A tool part OpenCode's own pruning cleared keeps its output (the export
 //!   holds it): every policy starts from the session without pruning.
-//! - OpenCode's compactions (the user message holding a `compaction` part
-//!   and the summary answering it) are left out: the simulator compacts each
-//!   policy's context where pi would, as it does for a pi session.
+//! - An OpenCode compaction (the user message holding a `compaction` part
+//!   and the summary answering it) becomes pi's `compaction` entry where the
+//!   summary stands, holding its text and keeping from the part's
+//!   `tail_start_id` (the turns OpenCode kept after its summary), as the
+//!   simulator keeps a compaction a pi session recorded. OpenCode then sends
+//!   its summary, the tail and what follows, as pi does.
 //!
 //! `tests/opencode_export.rs` pins the messages against the plugin's own
 //! conversion of the same export.
+
+use std::collections::HashMap;
 
 use condense_store::time::format_iso;
 use serde_json::{json, Map, Value};
@@ -57,24 +62,84 @@ pub fn to_pi_session(text: &str) -> Result<String, String> {
         "timestamp": format_iso(created),
         "cwd": info.get("directory").and_then(Value::as_str).unwrap_or(""),
     });
-    let mut lines = vec![header.to_string()];
-    let mut parent: Option<String> = None;
-    for m in messages.iter().filter(|m| !is_compaction(m)) {
+    let mut out = Entries {
+        lines: vec![header.to_string()],
+        parent: None,
+        first_entry: HashMap::new(),
+    };
+    // The tail a compaction keeps, by the user message that starts it.
+    let mut tails: HashMap<&str, Option<&str>> = HashMap::new();
+    for m in messages {
+        let id = m["info"]["id"].as_str().unwrap_or("");
+        if role(m) == "user" {
+            if let Some(part) = parts(m).find(|p| p["type"] == "compaction") {
+                tails.insert(id, part["tail_start_id"].as_str());
+                continue;
+            }
+        }
+        if is_compaction_summary(m) {
+            let started_by = m["info"]["parentID"].as_str().unwrap_or("");
+            let tail = tails.get(started_by).copied().flatten();
+            out.compaction(m, tail);
+            continue;
+        }
         for pi in to_pi(m) {
-            let entry_id = format!("m{}", lines.len());
-            let ts = pi.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
-            let entry = json!({
-                "type": "message",
-                "id": entry_id,
-                "parentId": parent,
-                "timestamp": format_iso(ts),
-                "message": pi,
-            });
-            lines.push(entry.to_string());
-            parent = Some(entry_id);
+            out.message(id, pi);
         }
     }
-    Ok(lines.join("\n") + "\n")
+    Ok(out.lines.join("\n") + "\n")
+}
+
+/// The entries written so far, each the child of the one before.
+struct Entries<'a> {
+    lines: Vec<String>,
+    parent: Option<String>,
+    /// The entry of each OpenCode message's first pi message.
+    first_entry: HashMap<&'a str, String>,
+}
+
+impl<'a> Entries<'a> {
+    fn push(&mut self, mut entry: Value) -> String {
+        let id = format!("m{}", self.lines.len());
+        entry["id"] = json!(id);
+        entry["parentId"] = json!(self.parent);
+        self.lines.push(entry.to_string());
+        self.parent = Some(id.clone());
+        id
+    }
+
+    fn message(&mut self, from: &'a str, pi: Value) {
+        let ts = pi.get("timestamp").and_then(Value::as_i64).unwrap_or(0);
+        let id =
+            self.push(json!({ "type": "message", "timestamp": format_iso(ts), "message": pi }));
+        self.first_entry.entry(from).or_insert(id);
+    }
+
+    /// pi's compaction for OpenCode's summary `summary`, keeping from the
+    /// message `tail` (nothing when OpenCode kept no tail).
+    fn compaction(&mut self, summary: &Value, tail: Option<&str>) {
+        let text: String = parts(summary)
+            .filter(|p| p["type"] == "text")
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let first_kept = tail.and_then(|t| self.first_entry.get(t)).cloned();
+        let t = &summary["info"]["tokens"];
+        let before = ["input", "output", "reasoning"]
+            .iter()
+            .map(|k| t[k].as_u64().unwrap_or(0))
+            .sum::<u64>()
+            + t["cache"]["read"].as_u64().unwrap_or(0)
+            + t["cache"]["write"].as_u64().unwrap_or(0);
+        let ts = summary["info"]["time"]["created"].as_i64().unwrap_or(0);
+        self.push(json!({
+            "type": "compaction",
+            "timestamp": format_iso(ts),
+            "summary": text,
+            "firstKeptEntryId": first_kept,
+            "tokensBefore": before,
+        }));
+    }
 }
 
 fn role(m: &Value) -> &str {
@@ -85,11 +150,10 @@ fn parts(m: &Value) -> impl Iterator<Item = &Value> {
     m["parts"].as_array().into_iter().flatten()
 }
 
-/// The user message that starts an OpenCode compaction, or the summary
-/// that answers it.
-fn is_compaction(m: &Value) -> bool {
-    (role(m) == "user" && parts(m).any(|p| p["type"] == "compaction"))
-        || (role(m) == "assistant" && m["info"]["summary"] == true)
+/// The assistant message holding a compaction's summary (not a turn of
+/// the agent's).
+fn is_compaction_summary(m: &Value) -> bool {
+    role(m) == "assistant" && m["info"]["summary"] == true
 }
 
 /// The pi messages of one OpenCode message: the message, then its tool
@@ -216,14 +280,16 @@ mod tests {
         std::fs::read_to_string(dir.join(name)).expect("the OpenCode fixture")
     }
 
-    /// The messages of the session `to_pi_session` writes, as read back.
+    /// The message entries of the session `to_pi_session` writes, as read
+    /// back.
     fn messages(jsonl: &str) -> Vec<Value> {
         let session = Session::parse(jsonl);
         assert!(session.problems.is_empty(), "{:?}", session.problems);
         session
             .branch(None)
             .iter()
-            .map(|e| serde_json::from_str(e.message.as_ref().unwrap().json()).unwrap())
+            .filter_map(|e| e.message.as_ref())
+            .map(|m| serde_json::from_str(m.json()).unwrap())
             .collect()
     }
 
@@ -248,29 +314,73 @@ mod tests {
         json!({ "type": "tool", "tool": "read", "callID": call, "state": state })
     }
 
-    #[test]
-    fn cleared_outputs_are_kept_and_compactions_left_out() {
-        let cleared = tool(
-            "c1",
+    /// A user message, an assistant reading `call`, a compaction keeping
+    /// from `tail` (an OpenCode message id), its summary, a new prompt.
+    fn compacted(call: &str, tail: Option<&str>) -> String {
+        let read = tool(
+            call,
             json!({ "status": "completed", "input": {}, "output": "the whole file",
                     "time": { "start": 1, "end": 2, "compacted": 3 } }),
         );
-        let text = export(json!([
-            { "info": { "role": "user", "time": { "created": 1 } },
+        let mut compaction = json!({ "type": "compaction", "auto": true });
+        if let Some(tail) = tail {
+            compaction["tail_start_id"] = json!(tail);
+        }
+        export(json!([
+            { "info": { "id": "u1", "role": "user", "time": { "created": 1 } },
               "parts": [{ "type": "text", "text": "go" }] },
-            { "info": { "role": "assistant", "time": { "created": 2 } }, "parts": [cleared] },
-            { "info": { "role": "user", "time": { "created": 3 } },
-              "parts": [{ "type": "compaction", "auto": true }] },
-            { "info": { "role": "assistant", "summary": true, "time": { "created": 4 } },
+            { "info": { "id": "a1", "role": "assistant", "time": { "created": 2 } },
+              "parts": [read] },
+            { "info": { "id": "u2", "role": "user", "time": { "created": 3 } },
+              "parts": [compaction] },
+            { "info": { "id": "a2", "parentID": "u2", "role": "assistant", "summary": true,
+                        "time": { "created": 4 },
+                        "tokens": { "input": 900, "output": 50, "cache": { "read": 100 } } },
               "parts": [{ "type": "text", "text": "Summary of the session." }] },
-            { "info": { "role": "user", "time": { "created": 5 } },
+            { "info": { "id": "u3", "role": "user", "time": { "created": 5 } },
               "parts": [{ "type": "text", "text": "again" }] },
-        ]));
-        let got = messages(&to_pi_session(&text).unwrap());
-        let roles: Vec<&str> = got.iter().map(|m| m["role"].as_str().unwrap()).collect();
-        assert_eq!(roles, ["user", "assistant", "toolResult", "user"]);
+        ]))
+    }
+
+    #[test]
+    fn a_cleared_output_is_replayed_whole() {
+        let got = messages(&to_pi_session(&compacted("c1", None)).unwrap());
+        assert_eq!(got[2]["role"], "toolResult");
         assert_eq!(got[2]["content"][0]["text"], "the whole file");
-        assert_eq!(got[3]["content"][0]["text"], "again");
+    }
+
+    #[test]
+    fn a_compaction_is_pis_keeping_opencodes_tail() {
+        let jsonl = to_pi_session(&compacted("c1", Some("a1"))).unwrap();
+        let session = Session::parse(&jsonl);
+        assert!(session.problems.is_empty(), "{:?}", session.problems);
+        // The summary is no call; the compaction stands where it did.
+        let kinds: Vec<String> = session
+            .entries
+            .iter()
+            .map(|e| format!("{:?}", e.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            ["Message", "Message", "Message", "Compaction", "Message"]
+        );
+        let c: Value = serde_json::from_str(jsonl.lines().nth(4).unwrap()).unwrap();
+        assert_eq!(c["summary"], "Summary of the session.");
+        assert_eq!(c["tokensBefore"], 1050);
+        // The context after it: pi's summary, the tail from `a1`, the prompt.
+        let ctx = session.context(None);
+        let ids: Vec<&str> = ctx.entry_ids.iter().map(String::as_str).collect();
+        assert_eq!(ids, ["m4", "m2", "m3", "m5"]);
+        let first: Value = serde_json::from_str(ctx.messages[0].json()).unwrap();
+        assert_eq!(first["role"], "compactionSummary");
+        assert_eq!(first["summary"], "Summary of the session.");
+        assert_eq!(ctx.turns_before, 0);
+
+        // No tail: the context keeps nothing before the compaction.
+        let jsonl = to_pi_session(&compacted("c1", None)).unwrap();
+        let ctx = Session::parse(&jsonl).context(None);
+        assert_eq!(ctx.messages.len(), 2);
+        assert_eq!(ctx.turns_before, 1);
     }
 
     #[test]

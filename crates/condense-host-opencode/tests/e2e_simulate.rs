@@ -68,7 +68,7 @@ fn play(env: &OpenCodeEnv, llm: &FakeLlm) -> PathBuf {
     let session = run.session_id().expect("the run names its session");
     env.run("Now read beta.txt.", true).assert_success();
     let file = env.project.join("export.json");
-    std::fs::write(&file, env.export(&session)).expect("write the export");
+    env.export_to(&session, &file);
     file
 }
 
@@ -167,5 +167,90 @@ fn simulate_reads_an_opencode_export_as_opencode_sent_it() {
     assert!(
         p["cache-aware"]["billed_input_units"].as_f64() <= p["none"]["billed_input_units"].as_f64(),
         "{p:#}"
+    );
+}
+
+/// OpenCode's own compaction, in the export: a session whose second
+/// prompt's read reaches the model's limit, so OpenCode summarizes and
+/// goes on with its summary, the tail of recent turns it kept and a
+/// "continue" prompt. Simulated under `none`, the calls are the server's
+/// calls but the compaction's own, each before the compaction exactly as
+/// received; the one after it holds the same messages but OpenCode's two
+/// of its summary (its compaction prompt and the answer), which pi's one
+/// summary stands for.
+#[test]
+fn an_opencode_compaction_is_simulated_where_it_was_with_its_tail() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+    env.write_condense_config(&json!({"enabled": false}));
+    let files: Vec<PathBuf> = [("alpha", 25_000), ("bravo", 25_000), ("kilo", 5000)]
+        .iter()
+        .map(|(name, bytes)| project_file(&env, &format!("{name}.txt"), name, *bytes))
+        .collect();
+    llm.push(read_call("call_a", &files[0]).with_usage(20_000, 10));
+    llm.push(read_call("call_b", &files[1]).with_usage(20_000, 10));
+    llm.push(Reply::text("Read both.").with_usage(20_000, 10));
+    let run = env.run("Read alpha and bravo.", false);
+    run.assert_success();
+    let session = run.session_id().expect("the run names its session");
+    // The read's usage reaches the model's limit: OpenCode compacts.
+    llm.push(read_call("call_k", &files[2]).with_usage(125_000, 10));
+    llm.push(Reply::text("OpenCode's summary: alpha and bravo were read.").with_usage(30_000, 50));
+    llm.push(Reply::text("Done.").with_usage(20_000, 10));
+    env.run("Read kilo.txt.", true).assert_success();
+    let file = env.project.join("export.json");
+    env.export_to(&session, &file);
+
+    let main = llm.main_requests();
+    assert_eq!(main.len(), 6, "{}", outline(&llm));
+    // The compaction's own call (no tools) is summarizer work, no call.
+    let calls: Vec<&RecordedRequest> = main
+        .iter()
+        .filter(|r| !r.body["tools"].as_array().is_none_or(Vec::is_empty))
+        .collect();
+    assert_eq!(calls.len(), 5, "{}", outline(&llm));
+    let overhead = MODEL.overhead_tokens(calls[0]);
+    let report = simulate(
+        &file,
+        &[
+            "--policy",
+            "none",
+            "--tokens-per-char",
+            &MODEL.per_char.to_string(),
+            "--tokens-per-message",
+            &MODEL.per_message.to_string(),
+            "--overhead",
+            &overhead.to_string(),
+        ],
+    );
+    let simulated = report["policies"]["none"]["calls_detail"]
+        .as_array()
+        .expect("per-call figures");
+    assert_eq!(simulated.len(), calls.len(), "{report:#}");
+    for (i, call) in simulated.iter().enumerate().take(4) {
+        let (prompt, _) = received(overhead, calls[i], None);
+        assert_eq!(call["prompt_tokens"], prompt, "call {i}: {call:#}");
+    }
+    let after = conversation(calls[4]);
+    assert!(
+        after
+            .iter()
+            .any(|m| support::fake_llm::message_text(m).contains("alpha and bravo were read")),
+        "{}",
+        outline(&llm)
+    );
+    assert_eq!(
+        simulated[4]["messages"].as_u64().unwrap() as usize,
+        after.len() - 1,
+        "the tail OpenCode kept is kept\n{:#}\n{}",
+        simulated[4],
+        outline(&llm)
+    );
+    assert_eq!(
+        simulated[4]["shared_prefix_tokens"], overhead,
+        "rewritten from the summary on"
     );
 }

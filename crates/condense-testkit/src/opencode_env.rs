@@ -345,19 +345,28 @@ impl OpenCodeEnv {
         out.stdout.trim().parse().unwrap_or(0)
     }
 
-    /// `opencode export SESSION`: the session's info and messages as
+    /// `opencode export SESSION > file`: the session's info and messages as
     /// OpenCode's CLI prints them (what a user hands `condense simulate`).
-    pub fn export(&self, session_id: &str) -> String {
-        let mut cmd = self.command();
-        cmd.args(["export", session_id]);
+    /// Into a file, as a user redirects it: into a pipe, OpenCode's process
+    /// may exit before a large export is written out.
+    pub fn export_to(&self, session_id: &str, file: &Path) {
+        let mut cmd = self.command_of("sh");
+        cmd.args(["-c", r#"exec "$0" export "$1" > "$2""#])
+            .arg(&self.install.bin)
+            .arg(session_id)
+            .arg(file);
         let out = run_bounded(&mut cmd, Duration::from_secs(60)).expect("run opencode export");
         assert!(out.success(), "opencode export failed: {}", out.stderr);
-        out.stdout
     }
 
     /// `opencode` in the project, with this home's environment only.
     pub(crate) fn command(&self) -> Command {
-        let mut cmd = Command::new(&self.install.bin);
+        self.command_of(&self.install.bin)
+    }
+
+    /// `program` in the project, with this home's environment only.
+    fn command_of(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut cmd = Command::new(program);
         cmd.current_dir(&self.project).env_clear();
         for key in ["PATH", "LANG", "TERM"] {
             if let Some(v) = std::env::var_os(key) {
