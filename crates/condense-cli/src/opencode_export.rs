@@ -26,14 +26,16 @@ use condense_store::time::format_iso;
 use serde_json::{json, Map, Value};
 
 /// Whether `head` (the start of a file) is an OpenCode export: one JSON
-/// object whose first key is `info` (OpenCode prints the session's info,
-/// then its messages). A pi session's first line is its header, whose
-/// first key is `type`.
+/// object whose first key is `info` or `messages` (OpenCode prints the
+/// session's info, then its messages). A pi session's first line is its
+/// header, whose first key is `type`.
 pub fn looks_like_export(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
     let rest = text.trim_start();
-    rest.strip_prefix('{')
-        .is_some_and(|r| r.trim_start().starts_with("\"info\""))
+    rest.strip_prefix('{').is_some_and(|r| {
+        let key = r.trim_start();
+        key.starts_with("\"info\"") || key.starts_with("\"messages\"")
+    })
 }
 
 /// The export `text` as pi session JSONL (a v3 header, then one `message`
@@ -389,6 +391,7 @@ mod tests {
             b"{\n  \"info\": {\n    \"id\": \"ses_1\""
         ));
         assert!(looks_like_export(b"  {\"info\":{}"));
+        assert!(looks_like_export(b"{\"messages\": [], \"info\": {}}"));
         assert!(!looks_like_export(
             br#"{"type":"session","version":3,"id":"x"}"#
         ));
