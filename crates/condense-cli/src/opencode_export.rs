@@ -17,8 +17,9 @@
 //!   simulator keeps a compaction a pi session recorded. OpenCode then sends
 //!   its summary, the tail and what follows, as pi does.
 //!
-//! `tests/opencode_export.rs` pins the messages against the plugin's own
-//! conversion of the same export.
+//! One fixture export pins the messages to the plugin's own conversion
+//! (condense-host-opencode's `tests/fixtures/`, which its
+//! `plugin/export.test.ts` converts too).
 
 use std::collections::HashMap;
 
@@ -39,8 +40,8 @@ pub fn looks_like_export(head: &[u8]) -> bool {
 }
 
 /// The export `text` as pi session JSONL (a v3 header, then one `message`
-/// entry per pi message, each the child of the one before), or why it is
-/// not an export.
+/// entry per pi message and one `compaction` per OpenCode compaction, each
+/// the child of the one before), or why it is not an export.
 pub fn to_pi_session(text: &str) -> Result<String, String> {
     let export = condense_core::parse_json_lossy(text).map_err(|e| format!("not JSON: {e}"))?;
     let info = export
@@ -126,13 +127,12 @@ impl<'a> Entries<'a> {
             .collect::<Vec<_>>()
             .join("\n");
         let first_kept = tail.and_then(|t| self.first_entry.get(t)).cloned();
+        // The compaction call's prompt: the context it summarized.
         let t = &summary["info"]["tokens"];
-        let before = ["input", "output", "reasoning"]
+        let before = [&t["input"], &t["cache"]["read"], &t["cache"]["write"]]
             .iter()
-            .map(|k| t[k].as_u64().unwrap_or(0))
-            .sum::<u64>()
-            + t["cache"]["read"].as_u64().unwrap_or(0)
-            + t["cache"]["write"].as_u64().unwrap_or(0);
+            .map(|v| v.as_u64().unwrap_or(0))
+            .sum::<u64>();
         let ts = summary["info"]["time"]["created"].as_i64().unwrap_or(0);
         self.push(json!({
             "type": "compaction",
@@ -368,7 +368,7 @@ mod tests {
         );
         let c: Value = serde_json::from_str(jsonl.lines().nth(4).unwrap()).unwrap();
         assert_eq!(c["summary"], "Summary of the session.");
-        assert_eq!(c["tokensBefore"], 1050);
+        assert_eq!(c["tokensBefore"], 1000);
         // The context after it: pi's summary, the tail from `a1`, the prompt.
         let ctx = session.context(None);
         let ids: Vec<&str> = ctx.entry_ids.iter().map(String::as_str).collect();
