@@ -8,21 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use support::{condense, json_of, temp_dir};
-
-/// The pi-mono fixtures: `shared/` beside the checkout (CI, main), or beside
-/// the worktrees' parent.
-fn pi_mono_dir() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    [
-        "../../../shared/fixtures/pi-mono",
-        "../../../../shared/fixtures/pi-mono",
-    ]
-    .iter()
-    .map(|rel| manifest.join(rel))
-    .find(|p| p.is_dir())
-    .expect("shared/fixtures/pi-mono beside the checkout")
-}
+use support::{condense, json_of, pi_mono_dir, temp_dir};
 
 const MIN_MS: i64 = 60_000;
 const T0: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00Z

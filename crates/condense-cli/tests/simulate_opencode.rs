@@ -6,7 +6,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::{condense, fixture, json_of, temp_dir};
+use support::{condense, fixture, json_of, pi_mono_dir, temp_dir};
 
 fn export_fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -67,4 +67,39 @@ fn a_malformed_export_is_refused_with_what_is_missing() {
         err.contains("an OpenCode export, but no `messages` array"),
         "{err}"
     );
+}
+
+#[test]
+fn a_replay_far_from_the_recorded_prompts_suggests_calibrating() {
+    let dir = temp_dir("simulate-opencode", "far");
+    let out = condense(
+        &dir,
+        &[
+            "simulate",
+            "--policy",
+            "none",
+            export_fixture().to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    // OpenCode's fixed part is several times what pi's sessions fitted.
+    assert!(
+        text.contains("none vs recorded prompts: 3 calls, total -8"),
+        "{text}"
+    );
+    assert!(
+        text.contains("`--calibrate` fits the token model"),
+        "{text}"
+    );
+
+    // pi's own sessions are what the coefficients were fitted on.
+    let large = pi_mono_dir().join("large-session.jsonl");
+    let out = condense(
+        &dir,
+        &["simulate", "--policy", "none", large.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("none vs recorded prompts:"), "{text}");
+    assert!(!text.contains("--calibrate"), "{text}");
 }

@@ -10,6 +10,11 @@ use super::tokens::Coefficients;
 use super::SessionSim;
 use crate::corpus::percentile;
 
+/// How far the no-pruning replay's total may be from the recorded prompts
+/// before the report suggests `--calibrate` (the pi-mono sessions land
+/// within 0.3%).
+const FAR_FROM_RECORDED: f64 = 0.2;
+
 /// Everything the report shows.
 pub struct Report<'a> {
     /// The price profile in force.
@@ -373,6 +378,15 @@ impl Report<'_> {
         }
         if let Some(f) = self.fidelity() {
             out.push_str(&format!("\nnone vs recorded prompts: {}\n", f.text()));
+            if f.recorded > 0
+                && (f.simulated as f64 / f.recorded as f64 - 1.0).abs() > FAR_FROM_RECORDED
+            {
+                // An OpenCode session's fixed part is several times pi's,
+                // which the default coefficients were fitted on.
+                out.push_str(
+                    "  (far from what was recorded: `--calibrate` fits the token model to these sessions)\n",
+                );
+            }
         }
         if self.corpus && self.sims.len() > 1 {
             out.push_str("\nper session (p50 / p90 / max):\n");

@@ -49,6 +49,20 @@ pub fn raw_fixture_text() -> String {
     lines.join("\n") + "\n"
 }
 
+/// The pi-mono fixtures: `shared/` beside the checkout (CI, main), or beside
+/// the worktrees' parent.
+pub fn pi_mono_dir() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    [
+        "../../../shared/fixtures/pi-mono",
+        "../../../../shared/fixtures/pi-mono",
+    ]
+    .iter()
+    .map(|rel| manifest.join(rel))
+    .find(|p| p.is_dir())
+    .expect("shared/fixtures/pi-mono beside the checkout")
+}
+
 /// An empty directory for one test: `condense-<suite>-<tag>-<pid>` under
 /// the system's temporary directory, emptied first.
 pub fn temp_dir(suite: &str, tag: &str) -> PathBuf {
