@@ -402,3 +402,91 @@ mod tests {
         assert!(to_pi_session("{\"info\": {").is_err());
     }
 }
+
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use condense_store::session::Session;
+    use proptest::prelude::*;
+
+    const KEYS: &[&str] = &[
+        "info",
+        "messages",
+        "id",
+        "role",
+        "parts",
+        "type",
+        "text",
+        "tool",
+        "callID",
+        "state",
+        "status",
+        "input",
+        "output",
+        "error",
+        "time",
+        "created",
+        "end",
+        "compaction",
+        "tail_start_id",
+        "summary",
+        "parentID",
+        "tokens",
+        "cache",
+        "read",
+        "write",
+        "ignored",
+    ];
+    const STRINGS: &[&str] = &[
+        "user",
+        "assistant",
+        "tool",
+        "text",
+        "reasoning",
+        "compaction",
+        "completed",
+        "error",
+        "running",
+        "u1",
+        "a1",
+        "c1",
+        "",
+    ];
+
+    /// JSON shaped like an export: objects keyed from the export's own
+    /// vocabulary, values of every type.
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            (-1e300f64..1e300).prop_map(|f| json!(f)),
+            proptest::sample::select(STRINGS).prop_map(|s| json!(s)),
+            "\\PC{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 64, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::vec((proptest::sample::select(KEYS), inner), 0..6).prop_map(
+                    |kv| Value::Object(kv.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+                ),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Whatever the export holds, reading it never panics, and what it
+        /// writes reads back as a session without a problem.
+        #[test]
+        fn any_export_reads_or_is_refused(messages in proptest::collection::vec(value(), 0..8), info in value()) {
+            let text = json!({ "info": info, "messages": messages }).to_string();
+            if let Ok(jsonl) = to_pi_session(&text) {
+                let session = Session::parse(&jsonl);
+                prop_assert!(session.problems.is_empty(), "{:?}\n{}", session.problems, jsonl);
+                let _ = session.context(None);
+            }
+        }
+    }
+}
