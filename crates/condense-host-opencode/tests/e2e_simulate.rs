@@ -24,10 +24,7 @@ use support::opencode_env::{require_opencode, OpenCodeEnv};
 use support::scenario::{outline, project_file, read_call, sidecar_bin};
 
 /// `simulate`'s calibrated defaults, passed explicitly.
-const MODEL: TokenModel = TokenModel {
-    per_char: 0.3085,
-    per_message: 34.51,
-};
+const MODEL: TokenModel = TokenModel::SIMULATE_DEFAULTS;
 
 /// `condense simulate --json --per-call` of `file`, with `args` before it:
 /// the file's report.

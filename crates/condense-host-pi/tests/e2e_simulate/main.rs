@@ -55,12 +55,10 @@ const IDLE: Duration = Duration::from_secs(8);
 const WARM_WITHIN_MS: i64 = 3_000;
 const COLD_AFTER_MS: i64 = 7_000;
 /// The token model (`simulate`'s calibrated defaults, passed explicitly).
-const PER_CHAR: f64 = 0.3085;
-const PER_MESSAGE: f64 = 34.51;
-const MODEL: support::fake_llm::measure::TokenModel = support::fake_llm::measure::TokenModel {
-    per_char: PER_CHAR,
-    per_message: PER_MESSAGE,
-};
+const MODEL: support::fake_llm::measure::TokenModel =
+    support::fake_llm::measure::TokenModel::SIMULATE_DEFAULTS;
+const PER_CHAR: f64 = MODEL.per_char;
+const PER_MESSAGE: f64 = MODEL.per_message;
 
 /// Plays the session under `settings` (the extension loaded when `condense`
 /// is true; summaries answered by the extractive summarizer, which is what

@@ -54,6 +54,12 @@ pub fn message_units(message: &Value) -> u64 {
 }
 
 impl TokenModel {
+    /// `simulate`'s calibrated defaults (the tests pass them explicitly).
+    pub const SIMULATE_DEFAULTS: TokenModel = TokenModel {
+        per_char: 0.3085,
+        per_message: 34.51,
+    };
+
     /// A received message's tokens, rounded per message as the simulator
     /// rounds them.
     pub fn message_tokens(&self, message: &Value) -> u64 {
