@@ -37,6 +37,28 @@ fn simulate(file: &Path, args: &[&str]) -> Value {
     report["sessions"][0].clone()
 }
 
+/// The per-call figures of `file` simulated under `none` with [`MODEL`]
+/// and `overhead`.
+fn calls_without_pruning(file: &Path, overhead: u64) -> Vec<Value> {
+    let (per_char, per_message) = (MODEL.per_char.to_string(), MODEL.per_message.to_string());
+    let overhead = overhead.to_string();
+    let args = [
+        "--policy",
+        "none",
+        "--tokens-per-char",
+        &per_char,
+        "--tokens-per-message",
+        &per_message,
+        "--overhead",
+        &overhead,
+    ];
+    let session = simulate(file, &args);
+    session["policies"]["none"]["calls_detail"]
+        .as_array()
+        .expect("per-call figures")
+        .clone()
+}
+
 /// Two runs in one session, the second in a new process: a read and a
 /// failed command, then a reply; a second read, then a reply. Every call
 /// reports its usage. Returns the exported session's file.
@@ -109,23 +131,8 @@ fn simulate_reads_an_opencode_export_as_opencode_sent_it() {
         );
     }
     let overhead = MODEL.overhead_tokens(&main[0]);
-    let session = simulate(
-        &file,
-        &[
-            "--policy",
-            "none",
-            "--tokens-per-char",
-            &MODEL.per_char.to_string(),
-            "--tokens-per-message",
-            &MODEL.per_message.to_string(),
-            "--overhead",
-            &overhead.to_string(),
-        ],
-    );
-    let calls = session["policies"]["none"]["calls_detail"]
-        .as_array()
-        .expect("per-call figures");
-    assert_eq!(calls.len(), main.len(), "{session:#}");
+    let calls = calls_without_pruning(&file, overhead);
+    assert_eq!(calls.len(), main.len(), "{calls:#?}");
     let recorded = [
         (14_000, 0),
         (16_000, 14_000),
@@ -210,23 +217,8 @@ fn an_opencode_compaction_is_simulated_where_it_was_with_its_tail() {
         .collect();
     assert_eq!(calls.len(), 5, "{}", outline(&llm));
     let overhead = MODEL.overhead_tokens(calls[0]);
-    let report = simulate(
-        &file,
-        &[
-            "--policy",
-            "none",
-            "--tokens-per-char",
-            &MODEL.per_char.to_string(),
-            "--tokens-per-message",
-            &MODEL.per_message.to_string(),
-            "--overhead",
-            &overhead.to_string(),
-        ],
-    );
-    let simulated = report["policies"]["none"]["calls_detail"]
-        .as_array()
-        .expect("per-call figures");
-    assert_eq!(simulated.len(), calls.len(), "{report:#}");
+    let simulated = calls_without_pruning(&file, overhead);
+    assert_eq!(simulated.len(), calls.len(), "{simulated:#?}");
     for (i, call) in simulated.iter().enumerate().take(4) {
         let (prompt, _) = received(overhead, calls[i], None);
         assert_eq!(call["prompt_tokens"], prompt, "call {i}: {call:#}");
