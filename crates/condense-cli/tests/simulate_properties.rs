@@ -82,6 +82,58 @@ fn a_run_cut_off_after_a_slow_tool_bills_no_more_than_no_pruning() {
     assert!(billed("cache-aware") <= billed("none"));
 }
 
+/// The default bills at most no pruning.
+fn assert_default_within_no_pruning(v: &Value) {
+    let p = &v["sessions"][0]["policies"];
+    let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        billed("cache-aware") <= billed("none"),
+        "the default {} > none {}",
+        billed("cache-aware"),
+        billed("none")
+    );
+}
+
+/// A summarizer at five times the main model's price (a `summarizerModel`
+/// dearer than the session's). The simulated engine planned at the default
+/// ratio of 1 whatever the run billed, and the default billed 337,491
+/// units against 276,902 without pruning; priced right, its summaries never
+/// pay here.
+#[test]
+fn a_summarizer_dearer_than_the_model_bills_no_more_than_no_pruning() {
+    let v = simulate_with(
+        8_826,
+        45_000,
+        40,
+        "tool-turns",
+        &["--summarizer-price", "5"],
+    );
+    assert_default_within_no_pruning(&v);
+}
+
+/// Anthropic's one-hour cache, whose writes cost twice an input token. The
+/// simulated engine planned with the five-minute terms, and the default
+/// billed 68,786 units against 64,690 without pruning.
+#[test]
+fn the_one_hour_cache_bills_no_more_than_no_pruning() {
+    let v = simulate_with(
+        8_832,
+        15_000,
+        40,
+        "realistic",
+        &["--profile", "anthropic-1h"],
+    );
+    assert_default_within_no_pruning(&v);
+}
+
+/// The provider's terms a run is priced at.
+fn price_terms() -> impl Strategy<Value = Vec<&'static str>> {
+    let profile = prop::sample::select(vec!["anthropic-5m", "anthropic-1h", "openai"]);
+    let summarizer = prop::sample::select(vec!["0.25", "1", "3", "5"]);
+    (profile, summarizer)
+        .prop_map(|(profile, price)| vec!["--profile", profile, "--summarizer-price", price])
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 8, ..ProptestConfig::default() })]
 
@@ -114,6 +166,26 @@ proptest! {
         prop_assert!(
             billed("cache-aware") <= billed("none"),
             "the default {} > none {}", billed("cache-aware"), billed("none")
+        );
+    }
+
+    /// The default configured for the provider's terms (the simulator
+    /// passes the terms it prices at to the engine, as `economy.profile`
+    /// and the price keys beside it).
+    #[test]
+    fn the_default_never_bills_more_than_no_pruning_at_any_price_terms(
+        seed in 1u64..100_000,
+        tokens in 4_000u64..90_000,
+        gaps in 0u64..70,
+        shape in any_shape(),
+        terms in price_terms(),
+    ) {
+        let v = simulate_with(seed, tokens, gaps, shape, &terms);
+        let p = &v["sessions"][0]["policies"];
+        let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
+        prop_assert!(
+            billed("cache-aware") <= billed("none"),
+            "the default {} > none {} at {:?}", billed("cache-aware"), billed("none"), terms
         );
     }
 

@@ -263,18 +263,17 @@ impl CallLog {
 }
 
 /// The cache the policy plans for: the configured profile's
-/// (`economy.profile`, Anthropic's 5-minute terms by default). A profile
-/// without caching is a cache that is always cold and rewrites at the plain
-/// input price, so every switch pays.
-fn cache_terms(profile: &str) -> CacheTerms {
-    PriceProfile::named_or_default(profile)
-        .cache
-        .unwrap_or(CacheTerms {
-            ttl_ms: 0,
-            write: 1.0,
-            read: 1.0,
-            min_cacheable_tokens: 0,
-        })
+/// (`economy.profile`, Anthropic's 5-minute terms by default, with the
+/// `economy` price keys over it). A profile without caching is a cache that
+/// is always cold and rewrites at the plain input price, so every switch
+/// pays.
+fn cache_terms(config: &Config) -> CacheTerms {
+    profile(config).cache.unwrap_or(CacheTerms {
+        ttl_ms: 0,
+        write: 1.0,
+        read: 1.0,
+        min_cacheable_tokens: 0,
+    })
 }
 
 /// Whether a failed call past the purge horizon (the context at the last
@@ -342,9 +341,10 @@ fn unpruned(messages: &[Message]) -> Vec<Message> {
         .collect()
 }
 
-/// The profile the policy prices with (`economy.profile`).
+/// The profile the policy prices with (`economy.profile` and the price
+/// keys beside it).
 pub(crate) fn profile(config: &Config) -> PriceProfile {
-    PriceProfile::named_or_default(config.economy.profile)
+    config.economy.prices()
 }
 
 /// The calls expected from this one on ([`expected_calls`]), no more than
@@ -376,7 +376,7 @@ pub(crate) fn decide(
         let current = render(messages, state, settings).messages(messages);
         let shown = render_after_switch(messages, state, settings).messages(messages);
         let sizes = switch_sizes(&current, &shown);
-        let prices = cache_terms(settings.config.economy.profile);
+        let prices = cache_terms(settings.config);
         let (calls, cold) = call_history(messages, prices.ttl_ms);
         let cold_event = log.cold_event(call);
         let within_bound = {
@@ -573,7 +573,7 @@ pub(crate) fn turn_flush_pays(
 ) -> bool {
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
     let prompt_tokens = tokens(messages);
-    let prices = cache_terms(settings.config.economy.profile);
+    let prices = cache_terms(settings.config);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
     let profile = profile(settings.config);
     let summarizer_price = profile.summarizer;
@@ -602,7 +602,7 @@ pub(crate) fn turn_flush_pays(
 /// Whether the call after `now_ms` finds the cache cold whatever condense
 /// does, by the terms the policy plans with ([`CallLog::next_call_cold`]).
 pub(crate) fn next_call_cold(log: &CallLog, config: &Config, now_ms: i64) -> bool {
-    log.next_call_cold(now_ms, cache_terms(config.economy.profile).ttl_ms)
+    log.next_call_cold(now_ms, cache_terms(config).ttl_ms)
 }
 
 /// Whether a flush of `batches` may run at `now_ms` within the session's
@@ -620,7 +620,7 @@ pub(crate) fn flush_affordable(
 ) -> bool {
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
     let profile = profile(settings.config);
-    let prices = cache_terms(settings.config.economy.profile);
+    let prices = cache_terms(settings.config);
     let cold = next_call_cold(log, settings.config, now_ms);
     let saved_at_once = if cold {
         estimate.removed as f64 * prices.write
@@ -645,8 +645,7 @@ pub(crate) fn flush_pays_at_cold_call(
 ) -> bool {
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
     let cost = estimate.bound_cost(&profile(settings.config));
-    let saved_at_once =
-        estimate.removed as f64 * cache_terms(settings.config.economy.profile).write;
+    let saved_at_once = estimate.removed as f64 * cache_terms(settings.config).write;
     saved_at_once >= cost
         || (bounded(settings.config)
             && log

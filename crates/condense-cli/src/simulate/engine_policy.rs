@@ -77,9 +77,12 @@ impl Provider for SizedSummaries {
     }
 }
 
-/// Settings for a built-in policy: pruning on, the policy named.
-pub fn builtin_settings(policy: &str) -> Value {
-    json!({"contextPrune": {"enabled": true, "economy": {"policy": policy}}})
+/// Settings for a built-in policy: pruning on, the policy named, planning
+/// with the price terms in `economy` (its other keys).
+pub fn builtin_settings(policy: &str, economy: &serde_json::Map<String, Value>) -> Value {
+    let mut economy = economy.clone();
+    economy.insert("policy".into(), policy.into());
+    json!({"contextPrune": {"enabled": true, "economy": economy}})
 }
 
 /// Spill directories, one per simulated session, under the system's temp

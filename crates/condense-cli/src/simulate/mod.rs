@@ -261,7 +261,31 @@ impl SimulateArgs {
             summaries: self.summary_model(coefficients)?,
             settings_file,
             compaction,
+            economy: self.planned_terms(),
         })
+    }
+
+    /// The `economy` keys that make the built-in policies plan with the
+    /// terms this run bills at: condense configured for the provider the
+    /// simulation prices (the profile, and each price given on the
+    /// command line). The output price and the dollar rate are no part of
+    /// what the policy weighs.
+    fn planned_terms(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut economy = serde_json::Map::new();
+        economy.insert("profile".into(), self.profile.clone().into());
+        let prices = [
+            ("summarizerPrice", self.summarizer_price),
+            ("writePrice", self.write_price),
+            ("readPrice", self.read_price),
+            ("ttlSeconds", self.ttl),
+            ("minCacheableTokens", self.min_cacheable.map(|t| t as f64)),
+        ];
+        for (key, value) in prices {
+            if let Some(v) = value {
+                economy.insert(key.into(), v.into());
+            }
+        }
+        economy
     }
 }
 

@@ -132,6 +132,9 @@ pub struct PolicySetup {
     pub settings_file: Option<serde_json::Value>,
     /// pi's auto-compaction (`None`: `--no-compaction`).
     pub compaction: Option<CompactionSettings>,
+    /// The `economy` keys of the run's price terms, which the built-in
+    /// policies plan with (a settings file is simulated as it is).
+    pub economy: serde_json::Map<String, serde_json::Value>,
 }
 
 /// A fresh instance of the policy called `name` (one per session replayed).
@@ -146,7 +149,7 @@ pub fn policy(name: &str, setup: &PolicySetup) -> Option<Box<dyn PromptSource + 
     };
     match name {
         "none" => Some(Box::new(NoPruning)),
-        "reference" | "cache-aware" => Some(engine(builtin_settings(name))),
+        "reference" | "cache-aware" => Some(engine(builtin_settings(name, &setup.economy))),
         SETTINGS_POLICY => setup.settings_file.clone().map(engine),
         _ => None,
     }

@@ -22,6 +22,7 @@
 //! nested objects merged key by key over their defaults, `save.rs` the block
 //! written back over the one loaded.
 
+use crate::economy::{PriceProfile, ProfileOverrides};
 use crate::policy::Policy;
 
 mod load;
@@ -149,6 +150,25 @@ pub struct EconomyConfig {
     /// (`null` in the file): no bound, the policy bets on its projections
     /// ([`NoPruningBound`](crate::NoPruningBound)).
     pub max_excess: Option<f64>,
+    /// `economy.summarizerPrice`, `economy.writePrice`, `economy.readPrice`,
+    /// `economy.ttlSeconds` and `economy.minCacheableTokens`: the provider's
+    /// terms where they differ from the profile's (`None`, `null` in the
+    /// file: the profile's). The output price and the dollar rate are not
+    /// settings: the policy weighs billed input only.
+    pub overrides: ProfileOverrides,
+}
+
+impl EconomyConfig {
+    /// The prices the cache-aware policy plans with and the status prices
+    /// with: the named profile with the configured overrides (validated
+    /// when read, so they apply).
+    pub fn prices(&self) -> PriceProfile {
+        let named = PriceProfile::named_or_default(self.profile);
+        named
+            .clone()
+            .with_overrides(&self.overrides)
+            .unwrap_or(named)
+    }
 }
 
 /// The whole `contextPrune` block, normalized.
@@ -247,6 +267,7 @@ impl Default for Config {
                 pressure_share: 0.8,
                 profile: crate::PROFILE_NAMES[0],
                 max_excess: Some(0.0),
+                overrides: ProfileOverrides::default(),
             },
         }
     }

@@ -10,6 +10,7 @@ use super::values::{BelowMin, IntRule};
 use super::{
     ChainCompressionConfig, Config, EconomyConfig, PurgeErrorsConfig, ThinkingStripConfig,
 };
+use crate::economy::{PriceProfile, ProfileOverrides};
 use crate::policy::Policy;
 
 impl Normalizer {
@@ -19,42 +20,92 @@ impl Normalizer {
         de: &EconomyConfig,
     ) -> EconomyConfig {
         let sub = self.nested(obj, "economy");
-        EconomyConfig {
-            policy: self.choice(
-                sub,
-                "economy.policy",
-                de.policy,
-                Policy::from_name,
-                Policy::name,
-            ),
-            pressure_share: match Self::lookup(sub, "economy.pressureShare") {
-                None => de.pressure_share,
-                Some(v) => match v.as_f64() {
-                    Some(f) if f > 0.0 && f <= 1.0 => f,
-                    _ => {
-                        self.warn("economy.pressureShare", v, number_value(de.pressure_share));
-                        de.pressure_share
-                    }
-                },
+        // Read in the order of the table in docs/configuration.md, which is
+        // the order warnings are reported in.
+        let policy = self.choice(
+            sub,
+            "economy.policy",
+            de.policy,
+            Policy::from_name,
+            Policy::name,
+        );
+        let pressure_share = match Self::lookup(sub, "economy.pressureShare") {
+            None => de.pressure_share,
+            Some(v) => match v.as_f64() {
+                Some(f) if f > 0.0 && f <= 1.0 => f,
+                _ => {
+                    self.warn("economy.pressureShare", v, number_value(de.pressure_share));
+                    de.pressure_share
+                }
             },
-            profile: self.choice(
-                sub,
-                "economy.profile",
-                de.profile,
-                |name| crate::PROFILE_NAMES.into_iter().find(|p| *p == name),
-                |name| name,
-            ),
-            max_excess: match Self::lookup(sub, "economy.maxExcess") {
-                None => de.max_excess,
+        };
+        let profile = self.choice(
+            sub,
+            "economy.profile",
+            de.profile,
+            |name| crate::PROFILE_NAMES.into_iter().find(|p| *p == name),
+            |name| name,
+        );
+        let max_excess = match Self::lookup(sub, "economy.maxExcess") {
+            None => de.max_excess,
+            Some(Value::Null) => None,
+            Some(v) => match v.as_f64() {
+                Some(f) if f >= 0.0 && f.is_finite() => Some(f),
+                _ => {
+                    self.warn("economy.maxExcess", v, fraction_value(de.max_excess));
+                    de.max_excess
+                }
+            },
+        };
+        EconomyConfig {
+            policy,
+            pressure_share,
+            profile,
+            max_excess,
+            overrides: self.price_overrides(sub, profile, &de.overrides),
+        }
+    }
+
+    /// The price keys of `economy`, each a number `>= 0` or `null` (the
+    /// profile's). The cache's keys need a profile with a cache; under
+    /// `no-cache` each set one is reported and left out.
+    fn price_overrides(
+        &mut self,
+        sub: Option<&Map<String, Value>>,
+        profile: &str,
+        de: &ProfileOverrides,
+    ) -> ProfileOverrides {
+        let cached = PriceProfile::named_or_default(profile).cache.is_some();
+        let mut price =
+            |key: &str, default: Option<f64>, needs_cache: bool| match Self::lookup(sub, key) {
+                None => default,
                 Some(Value::Null) => None,
                 Some(v) => match v.as_f64() {
-                    Some(f) if f >= 0.0 && f.is_finite() => Some(f),
+                    Some(f) if f >= 0.0 && f.is_finite() && (cached || !needs_cache) => Some(f),
                     _ => {
-                        self.warn("economy.maxExcess", v, fraction_value(de.max_excess));
-                        de.max_excess
+                        self.warn(key, v, fraction_value(default));
+                        default
                     }
                 },
-            },
+            };
+        let summarizer = price("economy.summarizerPrice", de.summarizer, false);
+        let write = price("economy.writePrice", de.write, true);
+        let read = price("economy.readPrice", de.read, true);
+        let ttl_seconds = price("economy.ttlSeconds", de.ttl_seconds, true);
+        let min_cacheable = price(
+            "economy.minCacheableTokens",
+            de.min_cacheable_tokens.map(|t| t as f64),
+            true,
+        );
+        ProfileOverrides {
+            summarizer,
+            write,
+            read,
+            ttl_seconds,
+            // Prompts are counted in whole tokens: a fraction rounds down.
+            min_cacheable_tokens: min_cacheable.map(|t| t as u64),
+            output: None,
+            usd_per_mtok_input: None,
         }
     }
 

@@ -132,6 +132,16 @@ impl Config {
                     ("pressureShare", number_value(ec.pressure_share)),
                     ("profile", ec.profile.into()),
                     ("maxExcess", fraction_value(ec.max_excess)),
+                    ("summarizerPrice", fraction_value(ec.overrides.summarizer)),
+                    ("writePrice", fraction_value(ec.overrides.write)),
+                    ("readPrice", fraction_value(ec.overrides.read)),
+                    ("ttlSeconds", fraction_value(ec.overrides.ttl_seconds)),
+                    (
+                        "minCacheableTokens",
+                        ec.overrides
+                            .min_cacheable_tokens
+                            .map_or(Value::Null, Value::from),
+                    ),
                 ]),
             ),
         ]

@@ -66,11 +66,7 @@ impl SessionEconomy {
     /// The report under the `economy.*` settings: priced at the configured
     /// profile, for the configured policy.
     pub fn report_for(&self, settings: &EconomyConfig, pending: usize) -> EconomyReport {
-        self.report(
-            &PriceProfile::named_or_default(settings.profile),
-            settings.policy,
-            pending,
-        )
+        self.report(&settings.prices(), settings.policy, pending)
     }
 
     /// The report at `profile`, for the active `policy` with `pending`

@@ -93,7 +93,9 @@ fn normalized_values_reach_the_struct() {
             "stripFinalAssistantThinking": false, "fuseRangeSummary": false},
         "purgeErrors": {"enabled": false, "cooldownTurns": 4, "minArgChars": 0},
         "thinkingStrip": {"enabled": true, "keepLastTurns": 8},
-        "economy": {"policy": "reference", "pressureShare": 0.9, "profile": "openai", "maxExcess": null}
+        "economy": {"policy": "reference", "pressureShare": 0.9, "profile": "openai", "maxExcess": null,
+                    "summarizerPrice": 0.25, "writePrice": 1.1, "readPrice": 0.5, "ttlSeconds": 600,
+                    "minCacheableTokens": 2048.7}
     }));
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(c.enabled);
@@ -127,6 +129,38 @@ fn normalized_values_reach_the_struct() {
     assert_eq!(c.economy.pressure_share, 0.9);
     assert_eq!(c.economy.profile, "openai");
     assert_eq!(c.economy.max_excess, None);
+    assert_eq!(
+        c.economy.overrides,
+        condense_core::ProfileOverrides {
+            summarizer: Some(0.25),
+            write: Some(1.1),
+            read: Some(0.5),
+            ttl_seconds: Some(600.0),
+            min_cacheable_tokens: Some(2048),
+            output: None,
+            usd_per_mtok_input: None,
+        }
+    );
+    // The policy plans with the named profile as overridden.
+    let prices = c.economy.prices();
+    assert_eq!(prices.name, "openai");
+    assert_eq!(prices.summarizer, 0.25);
+    let cache = prices.cache.expect("openai caches");
+    assert_eq!((cache.write, cache.read), (1.1, 0.5));
+    assert_eq!((cache.ttl_ms, cache.min_cacheable_tokens), (600_000, 2048));
+}
+
+#[test]
+fn cache_prices_need_a_profile_with_a_cache() {
+    let (c, warnings) = Config::from_settings_value(&json!({
+        "economy": {"profile": "no-cache", "writePrice": 2, "ttlSeconds": 60, "summarizerPrice": 3}
+    }));
+    let keys: Vec<&str> = warnings.iter().map(|w| w.key.as_str()).collect();
+    assert_eq!(keys, ["economy.writePrice", "economy.ttlSeconds"]);
+    assert_eq!(c.economy.overrides.write, None);
+    assert_eq!(c.economy.overrides.ttl_seconds, None);
+    let prices = c.economy.prices();
+    assert_eq!((prices.cache, prices.summarizer), (None, 3.0));
 }
 
 #[test]
@@ -163,7 +197,9 @@ fn defaults_and_their_camel_case_form() {
                 "stripFinalAssistantThinking": true, "fuseRangeSummary": true},
             "purgeErrors": {"enabled": true, "cooldownTurns": 2, "minArgChars": 500},
             "thinkingStrip": {"enabled": false, "keepLastTurns": 16},
-            "economy": {"policy": "cache-aware", "pressureShare": 0.8, "profile": "anthropic-5m", "maxExcess": 0}
+            "economy": {"policy": "cache-aware", "pressureShare": 0.8, "profile": "anthropic-5m", "maxExcess": 0,
+                        "summarizerPrice": null, "writePrice": null, "readPrice": null, "ttlSeconds": null,
+                        "minCacheableTokens": null}
         })
     );
 }
@@ -403,7 +439,7 @@ fn saved_text_is_camel_case_in_order() {
     assert!(text
         .starts_with(r#"{"enabled":false,"showPruneStatusLine":true,"summarizerModel":"default""#));
     assert!(text.ends_with(
-        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"cache-aware","pressureShare":0.8,"profile":"anthropic-5m","maxExcess":0}}"#
+        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"cache-aware","pressureShare":0.8,"profile":"anthropic-5m","maxExcess":0,"summarizerPrice":null,"writePrice":null,"readPrice":null,"ttlSeconds":null,"minCacheableTokens":null}}"#
     ));
 }
 
