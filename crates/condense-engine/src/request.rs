@@ -187,6 +187,15 @@ pub struct ContextParams {
         skip_serializing_if = "Option::is_none"
     )]
     pub model: Option<String>,
+    /// The summarizer model's input price over that model's, when the
+    /// host knows both and they differ (pi's model registry).
+    #[serde(
+        default,
+        rename = "summarizerPrice",
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub summarizer_price: Option<f64>,
 }
 
 /// `session.compact`: the host's list after its compaction, sent as

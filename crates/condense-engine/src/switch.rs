@@ -18,12 +18,16 @@ use condense_store::entries::SwitchEntryData;
 use condense_summarizer::prompt::batch_user_message_len;
 
 /// What the host says about the LLM call a `context` request precedes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallFacts {
     /// The host's clock at the call (ms); `None` when it did not say.
     pub now_ms: Option<i64>,
     /// The model the call goes to (`provider/id`), when the host knows.
     pub model: Option<String>,
+    /// The summarizer model's input price over this call's model's, when
+    /// the host knows both and they differ; `None`: the same model, or
+    /// unknown. Used only where `economy.summarizerPrice` is not set.
+    pub summarizer_price: Option<f64>,
 }
 
 /// A call's prompt with nothing pruned, and what it bills
@@ -58,6 +62,9 @@ pub(crate) struct CallLog {
     last_unpruned: Option<Vec<Message>>,
     /// What the calls so far billed against no pruning.
     bound: NoPruningBound,
+    /// The summarizer's price the host reported with the latest call
+    /// ([`CallFacts::summarizer_price`]).
+    host_summarizer_price: Option<f64>,
 }
 
 /// The last LLM call a session's branch records, as an engine started from
@@ -187,6 +194,28 @@ impl CallLog {
         self.bound.saved()
     }
 
+    /// Takes what the host says of the call about to be made, before
+    /// anything is decided for it.
+    pub(crate) fn reported(&mut self, call: &CallFacts) {
+        self.host_summarizer_price = call.summarizer_price.filter(|r| r.is_finite() && *r >= 0.0);
+    }
+
+    /// The prices the policy plans with: `economy.profile` and the price
+    /// keys beside it; where `economy.summarizerPrice` is not set, the
+    /// summarizer at the price the host reported, but never below the
+    /// session model's. A distinct summarizer that fails falls back to the
+    /// session model, so a cheaper one may bill at 1 on any flush, and the
+    /// bound must not count on less.
+    pub(crate) fn profile(&self, config: &Config) -> PriceProfile {
+        let mut prices = config.economy.prices();
+        if config.economy.overrides.summarizer.is_none() {
+            if let Some(r) = self.host_summarizer_price {
+                prices.summarizer = prices.summarizer.max(r);
+            }
+        }
+        prices
+    }
+
     /// The session's bound against no pruning, allowed the excess
     /// `config` sets (`economy.maxExcess`).
     fn bound(&self, config: &Config) -> NoPruningBound {
@@ -268,7 +297,7 @@ impl CallLog {
 /// is always cold and rewrites at the plain input price, so every switch
 /// pays.
 fn cache_terms(config: &Config) -> CacheTerms {
-    profile(config).cache.unwrap_or(CacheTerms {
+    config.economy.prices().cache.unwrap_or(CacheTerms {
         ttl_ms: 0,
         write: 1.0,
         read: 1.0,
@@ -341,12 +370,6 @@ fn unpruned(messages: &[Message]) -> Vec<Message> {
         .collect()
 }
 
-/// The profile the policy prices with (`economy.profile` and the price
-/// keys beside it).
-pub(crate) fn profile(config: &Config) -> PriceProfile {
-    config.economy.prices()
-}
-
 /// The calls expected from this one on ([`expected_calls`]), no more than
 /// pi's compaction point leaves ([`calls_before_compaction`]).
 fn calls_ahead(prompt_tokens: u64, calls_so_far: u64, context_window: Option<u64>) -> u64 {
@@ -380,7 +403,7 @@ pub(crate) fn decide(
         let (calls, cold) = call_history(messages, prices.ttl_ms);
         let cold_event = log.cold_event(call);
         let within_bound = {
-            let profile = profile(settings.config);
+            let profile = log.profile(settings.config);
             let before = log.last_prompt.as_deref();
             let with = log.units(&profile, &shown, before, call);
             let without = log.units(&profile, &current, before, call);
@@ -575,7 +598,7 @@ pub(crate) fn turn_flush_pays(
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
-    let profile = profile(settings.config);
+    let profile = log.profile(settings.config);
     let summarizer_price = profile.summarizer;
     decide_summarize(&SummarizeInputs {
         prices,
@@ -619,7 +642,7 @@ pub(crate) fn flush_affordable(
     merged: bool,
 ) -> bool {
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
-    let profile = profile(settings.config);
+    let profile = log.profile(settings.config);
     let prices = cache_terms(settings.config);
     let cold = next_call_cold(log, settings.config, now_ms);
     let saved_at_once = if cold {
@@ -644,7 +667,7 @@ pub(crate) fn flush_pays_at_cold_call(
     merged: bool,
 ) -> bool {
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
-    let cost = estimate.bound_cost(&profile(settings.config));
+    let cost = estimate.bound_cost(&log.profile(settings.config));
     let saved_at_once = estimate.removed as f64 * cache_terms(settings.config).write;
     saved_at_once >= cost
         || (bounded(settings.config)

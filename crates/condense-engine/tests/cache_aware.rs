@@ -129,6 +129,7 @@ fn call(now: i64) -> CallFacts {
     CallFacts {
         now_ms: Some(now),
         model: Some("anthropic/claude-x".into()),
+        summarizer_price: None,
     }
 }
 

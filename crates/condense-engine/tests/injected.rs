@@ -103,6 +103,7 @@ fn play(d: &mut Driver, branch: &[&Entry], usage: impl Fn(usize) -> u64) -> Vec<
             let facts = CallFacts {
                 now_ms: m.timestamp(),
                 model: Some("anthropic/claude-x".into()),
+                summarizer_price: None,
             };
             let prompt = d.context(&context, &facts);
             let before = branch[..i].iter().map(|e| e.raw().to_owned()).collect();

@@ -30,17 +30,30 @@ fn started(economy: Value) -> Engine {
     e
 }
 
-fn call(now: i64) -> CallFacts {
+/// A call the host describes, with the summarizer's price it reports.
+fn reported(now: i64, summarizer_price: Option<f64>) -> CallFacts {
     CallFacts {
         now_ms: Some(now),
         model: Some("anthropic/claude-x".into()),
+        summarizer_price,
     }
 }
 
 /// One call that reads a file with `lines` lines of output, at `at`.
 fn read_turn(e: &mut Engine, n: i64, lines: usize, at: i64) -> Option<TriggerKind> {
+    read_turn_reported(e, n, lines, at, None)
+}
+
+/// [`read_turn`] with the summarizer's price the host reports.
+fn read_turn_reported(
+    e: &mut Engine,
+    n: i64,
+    lines: usize,
+    at: i64,
+    price: Option<f64>,
+) -> Option<TriggerKind> {
     let held = e.messages().len();
-    e.context_at(held, Vec::new(), &call(at));
+    e.context_at(held, Vec::new(), &reported(at, price));
     let id = format!("r{n}");
     let assistant = message(json!({"role": "assistant", "content": [{"type": "toolCall",
         "id": id, "name": "read", "arguments": {"path": format!("f{n}.txt")}}],
@@ -92,14 +105,25 @@ fn next_run_flushes(economy: Value, pause: i64) -> bool {
 /// a reply, then the next run's start `pause` ms after it: whether its
 /// flush runs, and the engine.
 fn run_then_next_start(economy: Value, lines: &[usize], pause: i64) -> (bool, Engine) {
+    run_then_next_start_reported(economy, lines, pause, None)
+}
+
+/// [`run_then_next_start`] with the summarizer's price the host reports at
+/// every call.
+fn run_then_next_start_reported(
+    economy: Value,
+    lines: &[usize],
+    pause: i64,
+    price: Option<f64>,
+) -> (bool, Engine) {
     let mut e = started(economy);
     let turns = lines.len() as i64;
     for (n, &l) in (0..).zip(lines) {
-        read_turn(&mut e, n, l, T0 + 1_000 * (2 * n + 1));
+        read_turn_reported(&mut e, n, l, T0 + 1_000 * (2 * n + 1), price);
     }
     let end = T0 + 1_000 * (2 * turns + 1);
     let held = e.messages().len();
-    e.context_at(held, Vec::new(), &call(end));
+    e.context_at(held, Vec::new(), &reported(end, price));
     let reply = message(
         json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
         "stopReason": "stop", "timestamp": end}),
@@ -223,4 +247,29 @@ fn a_bad_max_excess_is_reported_and_keeps_the_default_bound() {
         Some(0.0),
         "the default bound"
     );
+}
+
+/// A summary is charged at the summarizer's price: `economy.summarizerPrice`
+/// when set, else the host's report (pi's model registry), never below the
+/// session model's, since a failing summarizer falls back to it.
+#[test]
+fn a_summary_is_charged_at_the_summarizer_price_set_or_reported() {
+    let flushes = |economy: Value, lines: usize, price: Option<f64>| {
+        run_then_next_start_reported(economy, &[lines], 10 * MINUTE, price).0
+    };
+    let strict = json!({"policy": "cache-aware", "maxExcess": 0});
+    let priced =
+        |ratio: f64| json!({"policy": "cache-aware", "maxExcess": 0, "summarizerPrice": ratio});
+    // A 3,120-character output pays for its summary at the cold call at the
+    // session model's price (the test above), not at five times it.
+    assert!(flushes(strict.clone(), 240, None));
+    assert!(!flushes(priced(5.0), 240, None));
+    assert!(!flushes(strict.clone(), 240, Some(5.0)));
+    // The setting wins over the host.
+    assert!(flushes(priced(1.0), 240, Some(5.0)));
+    // A 1,950-character output pays only with a cheaper summarizer, which
+    // the setting can say and a report cannot.
+    assert!(!flushes(strict.clone(), 150, None));
+    assert!(flushes(priced(0.2), 150, None));
+    assert!(!flushes(strict, 150, Some(0.2)));
 }

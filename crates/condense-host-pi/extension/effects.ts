@@ -3,6 +3,7 @@
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
 import { parseEffect } from "./protocol";
 import type { Effect, InputEffect, Level, Placement, SelectEffect } from "./protocol";
+import { noteSettingsBlock } from "./prices";
 import { saveContextPrune } from "./settings";
 import { errorText, logError } from "./sidecar";
 
@@ -105,6 +106,7 @@ function applyEffect(effect: Effect, ctx: ExtensionContext | undefined, pi: Exte
 		}
 		case "saveSettings":
 			saveContextPrune(effect.contextPrune);
+			noteSettingsBlock(effect.contextPrune);
 			return;
 		case "select":
 		case "input":

@@ -11,7 +11,8 @@ import * as path from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimers } from "./effects";
-import { complete, LlmCalls } from "./llm";
+import { complete, LlmCalls, resolveModel } from "./llm";
+import { noteSettingsBlock, summarizerPrice } from "./prices";
 import type { CommandInfo, ContextParams, Json, QueryParams, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "./protocol";
 import { readSettings } from "./settings";
 import { loadTui, renderSummary } from "./render";
@@ -277,9 +278,11 @@ export default function condense(pi: ExtensionAPI) {
 				: undefined,
 		);
 		const model: any = safe(() => (ctx as any).model);
+		const settings = readSettings();
+		noteSettingsBlock((settings as any)?.contextPrune);
 		const params: ShimRequests["session.start"]["params"] = {
 			reason,
-			settings: readSettings(),
+			settings,
 			model: model && typeof model.provider === "string" && typeof model.id === "string" ? { provider: model.provider, id: model.id } : null,
 			sessionFile: safe(() => sm.getSessionFile()) ?? null,
 			sessionDir: safe(() => sm.getSessionDir()) ?? null,
@@ -462,6 +465,8 @@ export default function condense(pi: ExtensionAPI) {
 				if (model && typeof model.provider === "string" && typeof model.id === "string") {
 					params.model = `${model.provider}/${model.id}`;
 				}
+				const summarizerPriceRatio = safe(() => summarizerPrice(ctx, resolveModel));
+				if (summarizerPriceRatio !== undefined) params.summarizerPrice = summarizerPriceRatio;
 				if (withBase && base !== undefined) params.base = base;
 				if (timing) params.timing = true;
 				return call("context", params, CONTEXT_TIMEOUT_MS);

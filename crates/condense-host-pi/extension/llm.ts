@@ -95,7 +95,7 @@ function warnOnce(ctx: ExtensionContext, key: string, text: string): void {
  * else the one registered model with that id. Anything else falls back to
  * the session model, with a warning.
  */
-function resolveModel(ctx: ExtensionContext, spec: unknown): any {
+export function resolveModel(ctx: ExtensionContext, spec: unknown): any {
 	const session = (ctx as any).model;
 	if (typeof spec !== "string" || spec === "" || spec === "default") return session;
 	const slash = spec.indexOf("/");

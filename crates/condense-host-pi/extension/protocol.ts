@@ -366,6 +366,11 @@ export interface ContextParams {
 	now?: number;
 	/** The model the call goes to, `provider/id` (a change finds the cache cold). */
 	model?: string;
+	/**
+	 * The summarizer model's input price over that model's, from pi's model
+	 * registry, when both are known and the models differ.
+	 */
+	summarizerPrice?: number;
 }
 
 export interface TurnUsage {
@@ -520,6 +525,7 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 			timing: optional(isBoolean),
 			now: optional(isNumber),
 			model: optional(isString),
+			summarizerPrice: optional(isNumber),
 		}),
 		result: record<ContextResult>({
 			unchanged: optional(isBoolean),

@@ -602,11 +602,13 @@ fn long_run_shows_every_output_raw_before_its_stub() {
     );
 }
 
-#[test]
-fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
-    let Some(install) = require_pi() else {
-        return;
-    };
+/// Three reads, then the provider refuses the fourth call as too long: pi
+/// compacts (its summary request takes the next reply) and sends the call
+/// again. With `summarizer_price`, summaries go to a second model of the
+/// fake provider whose input price in pi's `models.json` is that multiple
+/// of the session model's. Returns the session's entries and the server.
+fn an_overflow_compaction(summarizer_price: Option<f64>) -> (Vec<Value>, FakeLlm) {
+    let install = require_pi().expect("pi");
     let reads = [
         ("call_a", "a.txt", "ALPHA-77"),
         ("call_b", "b.txt", "BRAVO-77"),
@@ -616,8 +618,6 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
         .iter()
         .map(|(id, path, _)| Reply::tool_call(*id, "read", json!({ "path": path })))
         .collect();
-    // The provider refuses the fourth call: pi compacts (its summary request
-    // takes the next reply) and sends the call again.
     script.push(Reply::http_error(
         400,
         "prompt is too long: 250000 tokens > 200000 maximum",
@@ -633,11 +633,27 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
     // b's call (its result and c's fill it; pi never cuts at a result).
     settings["compaction"] = json!({"enabled": true, "keepRecentTokens": 5000});
     let pi = PiEnv::new(install, &llm.base_url())
-        .with_settings(settings)
+        .with_settings(settings.clone())
         .with_extension(extension_dir())
         .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
     with_window_and_files(&pi, &llm, reads.iter().map(|(_, p, m)| (*p, *m)), 8000);
-
+    if let Some(ratio) = summarizer_price {
+        let cost = |input: f64| {
+            json!({"input": input, "output": 5.0 * input, "cacheRead": input / 10.0,
+                "cacheWrite": 1.25 * input})
+        };
+        let mut models = models_json(&llm.base_url());
+        let listed = &mut models["providers"][PROVIDER]["models"];
+        listed[0]["contextWindow"] = json!(200_000);
+        listed[0]["cost"] = cost(3.0);
+        let summarizer = json!({"id": "summarizer-e2e", "contextWindow": 200_000,
+            "maxTokens": 4096, "cost": cost(3.0 * ratio)});
+        listed.as_array_mut().expect("models").push(summarizer);
+        pi.write_models(&models);
+        let mut settings = settings;
+        settings["contextPrune"]["summarizerModel"] = json!(format!("{PROVIDER}/summarizer-e2e"));
+        pi.write_settings(&settings);
+    }
     let run = pi.prompt("Read a.txt, b.txt and c.txt, one at a time.");
     debug_dump(&run, &pi, &llm);
     run.assert_success();
@@ -648,6 +664,28 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
         "pi did not compact\n{}",
         run.report()
     );
+    (entries, llm)
+}
+
+/// The tool results the call pi retried after its compaction was sent, by id.
+fn retried_results(llm: &FakeLlm) -> impl Fn(&str) -> String {
+    let main = llm.main_requests();
+    let results = main.last().expect("the retried call").tool_results();
+    move |id: &str| {
+        results
+            .iter()
+            .find(|(rid, _)| rid == id)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_default()
+    }
+}
+
+#[test]
+fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
+    if require_pi().is_none() {
+        return;
+    }
+    let (entries, llm) = an_overflow_compaction(None);
     // Within the bound and with every call warm nothing was summarized
     // before; the compaction made the retried call cold, and what it kept
     // before the refused call's turn (b's read) was summarized for it.
@@ -657,25 +695,43 @@ fn an_overflow_compaction_shows_what_pi_kept_summarized_at_the_retried_call() {
     assert_eq!(switches[0]["data"]["reason"], "start");
     assert_eq!(switches[0]["data"]["messageCount"], 1);
     assert_eq!(switches[1]["data"]["reason"], "compaction");
-    let main = llm.main_requests();
-    let retried = main.last().expect("the retried call");
-    let results = retried.tool_results();
-    let text_of = |id: &str| {
-        results
-            .iter()
-            .find(|(rid, _)| rid == id)
-            .map(|(_, t)| t.clone())
-            .unwrap_or_default()
-    };
+    let text_of = retried_results(&llm);
     assert!(
         text_of("call_b").starts_with("[Summarized in pruner summary, ref `"),
-        "b's read is a stub: {results:?}"
+        "b's read is a stub: {}",
+        text_of("call_b")
     );
     assert!(
         text_of("call_c").contains("CHARLIE-77"),
-        "c's read, which no call had sent, is raw: {results:?}"
+        "c's read, which no call had sent, is raw"
     );
     assert!(text_of("call_a").is_empty(), "pi's compaction left a out");
+}
+
+/// The same run with `summarizerModel` naming a model pi's registry prices
+/// at twenty times the session model: the shim reports the ratio with each
+/// call, the summary of b's read would cost more than showing it saves, and
+/// under the bound it is not made. At the same price as the session model
+/// the other model summarizes as the session model did.
+#[test]
+fn a_summarizer_priced_in_pis_registry_is_charged_its_price() {
+    if require_pi().is_none() {
+        return;
+    }
+    let (entries, llm) = an_overflow_compaction(Some(20.0));
+    assert!(llm.summary_requests().is_empty(), "nothing was summarized");
+    let switches = custom_entries(&entries, "context-prune-switch");
+    assert_eq!(switches.len(), 1, "only the start: {switches:?}");
+    let text_of = retried_results(&llm);
+    assert!(text_of("call_b").contains("BRAVO-77"), "b's read is raw");
+
+    let (entries, llm) = an_overflow_compaction(Some(1.0));
+    let summaries = llm.summary_requests();
+    assert_eq!(summaries.len(), 1, "b's read was summarized");
+    assert_eq!(summaries[0].body["model"], "summarizer-e2e");
+    let switches = custom_entries(&entries, "context-prune-switch");
+    assert_eq!(switches.len(), 2, "{switches:?}");
+    assert!(retried_results(&llm)("call_b").starts_with("[Summarized in pruner summary, ref `"));
 }
 
 /// pi compacts after a run's reply once the run's last prompt passes its

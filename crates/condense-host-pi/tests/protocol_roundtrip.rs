@@ -147,6 +147,7 @@ fn requests() -> Vec<Request> {
             timing: true,
             now: Some(1_764_000_000_000),
             model: Some("anthropic/claude-sonnet-4-5".into()),
+            summarizer_price: Some(0.25),
         }),
         Request::Context(ContextParams {
             keep: 0,
@@ -155,6 +156,7 @@ fn requests() -> Vec<Request> {
             timing: false,
             now: None,
             model: None,
+            summarizer_price: None,
         }),
         Request::TurnEnd(TurnEndParams {
             turn_index: 2,

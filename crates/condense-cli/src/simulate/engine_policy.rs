@@ -184,6 +184,8 @@ impl PromptSource for EnginePolicy {
             &CallFacts {
                 now_ms: call.at_ms,
                 model: call.model.clone(),
+                // The run's terms reach the engine as settings.
+                summarizer_price: None,
             },
         );
         Ok(Prompt {

@@ -44,6 +44,7 @@ impl Engine {
         call: &CallFacts,
     ) -> (Option<Vec<PlanStep>>, Effects) {
         self.sync_host(keep, append);
+        self.calls.reported(call);
         let mut out = Effects::new();
         if !self.config.enabled {
             return (self.injected.host_steps(None, &self.messages), out);
@@ -59,7 +60,7 @@ impl Engine {
         // against it, and the bound adds it as what the call would have
         // billed.
         let priced = self.config.economy.policy.gates_on_switch().then(|| {
-            let profile = crate::switch::profile(&self.config);
+            let profile = self.calls.profile(&self.config);
             let unpruned = self.calls.unpruned(&self.messages, &profile, call);
             (profile, unpruned)
         });

@@ -155,7 +155,7 @@ impl Engine {
             })
             .map(|(p, _)| crate::switch::summarizer_bound_tokens(&p))
             .sum();
-        let price = crate::switch::profile(&self.config).summarizer;
+        let price = self.calls.profile(&self.config).summarizer;
         self.calls.summarized(input as f64 * price);
     }
 

@@ -78,6 +78,7 @@ fn call_facts(p: &crate::request::ContextParams) -> CallFacts {
     CallFacts {
         now_ms: p.now,
         model: p.model.clone(),
+        summarizer_price: p.summarizer_price,
     }
 }
 

@@ -111,6 +111,7 @@ pub fn play_watching(
             let facts = CallFacts {
                 now_ms: m.timestamp(),
                 model: Some("anthropic/claude-x".into()),
+                summarizer_price: None,
             };
             prompts.push(d.context(&context, &facts));
         }
