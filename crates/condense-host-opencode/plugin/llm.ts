@@ -35,7 +35,7 @@ export const ANTHROPIC_NPM = "@ai-sdk/anthropic";
 const ANTHROPIC_BASE = "https://api.anthropic.com/v1";
 
 /** `provider/id` (or `"default"`: the session model) as OpenCode's ids. */
-function resolveModel(spec: unknown, session: { providerID: string; modelID: string } | undefined) {
+export function resolveModel(spec: unknown, session: { providerID: string; modelID: string } | undefined) {
 	if (typeof spec === "string" && spec !== "default") {
 		const slash = spec.indexOf("/");
 		if (slash > 0) return { providerID: spec.slice(0, slash), modelID: spec.slice(slash + 1) };

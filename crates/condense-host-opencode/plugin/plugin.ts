@@ -44,10 +44,11 @@ import { parseEffect } from "../../condense-host-pi/extension/protocol.ts";
 import type { ContextParams, Effect, Json, ShimMethod, ShimRequests, SidecarRequest, SidecarResult } from "../../condense-host-pi/extension/protocol.ts";
 import { errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
 import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable } from "../../condense-host-pi/extension/sync.ts";
+import { priceRatio } from "../../condense-host-pi/extension/prices.ts";
 import type { HeldAnswer } from "../../condense-host-pi/extension/sync.ts";
 import { configDirs, readConfig } from "./config.ts";
 import { placeholdersIn, refusal, WRITING_TOOLS } from "./guard.ts";
-import { complete } from "./llm.ts";
+import { complete, resolveModel } from "./llm.ts";
 import type { ProviderEndpoint } from "./llm.ts";
 import { buildBranch, EventLog, knownCount, storageDir } from "./log.ts";
 import type { LoggedEntry } from "./log.ts";
@@ -375,6 +376,8 @@ class CondenseState {
 	config: { [key: string]: Json };
 	/** Context limits by `provider/model`, from `chat.params` or the provider list. */
 	private readonly windows = new Map<string, number>();
+	/** Input prices (dollars per million tokens) by `provider/model`, from the same. */
+	private readonly inputPrices = new Map<string, number>();
 	private providersRead: Promise<void> | undefined;
 	/** Each provider's endpoint and key, from `chat.params`, for the summarizer's calls. */
 	readonly endpoints = new Map<string, ProviderEndpoint>();
@@ -399,10 +402,12 @@ class CondenseState {
 
 	/** What `chat.params` says about an LLM call's model and provider. */
 	noteCall(model: unknown, provider: unknown): void {
-		const m = model as { id?: unknown; providerID?: unknown; limit?: { context?: unknown }; api?: { npm?: unknown } } | undefined;
+		const m = model as { id?: unknown; providerID?: unknown; limit?: { context?: unknown }; api?: { npm?: unknown }; cost?: { input?: unknown } } | undefined;
 		if (typeof m?.id !== "string" || typeof m.providerID !== "string") return;
 		const limit = m.limit?.context;
 		if (typeof limit === "number" && limit > 0) this.windows.set(`${m.providerID}/${m.id}`, limit);
+		const price = m.cost?.input;
+		if (typeof price === "number") this.inputPrices.set(`${m.providerID}/${m.id}`, price);
 		const p = provider as { options?: Record<string, unknown>; info?: { key?: unknown } } | undefined;
 		const options = p?.options ?? {};
 		const key = typeof options.apiKey === "string" ? options.apiKey : typeof p?.info?.key === "string" ? p.info.key : undefined;
@@ -419,23 +424,48 @@ class CondenseState {
 		const known = this.windows.get(key);
 		if (known !== undefined) return known;
 		// A call this process did not make (a resumed session's last reply):
-		// OpenCode's provider list has the limit too. Read once.
+		// OpenCode's provider list has the limit too.
+		await this.readProviders();
+		return this.windows.get(key) ?? 0;
+	}
+
+	/** Reads OpenCode's provider list once: each model's limit and input price. */
+	private readProviders(): Promise<void> {
 		this.providersRead ??= (async () => {
 			try {
-				const res = (await this.client.config.providers()) as { data?: { providers?: { id?: unknown; models?: Record<string, { limit?: { context?: unknown } }> }[] } };
+				const res = (await this.client.config.providers()) as {
+					data?: { providers?: { id?: unknown; models?: Record<string, { limit?: { context?: unknown }; cost?: { input?: unknown } }> }[] };
+				};
 				for (const p of res.data?.providers ?? []) {
 					for (const [id, model] of Object.entries(p.models ?? {})) {
 						const limit = model.limit?.context;
 						const k = `${String(p.id)}/${id}`;
 						if (typeof limit === "number" && limit > 0 && !this.windows.has(k)) this.windows.set(k, limit);
+						const price = model.cost?.input;
+						if (typeof price === "number" && !this.inputPrices.has(k)) this.inputPrices.set(k, price);
 					}
 				}
 			} catch {
-				// No limit known: the budget triggers stay off for this model.
+				// Nothing known: no budget trigger for the model, no summarizer price.
 			}
 		})();
-		await this.providersRead;
-		return this.windows.get(key) ?? 0;
+		return this.providersRead;
+	}
+
+	/**
+	 * The configured summarizer's input price over the session model's
+	 * (`summarizerPrice` of `context`), when OpenCode prices both and they
+	 * are different models.
+	 */
+	async summarizerPrice(session: { providerID: string; modelID: string } | undefined): Promise<number | undefined> {
+		const summarizer = resolveModel(this.config.summarizerModel, session);
+		if (!session || !summarizer) return undefined;
+		const priced = async (m: { providerID: string; modelID: string }) => {
+			const key = `${m.providerID}/${m.modelID}`;
+			if (!this.inputPrices.has(key)) await this.readProviders();
+			return { provider: m.providerID, id: m.modelID, cost: { input: this.inputPrices.get(key) } };
+		};
+		return priceRatio(await priced(session), await priced(summarizer));
 	}
 
 	/** Every message of the session as OpenCode stores it (what a compaction left out of the list too). */
@@ -493,6 +523,8 @@ class CondenseState {
 			const base = link.held?.seq;
 			const params: ContextParams = { keep, append: asJson(converted.pi.slice(keep)), now: Date.now() };
 			if (link.model) params.model = `${link.model.providerID}/${link.model.modelID}`;
+			const summarizerPrice = await this.summarizerPrice(link.model);
+			if (summarizerPrice !== undefined) params.summarizerPrice = summarizerPrice;
 			if (base !== undefined) params.base = base;
 			link.keys = undefined; // until the answer says the sidecar holds this list
 			const res = await ask(sidecar, "context", params, CONTEXT_TIMEOUT_MS);

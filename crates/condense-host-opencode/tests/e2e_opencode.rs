@@ -8,7 +8,7 @@ use std::fs;
 
 use serde_json::json;
 use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
-use support::opencode_env::{require_opencode, OpenCodeEnv};
+use support::opencode_env::{require_opencode, OpenCodeEnv, MODEL, PROVIDER};
 use support::scenario::{
     custom_of, dump, indexed_calls, last_main_request, logged, project_file, read_alpha,
     read_alpha_then_go_on, read_call, requests_with_result, sidecar_bin, stub_text, tool_result,
@@ -669,4 +669,56 @@ fn cache_aware_summarizes_a_reply_at_the_next_runs_first_call() {
         Some(json!("start")),
         "{switches:?}"
     );
+}
+
+/// OpenCode prices its models (`cost` in `opencode.json`): with
+/// `summarizerModel` naming another model, every `context` request tells
+/// the sidecar the summarizer's input price over the session model's, which
+/// the bound against no pruning charges summaries at.
+#[test]
+fn the_summarizer_price_reaches_the_sidecar() {
+    let Some(install) = require_opencode() else {
+        return;
+    };
+    let prices = |summarizer: &str| {
+        let llm = FakeLlm::start([Reply::text("Done.")]);
+        let env = OpenCodeEnv::new(install, &llm.base_url(), Some(&sidecar_bin()));
+        let cost = |input: f64| json!({"input": input, "output": 5.0 * input});
+        env.add_provider(
+            PROVIDER,
+            json!({
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Fake",
+                "options": {"baseURL": llm.base_url(), "apiKey": "test-key"},
+                "models": {
+                    MODEL: {"name": "Fake 1", "tool_call": true, "cost": cost(3.0),
+                        "limit": {"context": 128000, "output": 4096}},
+                    "dear-1": {"name": "Dear", "cost": cost(15.0),
+                        "limit": {"context": 128000, "output": 4096}},
+                    "unpriced-1": {"name": "Unpriced", "limit": {"context": 128000, "output": 4096}},
+                },
+            }),
+        );
+        env.write_condense_config(&json!({"enabled": true, "summarizerModel": summarizer}));
+        env.run("Say done.", false).assert_success();
+        let log = env.protocol_log();
+        let contexts: Vec<&str> = log
+            .lines()
+            .filter_map(|l| l.split_once("-> context ").map(|(_, params)| params))
+            .collect();
+        assert!(!contexts.is_empty(), "{log}");
+        contexts
+            .iter()
+            .map(|p| {
+                let params: serde_json::Value = serde_json::from_str(p).expect("params are JSON");
+                params["summarizerPrice"].as_f64()
+            })
+            .collect::<Vec<_>>()
+    };
+    let dear = prices(&format!("{PROVIDER}/dear-1"));
+    assert!(dear.iter().all(|p| *p == Some(5.0)), "{dear:?}");
+    // OpenCode prices a model with no `cost` at nothing; the engine never
+    // charges a reported price below the session model's.
+    let unpriced = prices(&format!("{PROVIDER}/unpriced-1"));
+    assert!(unpriced.iter().all(|p| *p == Some(0.0)), "{unpriced:?}");
 }

@@ -1,9 +1,8 @@
-// The summarizer's price relative to the session model's, from pi's model
-// registry (`model.cost`, dollars per million tokens), sent with each
-// `context` call so the cache-aware policy charges summaries what they
-// cost (docs/configuration.md, `economy.summarizerPrice`).
-
-import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
+// The summarizer's price relative to the session model's, from the host's
+// model prices (pi's registry `model.cost`, OpenCode's provider list; dollars
+// per million tokens), sent with each `context` call so the cache-aware
+// policy charges summaries what they cost (docs/configuration.md,
+// `economy.summarizerPrice`). No imports: OpenCode's plugin shares it.
 
 /**
  * The `contextPrune.summarizerModel` the sidecar summarizes with: read at
@@ -40,13 +39,10 @@ export function priceRatio(session: any, summarizer: any): number | undefined {
 }
 
 /**
- * [`priceRatio`] of the configured summarizer against the session model,
- * the summarizer found by `resolve` (llm.ts's `resolveModel`, the lookup
- * `llm.complete` summarizes with).
+ * pi's [`priceRatio`] of the configured summarizer against the session
+ * model (`ctx.model`), the summarizer found by `resolve` (llm.ts's
+ * `resolveModel`, the lookup `llm.complete` summarizes with).
  */
-export function summarizerPrice(
-	ctx: ExtensionContext,
-	resolve: (ctx: ExtensionContext, spec: unknown) => unknown,
-): number | undefined {
+export function summarizerPrice<Ctx>(ctx: Ctx, resolve: (ctx: Ctx, spec: unknown) => unknown): number | undefined {
 	return priceRatio((ctx as any).model, resolve(ctx, summarizerSpec));
 }
