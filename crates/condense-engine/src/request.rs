@@ -188,7 +188,8 @@ pub struct ContextParams {
     )]
     pub model: Option<String>,
     /// The summarizer model's input price over that model's, when the
-    /// host knows both and they differ (pi's model registry).
+    /// host prices that model and they differ (pi's model registry,
+    /// OpenCode's provider list).
     #[serde(
         default,
         rename = "summarizerPrice",
