@@ -148,13 +148,31 @@ fn simulate_cache_aware_agrees_with_what_the_server_received() {
 
 /// The default policy, cache-aware bounded against no pruning, across two
 /// pi processes: the second run is a resume 8 seconds after the first run's
-/// last call, which the provider's cache still holds (pi's system prompt
-/// carries no clock), so nothing saved pays for the first run's flush and
-/// it is held, as the simulator, which sees no process boundary, holds it.
+/// last call, which the provider's cache still holds by the terms the
+/// engine plans with (the default five minutes; pi's system prompt carries
+/// no clock), so nothing saved pays for the first run's flush and it is
+/// held, as the simulator, which sees no process boundary, holds it. The
+/// bill is priced at the test's short TTL, so pi's own settings file is
+/// simulated (`settings`): the built-in `cache-aware` would plan at that
+/// TTL, as condense configured for it would.
 #[test]
 fn simulate_the_default_agrees_with_what_the_server_received_across_a_resume() {
     let settings = json!({"contextPrune": {"enabled": true}, "compaction": {"enabled": false}});
-    if let Some(received) = agree("cache-aware", settings, true, &[], |_, _| {}) {
+    let file = std::env::temp_dir().join(format!(
+        "condense-e2e-default-settings-{}.json",
+        std::process::id()
+    ));
+    std::fs::write(&file, settings.to_string()).expect("write the settings");
+    let path = file.to_string_lossy().into_owned();
+    let played = agree(
+        "settings",
+        settings,
+        true,
+        &["--settings", &path],
+        |_, _| {},
+    );
+    let _ = std::fs::remove_file(&file);
+    if let Some(received) = played {
         assert_eq!(received.totals.summarizer_input, 0, "the flush was held");
     }
 }
