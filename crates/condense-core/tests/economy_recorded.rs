@@ -174,15 +174,33 @@ fn status_lines_golden() {
     ];
     assert_eq!(r.lines(), expected);
 
-    // With the live engine's estimate against no pruning, one more line.
-    let with = |saved_units: f64, max_excess: Option<f64>| {
+    // With the live engine's estimate against no pruning, two more lines.
+    let with_priced = |saved_units: f64, max_excess: Option<f64>, summarizer_price: f64| {
         let mut r = r.clone();
         r.against_no_pruning = Some(AgainstNoPruning {
             saved_units,
             max_excess,
+            summarizer_price,
         });
-        r.lines().last().cloned().unwrap_or_default()
+        let lines = r.lines();
+        assert_eq!(lines.len(), expected.len() + 2);
+        lines[expected.len()..].to_vec()
     };
+    let with = |saved_units: f64, max_excess: Option<f64>| {
+        with_priced(saved_units, max_excess, 1.0)[0].clone()
+    };
+    assert_eq!(
+        with_priced(0.0, Some(0.0), 1.0)[1],
+        "summaries:    charged at 1x the model's input price"
+    );
+    assert_eq!(
+        with_priced(0.0, Some(0.0), 1.0 / 3.0)[1],
+        "summaries:    charged at 0.33x the model's input price"
+    );
+    assert_eq!(
+        with_priced(0.0, Some(0.0), 0.25)[1],
+        "summaries:    charged at 0.25x the model's input price"
+    );
     assert_eq!(
         with(12_345.4, Some(0.0)),
         "no pruning:   saved 12.3k units (estimate); bound: never above it"

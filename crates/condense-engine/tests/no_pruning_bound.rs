@@ -267,6 +267,16 @@ fn a_summary_is_charged_at_the_summarizer_price_set_or_reported() {
     assert!(!flushes(strict.clone(), 240, Some(5.0)));
     // The setting wins over the host.
     assert!(flushes(priced(1.0), 240, Some(5.0)));
+    // `/pruner status` says what summaries were charged at.
+    let charged = |economy: Value, price: Option<f64>| {
+        let (_, e) = run_then_next_start_reported(economy, &[240], 10 * MINUTE, price);
+        e.economy_report()
+            .against_no_pruning
+            .map(|a| a.summarizer_price)
+    };
+    assert_eq!(charged(strict.clone(), Some(5.0)), Some(5.0));
+    assert_eq!(charged(strict.clone(), Some(0.2)), Some(1.0));
+    assert_eq!(charged(priced(0.2), Some(5.0)), Some(0.2));
     // A 1,950-character output pays only with a cheaper summarizer, which
     // the setting can say and a report cannot.
     assert!(!flushes(strict.clone(), 150, None));

@@ -156,6 +156,9 @@ pub struct AgainstNoPruning {
     pub saved_units: f64,
     /// `economy.maxExcess`: the excess bets may risk (`None`: unbounded).
     pub max_excess: Option<f64>,
+    /// The summarizer's input price the estimate charged summaries at, as a
+    /// multiple of the model's (the setting, or the host's report).
+    pub summarizer_price: f64,
 }
 
 /// `part / whole` as a percentage with one decimal (`0.0%` for an empty
@@ -171,6 +174,12 @@ fn pct(part: f64, whole: f64) -> String {
 
 fn units(x: f64) -> String {
     format_count(x.max(0.0).round() as u64)
+}
+
+/// A price ratio with at most two decimals (`1`, `0.25`, `0.33`).
+fn ratio(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 impl EconomyReport {
@@ -265,6 +274,10 @@ impl EconomyReport {
                 format!("saved {} units", units(a.saved_units))
             };
             out.push(format!("no pruning:   {saved} (estimate); {bound}"));
+            out.push(format!(
+                "summaries:    charged at {}x the model's input price",
+                ratio(a.summarizer_price)
+            ));
         }
         out
     }

@@ -25,7 +25,8 @@ impl Engine {
     /// The session's cache economics so far (recorded usage, priced at the
     /// configured profile) and what the display policy decided.
     /// Under the cache-aware policy it adds the engine's estimate against
-    /// no pruning over the calls this process saw.
+    /// no pruning over the calls this process saw, and the summarizer's
+    /// price it charged.
     pub fn economy_report(&self) -> EconomyReport {
         let mut report = self
             .economy
@@ -34,6 +35,7 @@ impl Engine {
             report.against_no_pruning = Some(condense_core::AgainstNoPruning {
                 saved_units: self.calls.saved(),
                 max_excess: self.config.economy.max_excess,
+                summarizer_price: self.calls.profile(&self.config).summarizer,
             });
         }
         report
