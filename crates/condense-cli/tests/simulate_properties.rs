@@ -82,18 +82,6 @@ fn a_run_cut_off_after_a_slow_tool_bills_no_more_than_no_pruning() {
     assert!(billed("cache-aware") <= billed("none"));
 }
 
-/// The default bills at most no pruning.
-fn assert_default_within_no_pruning(v: &Value) {
-    let p = &v["sessions"][0]["policies"];
-    let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
-    assert!(
-        billed("cache-aware") <= billed("none"),
-        "the default {} > none {}",
-        billed("cache-aware"),
-        billed("none")
-    );
-}
-
 /// A summarizer at five times the main model's price (a `summarizerModel`
 /// dearer than the session's). The simulated engine planned at the default
 /// ratio of 1 whatever the run billed, and the default billed 337,491
@@ -101,14 +89,9 @@ fn assert_default_within_no_pruning(v: &Value) {
 /// pay here.
 #[test]
 fn a_summarizer_dearer_than_the_model_bills_no_more_than_no_pruning() {
-    let v = simulate_with(
-        8_826,
-        45_000,
-        40,
-        "tool-turns",
-        &["--summarizer-price", "5"],
-    );
-    assert_default_within_no_pruning(&v);
+    let terms = ["--summarizer-price", "5"];
+    let v = simulate_with(8_826, 45_000, 40, "tool-turns", &terms);
+    default_within_no_pruning(&v, &terms).unwrap();
 }
 
 /// Anthropic's one-hour cache, whose writes cost twice an input token. The
@@ -116,14 +99,24 @@ fn a_summarizer_dearer_than_the_model_bills_no_more_than_no_pruning() {
 /// billed 68,786 units against 64,690 without pruning.
 #[test]
 fn the_one_hour_cache_bills_no_more_than_no_pruning() {
-    let v = simulate_with(
-        8_832,
-        15_000,
-        40,
-        "realistic",
-        &["--profile", "anthropic-1h"],
+    let terms = ["--profile", "anthropic-1h"];
+    let v = simulate_with(8_832, 15_000, 40, "realistic", &terms);
+    default_within_no_pruning(&v, &terms).unwrap();
+}
+
+/// The property of the default: it billed at most no pruning (`terms`: the
+/// run's price flags, for the message).
+fn default_within_no_pruning(v: &Value, terms: &[&str]) -> Result<(), TestCaseError> {
+    let p = &v["sessions"][0]["policies"];
+    let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
+    prop_assert!(
+        billed("cache-aware") <= billed("none"),
+        "the default {} > none {} at {:?}",
+        billed("cache-aware"),
+        billed("none"),
+        terms
     );
-    assert_default_within_no_pruning(&v);
+    Ok(())
 }
 
 /// The provider's terms a run is priced at.
@@ -160,13 +153,7 @@ proptest! {
         gaps in 0u64..70,
         shape in any_shape(),
     ) {
-        let v = simulate(seed, tokens, gaps, shape);
-        let p = &v["sessions"][0]["policies"];
-        let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
-        prop_assert!(
-            billed("cache-aware") <= billed("none"),
-            "the default {} > none {}", billed("cache-aware"), billed("none")
-        );
+        default_within_no_pruning(&simulate(seed, tokens, gaps, shape), &[])?;
     }
 
     /// The default configured for the provider's terms (the simulator
@@ -180,13 +167,7 @@ proptest! {
         shape in any_shape(),
         terms in price_terms(),
     ) {
-        let v = simulate_with(seed, tokens, gaps, shape, &terms);
-        let p = &v["sessions"][0]["policies"];
-        let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
-        prop_assert!(
-            billed("cache-aware") <= billed("none"),
-            "the default {} > none {} at {:?}", billed("cache-aware"), billed("none"), terms
-        );
+        default_within_no_pruning(&simulate_with(seed, tokens, gaps, shape, &terms), &terms)?;
     }
 
     #[test]
