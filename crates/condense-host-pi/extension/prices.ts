@@ -24,8 +24,10 @@ function inputPrice(model: any): number | undefined {
 
 /**
  * The summarizer model's input price over the session model's, or
- * `undefined` when they are the same model (the engine assumes 1) or either
- * price is unknown (pi's default cost is zero: an unpriced model).
+ * `undefined` when they are the same model (the engine assumes 1), or a
+ * price is missing, or the session model's is zero. A summarizer priced at
+ * zero gives 0 (both hosts price a model with no `cost` at zero; the engine
+ * never charges below 1 on a report).
  */
 export function priceRatio(session: any, summarizer: any): number | undefined {
 	if (!session || !summarizer) return undefined;
