@@ -1,0 +1,13 @@
+//! The Anthropic Messages API on the wire: a request read in place
+//! ([`wire`]), the engine's view of it ([`view`]), the render written back
+//! ([`rebuild`]), and the streamed answer's usage ([`sse`]).
+
+mod rebuild;
+mod sse;
+mod view;
+mod wire;
+
+pub use rebuild::{name_query_tool, rebuild, HostList, RebuildError};
+pub use sse::{Usage, UsageTee};
+pub use view::{held_view, holds, units, with_timestamp, Part, Unit, MCP_QUERY_TOOL};
+pub use wire::{read_request, Block, WireError, WireMessage, WireRequest};

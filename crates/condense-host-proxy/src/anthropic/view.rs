@@ -1,0 +1,240 @@
+//! The engine's view of a request: each Messages API message as the pi
+//! messages the engine models (an assistant message; one `toolResult` per
+//! `tool_result` block; the rest of a user message as a user prompt).
+//!
+//! A view message's JSON is deterministic in the wire message's content and
+//! leaves out what moves between requests (`cache_control`), so the same
+//! history gives the same view on every call and after a restart. The
+//! timestamp the engine needs is added when a message is first seen
+//! ([`with_timestamp`]) and is the JSON's last key, so the view of a
+//! message already held is a prefix of what is held ([`held_view`]).
+
+use serde_json::{json, Map, Value};
+
+use super::wire::{Block, WireRequest};
+
+/// The `context_tree_query` tool as Claude Code shows an MCP server's tool.
+pub const MCP_QUERY_TOOL: &str = "mcp__condense__context_tree_query";
+
+/// The texts Claude Code leaves in place of a result it cleared itself.
+const CLEARED_MARKERS: [&str; 2] = ["[Old tool result content cleared]", "<persisted-output>"];
+
+/// What part of a wire message a view message stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The whole assistant message.
+    Assistant,
+    /// The `tool_result` block at this index of a user message.
+    Result(usize),
+    /// The user message's other blocks (text, images, ...), or a message of
+    /// another role (`system`).
+    Prompt,
+}
+
+/// One view message.
+#[derive(Debug, Clone)]
+pub struct Unit {
+    /// The wire message it comes from.
+    pub message: usize,
+    /// Which part of it.
+    pub part: Part,
+    /// The pi message's JSON without its timestamp (ends with `}`).
+    pub view: String,
+    /// A result condense must send as the client wrote it: one holding more
+    /// than text (a `tool_reference`, an image), or one Claude Code cleared.
+    pub frozen: bool,
+    /// A result Claude Code cleared ([`CLEARED_MARKERS`]).
+    pub cleared: bool,
+    /// The tool call a result answers.
+    pub call_id: Option<String>,
+}
+
+/// The tool name the engine is shown: condense's own query tool under the
+/// name every host gives it, so its results get the grace and protection
+/// they get elsewhere.
+fn engine_tool_name(name: &str) -> &str {
+    if name == MCP_QUERY_TOOL {
+        condense_core::QUERY_TOOL_NAME
+    } else {
+        name
+    }
+}
+
+/// The view of every message of `request`, in order.
+pub fn units(request: &WireRequest<'_>) -> Vec<Unit> {
+    let mut names: std::collections::HashMap<String, String> = Default::default();
+    let mut out = Vec::new();
+    for (i, m) in request.messages.iter().enumerate() {
+        if m.role == "assistant" {
+            let mut content = Vec::new();
+            let mut calls = false;
+            for (block, _) in &m.blocks {
+                match block {
+                    Block::Text(t) => content.push(json!({"type": "text", "text": t})),
+                    Block::Thinking(t) => content.push(json!({"type": "thinking", "thinking": t})),
+                    Block::ToolUse { id, name, input } => {
+                        calls = true;
+                        names.insert(id.to_string(), name.to_string());
+                        let arguments: Value =
+                            serde_json::from_str(&request.body[input.clone()]).unwrap_or_default();
+                        content.push(json!({
+                            "type": "toolCall",
+                            "id": id,
+                            "name": engine_tool_name(name),
+                            "arguments": arguments,
+                        }));
+                    }
+                    Block::ToolResult { .. } | Block::Other(_) => {}
+                }
+            }
+            let stop = if calls { "toolUse" } else { "stop" };
+            out.push(Unit {
+                message: i,
+                part: Part::Assistant,
+                view: to_json(json!({"role": "assistant", "content": content, "stopReason": stop})),
+                frozen: false,
+                cleared: false,
+                call_id: None,
+            });
+            continue;
+        }
+        let mut prompt = Vec::new();
+        for (b, (block, _)) in m.blocks.iter().enumerate() {
+            match block {
+                Block::ToolResult {
+                    tool_use_id,
+                    texts,
+                    opaque,
+                    is_error,
+                    ..
+                } => {
+                    let name = names.get(tool_use_id.as_ref()).map_or("", String::as_str);
+                    let cleared = texts
+                        .iter()
+                        .any(|t| CLEARED_MARKERS.iter().any(|c| t.contains(c)));
+                    let content: Vec<Value> = texts
+                        .iter()
+                        .map(|t| json!({"type": "text", "text": t}))
+                        .collect();
+                    out.push(Unit {
+                        message: i,
+                        part: Part::Result(b),
+                        view: to_json(json!({
+                            "role": "toolResult",
+                            "toolCallId": tool_use_id,
+                            "toolName": engine_tool_name(name),
+                            "content": content,
+                            "isError": is_error,
+                        })),
+                        frozen: *opaque || cleared,
+                        cleared,
+                        call_id: Some(tool_use_id.to_string()),
+                    });
+                }
+                Block::Text(t) => prompt.push(json!({"type": "text", "text": t})),
+                Block::Thinking(t) => prompt.push(json!({"type": "thinking", "thinking": t})),
+                Block::ToolUse { .. } => prompt.push(json!({"type": "toolUse"})),
+                Block::Other(kind) => prompt.push(json!({ "type": kind })),
+            }
+        }
+        if !prompt.is_empty() {
+            let mut view = Map::new();
+            view.insert("role".into(), json!("user"));
+            view.insert("content".into(), Value::Array(prompt));
+            if m.role != "user" {
+                view.insert("wireRole".into(), json!(m.role));
+            }
+            out.push(Unit {
+                message: i,
+                part: Part::Prompt,
+                view: to_json(Value::Object(view)),
+                frozen: false,
+                cleared: false,
+                call_id: None,
+            });
+        }
+    }
+    out
+}
+
+fn to_json(v: Value) -> String {
+    serde_json::to_string(&v).unwrap_or_else(|_| "{}".to_owned())
+}
+
+/// A view message with its timestamp, as it is held and logged.
+pub fn with_timestamp(view: &str, ts: i64) -> String {
+    let body = view.strip_suffix('}').unwrap_or(view);
+    if body.ends_with('{') {
+        format!("{body}\"timestamp\":{ts}}}")
+    } else {
+        format!("{body},\"timestamp\":{ts}}}")
+    }
+}
+
+/// The view a held message was made from: its JSON without the trailing
+/// timestamp [`with_timestamp`] added. `None` for a message condense did
+/// not make from the wire (a summary, a message of another shape).
+pub fn held_view(json: &str) -> Option<&str> {
+    let body = json.strip_suffix('}')?;
+    let at = body.rfind(",\"timestamp\":")?;
+    let digits = &body[at + 13..];
+    let digits = digits.strip_prefix('-').unwrap_or(digits);
+    (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then(|| &json[..at])
+}
+
+/// Whether a held message (its JSON) is the view `view`.
+pub fn holds(json: &str, view: &str) -> bool {
+    held_view(json).is_some_and(|h| h.len() + 1 == view.len() && view.starts_with(h))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::wire::read_request;
+    use super::*;
+
+    #[test]
+    fn a_result_is_named_by_its_call_and_the_query_tool_by_its_engine_name() {
+        let body = r#"{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"text","text":"ok"},{"type":"tool_use","id":"a","name":"mcp__condense__context_tree_query","input":{"refs":["t1"]}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"x","cache_control":{"type":"ephemeral"}},{"type":"text","text":"more"}]}]}"#;
+        let r = read_request(body).unwrap();
+        let u = units(&r);
+        assert_eq!(u.len(), 4);
+        assert_eq!(u[1].part, Part::Assistant);
+        assert!(u[1].view.contains(r#""name":"context_tree_query""#));
+        assert_eq!(
+            u[2].view,
+            r#"{"role":"toolResult","toolCallId":"a","toolName":"context_tree_query","content":[{"type":"text","text":"x"}],"isError":false}"#
+        );
+        assert_eq!(u[3].part, Part::Prompt);
+        assert_eq!(u[3].message, 2);
+    }
+
+    #[test]
+    fn cache_control_does_not_change_the_view() {
+        let a = r#"{"messages":[{"role":"user","content":[{"type":"text","text":"go","cache_control":{"type":"ephemeral"}}]}]}"#;
+        let b = r#"{"messages":[{"role":"user","content":[{"type":"text","text":"go"}]}]}"#;
+        let ua = units(&read_request(a).unwrap());
+        let ub = units(&read_request(b).unwrap());
+        assert_eq!(ua[0].view, ub[0].view);
+    }
+
+    #[test]
+    fn a_cleared_result_is_frozen() {
+        let body = r#"{"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":"[Old tool result content cleared]"}]}]}"#;
+        let u = units(&read_request(body).unwrap());
+        assert!(u[0].frozen && u[0].cleared);
+    }
+
+    #[test]
+    fn the_held_view_is_the_view_before_its_timestamp() {
+        let view = r#"{"role":"user","content":[]}"#;
+        let held = with_timestamp(view, 1700000000000);
+        assert_eq!(
+            held,
+            r#"{"role":"user","content":[],"timestamp":1700000000000}"#
+        );
+        assert!(holds(&held, view));
+        assert!(!holds(&held, r#"{"role":"user","content":[1]}"#));
+        assert_eq!(held_view(r#"{"role":"custom","timestamp":"x"}"#), None);
+        assert_eq!(with_timestamp("{}", 5), r#"{"timestamp":5}"#);
+    }
+}

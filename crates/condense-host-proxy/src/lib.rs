@@ -1,0 +1,24 @@
+//! condense as a local API proxy: the third host, for agents that offer no
+//! hook to rewrite their history but take a base URL (Claude Code through
+//! `ANTHROPIC_BASE_URL`). Each request's history is mapped onto the engine
+//! in process (no sidecar), rendered, and written back onto the wire with
+//! only what condense rewrites changed; the answer streams back untouched.
+//!
+//! - [`anthropic`]: the Messages API wire format, read in place, the
+//!   engine's view of it, and the render written back.
+//! - [`session`]: one conversation: the engine, its event log (a pi
+//!   session file under the proxy's directory) and the list it holds.
+//! - [`sessions`]: which conversation a request belongs to.
+//! - [`server`]: the HTTP side: forwarding, streaming, fail-open.
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod anthropic;
+pub mod server;
+pub mod session;
+pub mod sessions;
+
+pub use server::{serve, ProxyConfig};
+pub use session::{Prepared, ProxySession, SessionOptions};
+pub use sessions::Sessions;

@@ -1,0 +1,249 @@
+//! The HTTP side: every request is forwarded to the upstream with the
+//! client's headers (its credentials included) untouched; a Messages API
+//! call's body is first rendered through its conversation's session. The
+//! answer streams back chunk by chunk as it arrives, read on the way for
+//! its usage.
+//!
+//! Fail open: a body the proxy cannot read, an engine error or a panic
+//! sends the request as the client wrote it; an upstream's error answer
+//! goes back as the upstream gave it; only an upstream that cannot be
+//! reached is answered by the proxy (502, in the API's error shape).
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{HeaderName, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpListener;
+
+use crate::anthropic::UsageTee;
+use crate::session::SessionOptions;
+use crate::sessions::Sessions;
+
+/// The default upstream: Anthropic's API.
+pub const DEFAULT_UPSTREAM: &str = "https://api.anthropic.com";
+
+/// The largest request body the proxy reads (a 1M-token conversation is
+/// a few MB); a larger one is refused with 413.
+const MAX_BODY: usize = 256 << 20;
+
+/// Headers that belong to one hop, never forwarded.
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+];
+
+/// How the proxy runs.
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// The upstream's base URL (no trailing slash needed).
+    pub upstream: String,
+    /// Where the session logs go.
+    pub dir: PathBuf,
+    /// The settings.json value (its `contextPrune` block).
+    pub settings: Value,
+    /// The query tool's name as the model sees it.
+    pub query_tool: String,
+}
+
+struct Shared {
+    sessions: Sessions,
+    client: reqwest::Client,
+    upstream: String,
+}
+
+type Body = BoxBody<Bytes, std::io::Error>;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+fn full(status: StatusCode, text: String) -> Response<Body> {
+    let mut r = Response::new(
+        Full::new(Bytes::from(text))
+            .map_err(|never| match never {})
+            .boxed(),
+    );
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// An error in the Messages API's shape.
+fn api_error(status: StatusCode, message: &str) -> Response<Body> {
+    let body = serde_json::json!({
+        "type": "error",
+        "error": {"type": "api_error", "message": message},
+    });
+    full(status, body.to_string())
+}
+
+/// Serves on `listener` until the process ends.
+pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Result<()> {
+    let client = reqwest::Client::builder()
+        .build()
+        .map_err(std::io::Error::other)?;
+    let shared = Arc::new(Shared {
+        sessions: Sessions::new(
+            config.dir,
+            SessionOptions {
+                settings: config.settings,
+                query_tool: config.query_tool,
+            },
+        ),
+        client,
+        upstream: config.upstream.trim_end_matches('/').to_owned(),
+    });
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("condense proxy: accept: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+            let conn = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(e) = conn.await {
+                if !e.is_incomplete_message() {
+                    eprintln!("condense proxy: connection: {e}");
+                }
+            }
+        });
+    }
+}
+
+/// Binds `addr` and serves (see [`serve`]).
+pub async fn bind_and_serve(addr: SocketAddr, config: ProxyConfig) -> std::io::Result<()> {
+    serve(TcpListener::bind(addr).await?, config).await
+}
+
+/// Whether a request is a Messages API call whose history condense
+/// renders (not `count_tokens` or anything else).
+fn renders(method: &hyper::Method, path: &str) -> bool {
+    method == hyper::Method::POST && path == "/v1/messages"
+}
+
+async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    let (parts, body) = req.into_parts();
+    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => {
+            return Ok(api_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("condense proxy: reading the request: {e}"),
+            ))
+        }
+    };
+    let path_and_query = parts
+        .uri
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let mut out = body.clone();
+    let mut session_key = None;
+    if renders(&parts.method, parts.uri.path()) {
+        let header = parts
+            .headers
+            .get("x-claude-code-session-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let task_shared = shared.clone();
+        let task_body = body.clone();
+        let task = tokio::spawn(async move {
+            let text = std::str::from_utf8(&task_body).ok()?;
+            Some(
+                task_shared
+                    .sessions
+                    .prepare(header.as_deref(), text, now_ms())
+                    .await,
+            )
+        });
+        match task.await {
+            Ok(Some((key, prepared))) => {
+                for n in &prepared.notices {
+                    eprintln!("{n}");
+                }
+                if let Some(b) = prepared.body {
+                    out = Bytes::from(b);
+                }
+                session_key = key;
+            }
+            Ok(None) => eprintln!("condense: request sent unchanged: not UTF-8"),
+            Err(e) => {
+                eprintln!("condense: request sent unchanged: the engine failed: {e}");
+            }
+        }
+    }
+    let _ = session_key;
+
+    let url = format!("{}{}", shared.upstream, path_and_query);
+    let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes())
+        .unwrap_or(reqwest::Method::POST);
+    let mut upstream = shared.client.request(method, &url);
+    for (name, value) in &parts.headers {
+        if HOP_BY_HOP.contains(&name.as_str()) || name == hyper::header::CONTENT_LENGTH {
+            continue;
+        }
+        upstream = upstream.header(name.as_str(), value.as_bytes());
+    }
+    let answer = match upstream.body(out).send().await {
+        Ok(a) => a,
+        Err(e) => {
+            return Ok(api_error(
+                StatusCode::BAD_GATEWAY,
+                &format!("condense proxy: the upstream {url} could not be reached: {e}"),
+            ))
+        }
+    };
+    let mut response = Response::builder().status(answer.status().as_u16());
+    for (name, value) in answer.headers() {
+        if HOP_BY_HOP.contains(&name.as_str()) {
+            continue;
+        }
+        if let (Ok(n), Ok(v)) = (
+            HeaderName::from_bytes(name.as_str().as_bytes()),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) {
+            response = response.header(n, v);
+        }
+    }
+    let mut tee = Some(UsageTee::default());
+    let stream = answer.bytes_stream().map(move |chunk| match chunk {
+        Ok(bytes) => {
+            if let Some(t) = tee.as_mut() {
+                t.feed(&bytes);
+            }
+            Ok(Frame::data(bytes))
+        }
+        Err(e) => Err(std::io::Error::other(e)),
+    });
+    let body: Body = BodyExt::boxed(StreamBody::new(stream));
+    Ok(response
+        .body(body)
+        .unwrap_or_else(|e| api_error(StatusCode::BAD_GATEWAY, &e.to_string())))
+}

@@ -1,0 +1,469 @@
+//! One conversation seen through the proxy: the engine, the event log it
+//! persists to, and the list of messages the engine holds, kept in step
+//! with the history each request carries.
+//!
+//! The log is a pi session file (`<dir>/<key>.jsonl`): a `message` entry
+//! for each view message the first time a request carries it, and the
+//! entries the engine appends (index records, summaries, switches), so a
+//! restarted proxy replays it with the store as any host's session and
+//! renders the same bytes, and `condense render`/`query`/`status` read it.
+//!
+//! Claude Code sends no events, only the whole history each call. What is
+//! new since the last request stands for pi's events, in pi's order: a new
+//! assistant message is `message_end`, its results `turn_end` before the
+//! call, a new prompt `agent_start` (after `agent_end` of the run its
+//! previous reply ended).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use condense_core::{Message, ModelRef, Role};
+use condense_engine::host::{self, TurnEnd};
+use condense_engine::protocol::Effect;
+use condense_engine::session::EngineLock;
+use condense_engine::{CallFacts, Engine, StartParams};
+use condense_store::append::{Appender, LockMode};
+use condense_store::session::Session;
+use condense_summarizer::{Extractive, Provider, Summarizer, SummarizerSettings, Target};
+use serde_json::Value;
+
+use crate::anthropic::{self, HostList, Part, Unit, WireRequest};
+
+/// The context window assumed for a turn's budget gates when the client
+/// does not say (Claude models' standard window).
+const CONTEXT_WINDOW: u64 = 200_000;
+
+/// A message the engine's list holds.
+#[derive(Debug, Clone)]
+struct Held {
+    /// The log entry it came from.
+    entry_id: String,
+    /// It came from the wire (not a message condense wrote).
+    wire: bool,
+}
+
+/// The turn in progress: an assistant message and the results after it.
+struct Turn {
+    message: Message,
+    results: Vec<Message>,
+}
+
+/// What a request becomes.
+#[derive(Debug, Default)]
+pub struct Prepared {
+    /// The body to send upstream; `None`: the request as the client sent
+    /// it.
+    pub body: Option<String>,
+    /// What to tell the user (the proxy's log).
+    pub notices: Vec<String>,
+}
+
+/// How sessions are set up.
+#[derive(Debug, Clone)]
+pub struct SessionOptions {
+    /// The settings.json value (its `contextPrune` block is the config).
+    pub settings: Value,
+    /// The query tool's name as the model sees it.
+    pub query_tool: String,
+}
+
+/// One conversation (see the module docs).
+pub struct ProxySession {
+    key: String,
+    path: PathBuf,
+    options: SessionOptions,
+    engine: Mutex<Engine>,
+    log: Appender,
+    messages: Vec<Message>,
+    held: Vec<Held>,
+    /// How many of `messages` the engine's copy holds.
+    engine_len: usize,
+    turn: Option<Turn>,
+    turn_index: i64,
+    summarizer: Arc<dyn Provider>,
+}
+
+impl std::fmt::Debug for ProxySession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxySession")
+            .field("key", &self.key)
+            .field("messages", &self.messages.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a session could not be opened.
+#[derive(Debug)]
+pub struct SessionError(pub String);
+
+impl std::fmt::Display for SessionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SessionError {}
+
+fn header_line(key: &str, now_ms: i64) -> String {
+    serde_json::json!({
+        "type": "session",
+        "version": 3,
+        "id": key,
+        "timestamp": condense_store::time::format_iso(now_ms),
+        "cwd": "",
+    })
+    .to_string()
+}
+
+fn is_wire_role(m: &Message) -> bool {
+    m.is(&Role::User) || m.is(&Role::Assistant) || m.is(&Role::ToolResult)
+}
+
+impl ProxySession {
+    /// Opens (or creates) the session `key` under `dir`: a log that exists
+    /// is replayed, so the engine is where it was when the proxy stopped.
+    pub fn open(
+        dir: &Path,
+        key: &str,
+        options: SessionOptions,
+        now_ms: i64,
+    ) -> Result<ProxySession, SessionError> {
+        let path = dir.join(format!("{key}.jsonl"));
+        let fail = |e: &dyn std::fmt::Display| SessionError(format!("{}: {e}", path.display()));
+        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+        if std::fs::symlink_metadata(&path).is_err() {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(|e| fail(&e))?;
+            use std::io::Write;
+            writeln!(file, "{}", header_line(key, now_ms)).map_err(|e| fail(&e))?;
+        }
+        let log = Appender::open(&path, LockMode::Try).map_err(|e| fail(&e))?;
+        let mut session = ProxySession {
+            key: key.to_owned(),
+            path,
+            options,
+            engine: Mutex::new(Engine::default()),
+            log,
+            messages: Vec::new(),
+            held: Vec::new(),
+            engine_len: 0,
+            turn: None,
+            turn_index: 0,
+            summarizer: Arc::new(Extractive::new()),
+        };
+        let branch_leaf = session.log.leaf_id().map(str::to_owned);
+        session.restart(branch_leaf.as_deref())?;
+        Ok(session)
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The messages the engine's list holds.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// Rebuilds the list and the engine from the log's branch ending at
+    /// `leaf` (the whole file's leaf, or where a fork continues).
+    fn restart(&mut self, leaf: Option<&str>) -> Result<(), SessionError> {
+        let session = Session::open(&self.path)
+            .map_err(|e| SessionError(format!("{}: {e}", self.path.display())))?;
+        let branch = match leaf {
+            Some(id) => session.branch(Some(id)),
+            None => Vec::new(),
+        };
+        let context = condense_store::context::build_context(&branch);
+        self.held = context
+            .entry_ids
+            .iter()
+            .zip(&context.messages)
+            .map(|(id, m)| Held {
+                entry_id: id.clone(),
+                wire: is_wire_role(m),
+            })
+            .collect();
+        self.messages = context.messages;
+        self.engine_len = 0;
+        self.turn = None;
+        self.turn_index = 0;
+        let effects = self.engine().start(StartParams {
+            settings: self.options.settings.clone(),
+            session_id: self.key.clone(),
+            session_dir: self.path.parent().map(Path::to_path_buf),
+            session_file: Some(self.path.clone()),
+            branch: condense_engine::jsonl(branch.iter().map(|e| e.raw())),
+            tree: false,
+        });
+        // Start's effects are warnings and the footer: nothing to persist.
+        drop(effects);
+        Ok(())
+    }
+
+    fn engine(&self) -> std::sync::MutexGuard<'_, Engine> {
+        self.engine.engine()
+    }
+
+    fn summarizer(&self) -> Summarizer {
+        let settings = SummarizerSettings::from_config(self.engine().config());
+        Summarizer::new(
+            Target::new(
+                self.summarizer.clone(),
+                ModelRef::new("condense", "extractive"),
+            ),
+            settings,
+        )
+    }
+
+    /// Carries out the engine's effects: entries go to the log, and a
+    /// message the model is to see joins the list.
+    fn apply(&mut self, effects: Vec<Effect>, now_ms: i64, notices: &mut Vec<String>) {
+        for effect in effects {
+            match effect {
+                Effect::Append {
+                    custom_type, data, ..
+                } => {
+                    if let Err(e) = self.log.append_custom(&custom_type, &data, now_ms) {
+                        notices.push(format!("condense: writing the session log: {e}"));
+                    }
+                }
+                Effect::AppendMessage {
+                    custom_type,
+                    content,
+                    display,
+                    details,
+                    ..
+                } => {
+                    match self.log.append_custom_message(
+                        &custom_type,
+                        &content,
+                        display,
+                        &details,
+                        now_ms,
+                    ) {
+                        Ok(id) => {
+                            let m = condense_store::context::custom_message(
+                                &custom_type,
+                                &content,
+                                display,
+                                &details,
+                                now_ms,
+                            );
+                            if let Some(m) = m {
+                                self.messages.push(m);
+                                self.held.push(Held {
+                                    entry_id: id,
+                                    wire: false,
+                                });
+                            }
+                        }
+                        Err(e) => notices.push(format!("condense: writing the session log: {e}")),
+                    }
+                }
+                Effect::Notify { text, .. } => notices.push(text),
+                _ => {}
+            }
+        }
+    }
+
+    /// Closes the turn in progress: `turn_end`, and `agent_end` when it
+    /// ended its run.
+    async fn close_turn(&mut self, now_ms: i64, notices: &mut Vec<String>) {
+        let Some(turn) = self.turn.take() else {
+            return;
+        };
+        let summarizer = self.summarizer();
+        let effects = host::turn_end(
+            &self.engine,
+            TurnEnd {
+                turn_index: self.turn_index,
+                message: &turn.message,
+                results: &turn.results,
+                tokens: None,
+                context_window: CONTEXT_WINDOW,
+                now: now_ms,
+            },
+            || summarizer,
+            &move || now_ms,
+        )
+        .await;
+        self.apply(effects, now_ms, notices);
+        self.turn_index += 1;
+        if turn.message.is_text_only_assistant() || turn.results.is_empty() {
+            let effects = self.engine().agent_end();
+            self.apply(effects, now_ms, notices);
+            self.turn_index = 0;
+        }
+    }
+
+    /// Matches the request's view with the list: for each unit, the held
+    /// message it is. Returns the first unit not held, and where the list
+    /// stops matching when the history diverged from it (an edit, a
+    /// rewind).
+    fn match_units(&self, units: &[Unit]) -> (Vec<Option<usize>>, usize, Option<usize>) {
+        let mut at = vec![None; units.len()];
+        let mut h = 0;
+        for (u, unit) in units.iter().enumerate() {
+            while h < self.messages.len() && !self.held[h].wire {
+                h += 1;
+            }
+            if h == self.messages.len() {
+                return (at, u, None);
+            }
+            let held = &self.messages[h];
+            let same = anthropic::holds(held.json(), &unit.view)
+                || (unit.cleared
+                    && held.is(&Role::ToolResult)
+                    && held.skeleton().tool_call_id.as_deref() == unit.call_id.as_deref());
+            if same {
+                at[u] = Some(h);
+                h += 1;
+            } else if !unit.cleared {
+                return (at, u, Some(h));
+            }
+        }
+        (at, units.len(), None)
+    }
+
+    /// Starts a new branch of the log where the history diverged from the
+    /// list (at held message `h`): the list and the engine go back to what
+    /// the log holds before it.
+    fn fork(&mut self, h: usize) -> Result<(), SessionError> {
+        let session = Session::open(&self.path)
+            .map_err(|e| SessionError(format!("{}: {e}", self.path.display())))?;
+        let entry = &self.held[h].entry_id;
+        let parent = session.entry(entry).and_then(|e| e.parent_id.clone());
+        self.log
+            .set_leaf(parent.as_deref())
+            .map_err(|e| SessionError(e.to_string()))?;
+        self.restart(parent.as_deref())
+    }
+
+    /// Brings the list in step with `request` and renders it: the body to
+    /// send upstream.
+    pub async fn prepare(
+        &mut self,
+        request: &WireRequest<'_>,
+        units: &[Unit],
+        now_ms: i64,
+    ) -> Prepared {
+        let mut notices = Vec::new();
+        let (mut at, mut first_new, diverged) = self.match_units(units);
+        if let Some(h) = diverged {
+            if let Err(e) = self.fork(h) {
+                notices.push(format!("condense: {e}"));
+                return Prepared {
+                    body: None,
+                    notices,
+                };
+            }
+            (at, first_new, _) = self.match_units(units);
+        }
+        for (u, unit) in units.iter().enumerate().skip(first_new) {
+            if unit.cleared {
+                continue;
+            }
+            let json = anthropic::with_timestamp(&unit.view, now_ms);
+            let Ok(message) = Message::from_json(&json) else {
+                continue;
+            };
+            if unit.part == Part::Prompt {
+                self.close_turn(now_ms, &mut notices).await;
+                let summarizer = self.summarizer();
+                let effects = host::agent_start(&self.engine, || summarizer, &move || now_ms).await;
+                self.apply(effects, now_ms, &mut notices);
+            }
+            let entry_id = match self.log.append_message(&message, now_ms) {
+                Ok(id) => id,
+                Err(e) => {
+                    notices.push(format!("condense: writing the session log: {e}"));
+                    return Prepared {
+                        body: None,
+                        notices,
+                    };
+                }
+            };
+            at[u] = Some(self.messages.len());
+            self.messages.push(message.clone());
+            self.held.push(Held {
+                entry_id,
+                wire: true,
+            });
+            match unit.part {
+                Part::Assistant => {
+                    self.close_turn(now_ms, &mut notices).await;
+                    let summarizer = self.summarizer();
+                    let effects = host::message_end(
+                        &self.engine,
+                        message.clone(),
+                        || summarizer,
+                        &move || now_ms,
+                    )
+                    .await;
+                    self.apply(effects, now_ms, &mut notices);
+                    self.turn = Some(Turn {
+                        message,
+                        results: Vec::new(),
+                    });
+                }
+                Part::Result(_) => {
+                    if let Some(turn) = &mut self.turn {
+                        turn.results.push(message);
+                    }
+                }
+                Part::Prompt => {}
+            }
+        }
+        if self.turn.as_ref().is_some_and(|t| !t.results.is_empty()) {
+            self.close_turn(now_ms, &mut notices).await;
+        }
+
+        let call = CallFacts {
+            now_ms: Some(now_ms),
+            model: request.model.as_ref().map(|m| format!("anthropic/{m}")),
+            summarizer_price: None,
+        };
+        let keep = self.engine_len;
+        let append = self.messages[keep..].to_vec();
+        let (steps, effects) = self.engine().context_at(keep, append, &call);
+        let held = self.messages.len();
+        self.engine_len = held;
+        self.apply(effects, now_ms, &mut notices);
+        let Some(steps) = steps else {
+            return Prepared {
+                body: None,
+                notices,
+            };
+        };
+        let mut unit_of = vec![None; held];
+        for (u, h) in at.iter().enumerate() {
+            if let Some(h) = h.filter(|h| *h < held) {
+                unit_of[h] = Some(u);
+            }
+        }
+        let host = HostList {
+            messages: &self.messages[..held],
+            units: &unit_of,
+        };
+        match anthropic::rebuild(request, units, &host, &steps, &self.options.query_tool) {
+            Ok(body) => Prepared { body, notices },
+            Err(e) => {
+                notices.push(format!("condense: sent unchanged: {e}"));
+                Prepared {
+                    body: None,
+                    notices,
+                }
+            }
+        }
+    }
+
+    /// `context_tree_query`'s answer in this session.
+    pub fn query(&self, ids: &[String], page: condense_core::PageRequest) -> Value {
+        self.engine().query(ids, page)
+    }
+}

@@ -1,0 +1,226 @@
+//! Which conversation a request belongs to, and the sessions open.
+//!
+//! A conversation is keyed by the client's session id (Claude Code's
+//! `X-Claude-Code-Session-Id` header, else `metadata.user_id`'s
+//! `session_id`) and the first message of its history, so a sub-agent,
+//! which shares its parent's session id but starts from its own prompt, is
+//! a conversation of its own, and so is the history Claude Code's
+//! compaction starts. A client that sends no id is keyed by its system
+//! prompt and first message.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use sha1::{Digest, Sha1};
+
+use crate::anthropic::{self, Block, Unit, WireRequest};
+use crate::session::{Prepared, ProxySession, SessionOptions};
+
+/// How many sessions stay open; past it, those no request is using are
+/// closed (a later request reopens one from its log).
+const MAX_OPEN: usize = 64;
+
+/// The open sessions, by key.
+pub struct Sessions {
+    dir: PathBuf,
+    options: SessionOptions,
+    open: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<ProxySession>>>>,
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    #[serde(default)]
+    user_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct UserId {
+    #[serde(default)]
+    session_id: Option<String>,
+}
+
+fn hex(bytes: &[u8], n: usize) -> String {
+    bytes.iter().take(n).map(|b| format!("{b:02x}")).collect()
+}
+
+/// A session id as a file name: its letters, digits, `-` and `_`, at most
+/// 64 of them.
+fn sanitize(id: &str) -> String {
+    id.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(64)
+        .collect()
+}
+
+/// The client's session id: the header, else `metadata.user_id`'s.
+fn client_session_id(header: Option<&str>, request: &WireRequest<'_>) -> Option<String> {
+    if let Some(h) = header.map(sanitize).filter(|h| !h.is_empty()) {
+        return Some(h);
+    }
+    let meta: Metadata = serde_json::from_str(request.metadata?).ok()?;
+    let user: UserId = serde_json::from_str(&meta.user_id?).ok()?;
+    user.session_id
+        .map(|s| sanitize(&s))
+        .filter(|s| !s.is_empty())
+}
+
+/// The conversation's key (a file name).
+pub fn session_key(header: Option<&str>, request: &WireRequest<'_>, units: &[Unit]) -> String {
+    let mut h = Sha1::new();
+    let first = units.first().map_or("", |u| u.view.as_str());
+    match client_session_id(header, request) {
+        Some(id) => {
+            h.update(first.as_bytes());
+            format!("{id}-{}", hex(&h.finalize(), 6))
+        }
+        None => {
+            h.update(request.system.unwrap_or("").as_bytes());
+            h.update([0]);
+            h.update(first.as_bytes());
+            format!("h-{}", hex(&h.finalize(), 10))
+        }
+    }
+}
+
+/// Whether a history holds a tool result: before the first, there is
+/// nothing to prune and no session is made.
+fn has_results(request: &WireRequest<'_>) -> bool {
+    request.messages.iter().any(|m| {
+        m.blocks
+            .iter()
+            .any(|(b, _)| matches!(b, Block::ToolResult { .. }))
+    })
+}
+
+impl Sessions {
+    /// Sessions logged under `dir`.
+    pub fn new(dir: PathBuf, options: SessionOptions) -> Sessions {
+        Sessions {
+            dir,
+            options,
+            open: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The directory the logs are in.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    fn session(
+        &self,
+        key: &str,
+        now_ms: i64,
+    ) -> Result<Arc<tokio::sync::Mutex<ProxySession>>, String> {
+        let mut open = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(s) = open.get(key) {
+            return Ok(s.clone());
+        }
+        if open.len() >= MAX_OPEN {
+            open.retain(|_, s| Arc::strong_count(s) > 1);
+        }
+        let s = ProxySession::open(&self.dir, key, self.options.clone(), now_ms)
+            .map_err(|e| e.to_string())?;
+        let s = Arc::new(tokio::sync::Mutex::new(s));
+        open.insert(key.to_owned(), s.clone());
+        Ok(s)
+    }
+
+    /// Forgets an open session (after a panic inside it: the next request
+    /// reopens it from its log).
+    pub fn close(&self, key: &str) {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(key);
+    }
+
+    /// The conversation `body` belongs to, and the body to send upstream.
+    /// Returns the key (`None` when no session applies) with the result.
+    pub async fn prepare(
+        &self,
+        header: Option<&str>,
+        body: &str,
+        now_ms: i64,
+    ) -> (Option<String>, Prepared) {
+        let request = match anthropic::read_request(body) {
+            Ok(r) => r,
+            Err(e) => {
+                return (
+                    None,
+                    Prepared {
+                        body: None,
+                        notices: vec![format!("condense: request sent unchanged: {e}")],
+                    },
+                )
+            }
+        };
+        let units = anthropic::units(&request);
+        let key = session_key(header, &request, &units);
+        let exists = self.dir.join(format!("{key}.jsonl")).exists();
+        if !exists && !has_results(&request) {
+            return (None, Prepared::default());
+        }
+        let session = match self.session(&key, now_ms) {
+            Ok(s) => s,
+            Err(e) => {
+                return (
+                    Some(key),
+                    Prepared {
+                        body: None,
+                        notices: vec![format!("condense: request sent unchanged: {e}")],
+                    },
+                )
+            }
+        };
+        let mut session = session.lock().await;
+        let prepared = session.prepare(&request, &units, now_ms).await;
+        (Some(key), prepared)
+    }
+
+    /// `context_tree_query` in the session `key`.
+    pub async fn query(
+        &self,
+        key: &str,
+        ids: &[String],
+        page: condense_core::PageRequest,
+        now_ms: i64,
+    ) -> Result<serde_json::Value, String> {
+        let session = self.session(key, now_ms)?;
+        let session = session.lock().await;
+        Ok(session.query(ids, page))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sub_agent_is_its_own_conversation() {
+        let a = r#"{"messages":[{"role":"user","content":"task A"}]}"#;
+        let b = r#"{"messages":[{"role":"user","content":"task B"}]}"#;
+        let ra = anthropic::read_request(a).unwrap();
+        let rb = anthropic::read_request(b).unwrap();
+        let ka = session_key(Some("s-1"), &ra, &anthropic::units(&ra));
+        let kb = session_key(Some("s-1"), &rb, &anthropic::units(&rb));
+        assert!(ka.starts_with("s-1-") && kb.starts_with("s-1-"));
+        assert_ne!(ka, kb);
+        assert_eq!(ka, session_key(Some("s-1"), &ra, &anthropic::units(&ra)));
+    }
+
+    #[test]
+    fn the_metadata_session_id_and_the_hash_fallback() {
+        let body = r#"{"metadata":{"user_id":"{\"session_id\":\"abc/../x\"}"},"messages":[{"role":"user","content":"hi"}]}"#;
+        let r = anthropic::read_request(body).unwrap();
+        assert!(session_key(None, &r, &anthropic::units(&r)).starts_with("abcx-"));
+        let body = r#"{"system":"s","messages":[{"role":"user","content":"hi"}]}"#;
+        let r = anthropic::read_request(body).unwrap();
+        assert!(session_key(None, &r, &anthropic::units(&r)).starts_with("h-"));
+    }
+}

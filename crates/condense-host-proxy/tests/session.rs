@@ -1,0 +1,262 @@
+//! A Claude Code–shaped conversation through the proxy's sessions, in
+//! process: what goes upstream at each call, across a restart, beside
+//! another conversation, and with results Claude Code cleared itself.
+
+mod support;
+
+use std::path::Path;
+
+use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::{SessionOptions, Sessions};
+use serde_json::Value;
+use support::{output, settings, Convo};
+
+fn sessions(dir: &Path, policy: &str) -> Sessions {
+    Sessions::new(
+        dir.to_path_buf(),
+        SessionOptions {
+            settings: settings(policy),
+            query_tool: MCP_QUERY_TOOL.to_owned(),
+        },
+    )
+}
+
+/// What goes upstream for `body`: the rewritten body, or `body` itself.
+async fn sent(s: &Sessions, body: &str, now: i64) -> String {
+    let (_, p) = s.prepare(None, body, now).await;
+    p.body.unwrap_or_else(|| body.to_owned())
+}
+
+/// The parts of a body outside `messages`, and its messages.
+fn split(body: &str) -> (Value, Vec<Value>) {
+    let mut v: Value = serde_json::from_str(body).unwrap();
+    let messages = v["messages"].take();
+    v.as_object_mut().unwrap().remove("messages");
+    (v, messages.as_array().cloned().unwrap_or_default())
+}
+
+/// Every tool_use is answered in the next message, and every result
+/// answers a call of the message before it.
+fn assert_paired(messages: &[Value]) {
+    let mut open: Vec<String> = Vec::new();
+    for m in messages {
+        let blocks = m["content"].as_array().cloned().unwrap_or_default();
+        let results: Vec<String> = blocks
+            .iter()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| b["tool_use_id"].as_str().unwrap().to_owned())
+            .collect();
+        for r in &results {
+            assert!(open.contains(r), "orphan result {r}");
+        }
+        for o in &open {
+            assert!(results.contains(o), "unanswered call {o}");
+        }
+        open = blocks
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .map(|b| b["id"].as_str().unwrap().to_owned())
+            .collect();
+    }
+}
+
+/// The text of a tool_result block.
+fn result_text(b: &Value) -> String {
+    match &b["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a
+            .iter()
+            .filter_map(|x| x["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The refs (`tN`) of the stubs in the body, with the call each stands in.
+fn stubs(messages: &[Value]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for m in messages {
+        for b in m["content"].as_array().cloned().unwrap_or_default() {
+            if b["type"] != "tool_result" {
+                continue;
+            }
+            let text = result_text(&b);
+            if let Some(rest) = text.strip_prefix("[Summarized in pruner summary, ref `") {
+                let r = rest.split('`').next().unwrap().to_owned();
+                out.push((r, b["tool_use_id"].as_str().unwrap().to_owned()));
+            }
+        }
+    }
+    out
+}
+
+/// A session of prompts, tool turns and replies; returns each call's body.
+fn script() -> Vec<String> {
+    let mut c = Convo::default();
+    let mut bodies = Vec::new();
+    c.prompt("Build the project and fix what fails.");
+    bodies.push(c.body("sess-a"));
+    for task in 0..3 {
+        for _ in 0..2 {
+            c.tools(2, 6000);
+            bodies.push(c.body("sess-a"));
+        }
+        c.reply(&format!("Task {task} is done."));
+        c.prompt(&format!("Now task {}.", task + 1));
+        bodies.push(c.body("sess-a"));
+    }
+    bodies
+}
+
+#[tokio::test]
+async fn outputs_become_stubs_that_page_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let bodies = script();
+    let mut last = String::new();
+    for (i, body) in bodies.iter().enumerate() {
+        last = sent(&s, body, 1_700_000_000_000 + i as i64 * 10_000).await;
+        // Outside `messages`, every byte is the client's.
+        let at = body.find("\"messages\":").unwrap();
+        assert_eq!(&last[..at], &body[..at]);
+        let tail = &body[body.find("],\"system\":").unwrap()..];
+        assert!(last.ends_with(tail));
+        let (rest_in, _) = split(body);
+        let (rest_out, messages) = split(&last);
+        assert_eq!(rest_in, rest_out);
+        assert_paired(&messages);
+    }
+    let (_, messages) = split(&last);
+    let stubbed = stubs(&messages);
+    assert!(
+        stubbed.len() >= 4,
+        "the first tasks' outputs are stubs: {stubbed:?}"
+    );
+    assert!(last.contains(MCP_QUERY_TOOL), "stubs name the MCP tool");
+    // Each stub's original comes back whole through the session's query.
+    let key = s.prepare(None, bodies.last().unwrap(), 0).await.0.unwrap();
+    for (r, call) in &stubbed {
+        let n: usize = call.trim_start_matches("toolu_").parse().unwrap();
+        let answer = s
+            .query(&key, std::slice::from_ref(r), Default::default(), 0)
+            .await
+            .unwrap();
+        let text = answer["text"].as_str().unwrap();
+        assert!(
+            text.contains(&output(n, 6000)),
+            "{r} pages back output {n} whole"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_unchanged_history_goes_upstream_byte_identical() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let bodies = script();
+    // Before any flush, every call goes as the client sent it.
+    for (i, body) in bodies.iter().take(3).enumerate() {
+        let (_, p) = s.prepare(None, body, 1_700_000_000_000 + i as i64).await;
+        assert_eq!(p.body, None, "call {i}");
+    }
+}
+
+#[tokio::test]
+async fn the_same_request_renders_the_same_bytes_again_and_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let bodies = script();
+    let t = |i: usize| 1_700_000_000_000 + i as i64 * 10_000;
+    let mut seen = Vec::new();
+    {
+        let s = sessions(dir.path(), "reference");
+        for (i, body) in bodies.iter().enumerate().take(bodies.len() - 1) {
+            seen.push(sent(&s, body, t(i)).await);
+        }
+        // Sent again, the last call renders the same.
+        let i = bodies.len() - 2;
+        assert_eq!(sent(&s, &bodies[i], t(i)).await, seen[i]);
+    }
+    // A new proxy, from the logs alone.
+    let s = sessions(dir.path(), "reference");
+    let i = bodies.len() - 2;
+    assert_eq!(sent(&s, &bodies[i], t(i)).await, seen[i]);
+    // And the next call goes on from there as the live proxy would have.
+    let live = {
+        let d2 = tempfile::tempdir().unwrap();
+        let s2 = sessions(d2.path(), "reference");
+        let mut out = String::new();
+        for (i, body) in bodies.iter().enumerate() {
+            out = sent(&s2, body, t(i)).await;
+        }
+        out
+    };
+    let last = bodies.len() - 1;
+    assert_eq!(sent(&s, &bodies[last], t(last)).await, live);
+}
+
+#[tokio::test]
+async fn two_conversations_at_once_do_not_mix() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let a = script();
+    let b: Vec<String> = script()
+        .into_iter()
+        .map(|x| {
+            x.replace("sess-a", "sess-b")
+                .replace("Build the project", "Test the project")
+        })
+        .collect();
+    let alone = {
+        let d2 = tempfile::tempdir().unwrap();
+        let s2 = sessions(d2.path(), "reference");
+        let mut out = Vec::new();
+        for (i, body) in a.iter().enumerate() {
+            out.push(sent(&s2, body, 1_700_000_000_000 + i as i64 * 10_000).await);
+        }
+        out
+    };
+    for i in 0..a.len() {
+        let t = 1_700_000_000_000 + i as i64 * 10_000;
+        let (ra, rb) = tokio::join!(sent(&s, &a[i], t), sent(&s, &b[i], t));
+        assert_eq!(ra, alone[i], "call {i} of A");
+        assert!(!rb.contains("Build the project"));
+    }
+    let logs = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(logs, 2, "one log a conversation");
+}
+
+#[tokio::test]
+async fn a_body_the_proxy_cannot_read_goes_unchanged_with_a_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    for garbage in ["", "{", "[1,2]", r#"{"messages":[{"role":5}]}"#] {
+        let (key, p) = s.prepare(None, garbage, 0).await;
+        assert_eq!((key, p.body), (None, None), "{garbage:?}");
+        assert!(!p.notices.is_empty());
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).map_or(0, |d| d.count()), 0);
+}
+
+#[tokio::test]
+async fn results_claude_code_cleared_are_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let bodies = script();
+    for (i, body) in bodies.iter().enumerate() {
+        sent(&s, body, 1_700_000_000_000 + i as i64 * 10_000).await;
+    }
+    // Claude Code's microcompact clears the first result in place.
+    let cleared = "[Old tool result content cleared]";
+    let last = bodies.last().unwrap();
+    let mut v: Value = serde_json::from_str(last).unwrap();
+    v["messages"][2]["content"][0]["content"] =
+        serde_json::json!([{"type": "text", "text": cleared}]);
+    let body = v.to_string();
+    let out = sent(&s, &body, 1_700_000_100_000).await;
+    let (_, messages) = split(&out);
+    assert_eq!(result_text(&messages[2]["content"][0]), cleared);
+    assert_paired(&messages);
+    // The others are still stubs.
+    assert!(stubs(&messages).len() >= 3);
+}

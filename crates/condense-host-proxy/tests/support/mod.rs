@@ -1,0 +1,90 @@
+//! A conversation as Claude Code sends it: system blocks with cache
+//! breakpoints, tools, the session in `metadata`, and one moving breakpoint
+//! on the last block of the last message.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+
+/// A Claude Code–shaped conversation, grown one exchange at a time.
+#[derive(Debug, Clone, Default)]
+pub struct Convo {
+    pub messages: Vec<Value>,
+    calls: usize,
+}
+
+/// A tool output of about `chars` characters, distinct per `seed`.
+pub fn output(seed: usize, chars: usize) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while s.len() < chars {
+        s.push_str(&format!(
+            "line {i} of output {seed}: the build step {} finished with status {}\n",
+            i * 7 + seed,
+            (i * 31 + seed) % 5
+        ));
+        i += 1;
+    }
+    s
+}
+
+impl Convo {
+    pub fn prompt(&mut self, text: &str) {
+        self.messages
+            .push(json!({"role": "user", "content": [{"type": "text", "text": text}]}));
+    }
+
+    /// An assistant turn calling `n` tools, answered by outputs of `chars`.
+    pub fn tools(&mut self, n: usize, chars: usize) -> Vec<String> {
+        let mut uses = vec![json!({"type": "text", "text": "Let me look."})];
+        let mut results = Vec::new();
+        let mut ids = Vec::new();
+        for _ in 0..n {
+            self.calls += 1;
+            let id = format!("toolu_{:04}", self.calls);
+            uses.push(json!({"type": "tool_use", "id": id, "name": "Bash", "input": {"command": format!("make step{}", self.calls)}}));
+            results.push(json!({"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": output(self.calls, chars)}]}));
+            ids.push(id);
+        }
+        self.messages
+            .push(json!({"role": "assistant", "content": uses}));
+        self.messages
+            .push(json!({"role": "user", "content": results}));
+        ids
+    }
+
+    pub fn reply(&mut self, text: &str) {
+        self.messages
+            .push(json!({"role": "assistant", "content": [{"type": "text", "text": text}]}));
+    }
+
+    /// The request body Claude Code would send now.
+    pub fn body(&self, session: &str) -> String {
+        let mut messages = self.messages.clone();
+        if let Some(last) = messages.last_mut() {
+            if let Some(blocks) = last["content"].as_array_mut() {
+                if let Some(b) = blocks.last_mut() {
+                    b["cache_control"] = json!({"type": "ephemeral"});
+                }
+            }
+        }
+        json!({
+            "model": "claude-sonnet-4-5",
+            "messages": messages,
+            "system": [
+                {"type": "text", "text": "You are Claude Code.", "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "Be brief. caf\u{e9}", "cache_control": {"type": "ephemeral"}},
+            ],
+            "tools": [{"name": "Bash", "description": "runs", "input_schema": {"type": "object"}}],
+            "metadata": {"user_id": format!("{{\"session_id\":\"{session}\"}}")},
+            "max_tokens": 32000,
+            "stream": true,
+        })
+        .to_string()
+    }
+}
+
+/// Settings that enable condense with `policy`, and a short cache TTL.
+pub fn settings(policy: &str) -> Value {
+    json!({"contextPrune": {"enabled": true, "economy": {"policy": policy, "ttlSeconds": 60}}})
+}
