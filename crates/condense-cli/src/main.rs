@@ -13,6 +13,7 @@ mod load;
 mod opencode_export;
 mod output;
 mod progress;
+mod proxy;
 mod simulate;
 
 use std::path::PathBuf;
@@ -152,6 +153,9 @@ enum Command {
     /// Replay sessions call by call under each pruning policy and price
     /// every call with prompt caching.
     Simulate(Box<simulate::SimulateArgs>),
+    /// A local API proxy that prunes each request's history (Claude Code:
+    /// `ANTHROPIC_BASE_URL=http://127.0.0.1:8787`); see docs/proxy.md.
+    Proxy(proxy::ProxyArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -180,6 +184,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Corpus(args) => corpus::run(&args),
         Command::Demo(args) => demo::run(&args),
         Command::Simulate(args) => simulate::run(&args),
+        Command::Proxy(args) => proxy::run(&args),
         Command::Query {
             mut args,
             latest,

@@ -260,3 +260,29 @@ async fn results_claude_code_cleared_are_left_alone() {
     // The others are still stubs.
     assert!(stubs(&messages).len() >= 3);
 }
+
+#[tokio::test]
+async fn under_the_default_policy_stubs_wait_for_a_cold_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "cache-aware");
+    let bodies = script();
+    let warm = |i: usize| 1_700_000_000_000 + i as i64 * 5_000;
+    let n = bodies.len();
+    for (i, body) in bodies.iter().enumerate().take(n - 1) {
+        let out = sent(&s, body, warm(i)).await;
+        let (_, messages) = split(&out);
+        assert!(
+            stubs(&messages).is_empty(),
+            "call {i} is warm: nothing changes"
+        );
+    }
+    // Past the 60-second TTL the prefix is written anew anyway.
+    let cold = warm(n - 2) + 10 * 60_000;
+    let out = sent(&s, &bodies[n - 1], cold).await;
+    let (_, messages) = split(&out);
+    assert_paired(&messages);
+    assert!(
+        stubs(&messages).len() >= 4,
+        "the cold call shows the summaries"
+    );
+}

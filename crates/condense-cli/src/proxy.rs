@@ -1,0 +1,126 @@
+//! `condense proxy`: the local API proxy for agents that take a base URL
+//! (Claude Code's `ANTHROPIC_BASE_URL`); see docs/proxy.md.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::Args;
+use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::server::DEFAULT_UPSTREAM;
+use condense_host_proxy::ProxyConfig;
+use serde_json::Value;
+
+use crate::CliError;
+
+/// `condense proxy` arguments.
+#[derive(Debug, Args)]
+pub struct ProxyArgs {
+    /// The port to listen on.
+    #[arg(long, default_value_t = 8787)]
+    port: u16,
+    /// The address to listen on. Anything but a loopback address exposes
+    /// the proxy (and the credentials clients send through it) to the
+    /// network: it is refused unless `--allow-remote` is given too.
+    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
+    host: IpAddr,
+    /// Listen on a non-loopback `--host`.
+    #[arg(long)]
+    allow_remote: bool,
+    /// Where requests go: the provider's API base URL.
+    #[arg(long, default_value = DEFAULT_UPSTREAM)]
+    upstream: String,
+    /// The settings file (`contextPrune` keys); default
+    /// `$XDG_CONFIG_HOME/condense/settings.json`.
+    #[arg(long, value_name = "FILE")]
+    settings: Option<PathBuf>,
+    /// Where the conversations' logs go; default
+    /// `$XDG_DATA_HOME/condense/proxy`.
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+fn xdg(var: &str, fallback: &str) -> PathBuf {
+    match std::env::var_os(var).filter(|v| !v.is_empty()) {
+        Some(v) => PathBuf::from(v),
+        None => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(fallback),
+    }
+}
+
+/// The proxy's default log directory.
+pub fn default_dir() -> PathBuf {
+    xdg("XDG_DATA_HOME", ".local/share").join("condense/proxy")
+}
+
+/// The proxy's default settings file.
+pub fn default_settings() -> PathBuf {
+    xdg("XDG_CONFIG_HOME", ".config").join("condense/settings.json")
+}
+
+/// The settings file's value: a missing default file is the defaults, a
+/// file given that cannot be read is an error, bad keys are warned of.
+fn read_settings(path: Option<&PathBuf>) -> Result<Value, CliError> {
+    let file = path.cloned().unwrap_or_else(default_settings);
+    let bytes = match condense_store::session::read_regular_file(&file) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.is_none() => {
+            return Ok(Value::Null)
+        }
+        Err(e) => return Err(CliError::Data(format!("{}: {e}", file.display()))),
+    };
+    let value = std::str::from_utf8(&bytes)
+        .map_err(|e| e.to_string())
+        .and_then(|t| condense_core::parse_json_lossy(t).map_err(|e| e.to_string()))
+        .map_err(|e| CliError::Data(format!("{}: malformed settings: {e}", file.display())))?;
+    let (_, warnings) = condense_core::Config::from_settings_file_value(&value);
+    for w in warnings {
+        eprintln!("condense: warning: {w}");
+    }
+    Ok(value)
+}
+
+/// Runs the proxy until it is stopped.
+pub fn run(args: &ProxyArgs) -> Result<(), CliError> {
+    if !args.host.is_loopback() {
+        if !args.allow_remote {
+            return Err(CliError::Usage(format!(
+                "proxy: {} is not a loopback address; the proxy forwards the credentials clients send it, so it listens elsewhere only with --allow-remote",
+                args.host
+            )));
+        }
+        eprintln!(
+            "condense: warning: listening on {}: anyone who reaches it can use the credentials sent through it",
+            args.host
+        );
+    }
+    let settings = read_settings(args.settings.as_ref())?;
+    let dir = args.dir.clone().unwrap_or_else(default_dir);
+    let config = ProxyConfig {
+        upstream: args.upstream.clone(),
+        dir: dir.clone(),
+        settings,
+        query_tool: MCP_QUERY_TOOL.to_owned(),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Data(format!("proxy: starting the runtime: {e}")))?;
+    let addr = SocketAddr::new(args.host, args.port);
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| CliError::Data(format!("proxy: listening on {addr}: {e}")))?;
+        let local = listener.local_addr().unwrap_or(addr);
+        eprintln!(
+            "condense proxy: listening on http://{local}, forwarding to {}, logs in {}",
+            config.upstream,
+            dir.display()
+        );
+        println!("http://{local}");
+        condense_host_proxy::serve(listener, config)
+            .await
+            .map_err(|e| CliError::Data(format!("proxy: {e}")))
+    })
+}

@@ -1,0 +1,239 @@
+//! The proxy over HTTP against a scripted upstream on 127.0.0.1: what the
+//! upstream receives, what the client gets back and when.
+
+mod support;
+
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::ProxyConfig;
+use futures_util::StreamExt;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::Frame;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+use tokio::sync::Notify;
+
+/// One request as the upstream received it.
+#[derive(Debug, Clone)]
+struct Received {
+    path: String,
+    api_key: Option<String>,
+    body: Bytes,
+}
+
+/// A scripted upstream: records requests; answers a Messages call with an
+/// event stream whose second half waits for `release`; `count_tokens`
+/// with JSON; a request with `x-fail` with a 529.
+struct Upstream {
+    addr: std::net::SocketAddr,
+    received: Arc<Mutex<Vec<Received>>>,
+    release: Arc<Notify>,
+}
+
+const FIRST: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n";
+const SECOND: &str = "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
+
+async fn upstream() -> Upstream {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let received: Arc<Mutex<Vec<Received>>> = Arc::default();
+    let release = Arc::new(Notify::new());
+    let (rec, rel) = (received.clone(), release.clone());
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let (rec, rel) = (rec.clone(), rel.clone());
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(
+                    move |req: Request<hyper::body::Incoming>| {
+                        let (rec, rel) = (rec.clone(), rel.clone());
+                        async move {
+                            let path = req.uri().to_string();
+                            let api_key = req
+                                .headers()
+                                .get("x-api-key")
+                                .map(|v| v.to_str().unwrap().to_owned());
+                            let fail = req.headers().contains_key("x-fail");
+                            let body = req.into_body().collect().await.unwrap().to_bytes();
+                            rec.lock().unwrap().push(Received {
+                                path: path.clone(),
+                                api_key,
+                                body,
+                            });
+                            type B = http_body_util::combinators::BoxBody<Bytes, Infallible>;
+                            let r: Response<B> = if fail {
+                                Response::builder()
+                                .status(529)
+                                .body(
+                                    Full::new(Bytes::from_static(
+                                        br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                                    ))
+                                    .boxed(),
+                                )
+                                .unwrap()
+                            } else if path.contains("count_tokens") {
+                                Response::new(
+                                    Full::new(Bytes::from_static(br#"{"input_tokens":42}"#))
+                                        .boxed(),
+                                )
+                            } else {
+                                let chunks = futures_util::stream::iter([0, 1]).then(move |i| {
+                                    let rel = rel.clone();
+                                    async move {
+                                        if i == 1 {
+                                            rel.notified().await;
+                                        }
+                                        Ok::<_, Infallible>(Frame::data(Bytes::from_static(
+                                            if i == 0 { FIRST } else { SECOND }.as_bytes(),
+                                        )))
+                                    }
+                                });
+                                Response::builder()
+                                    .header("content-type", "text/event-stream")
+                                    .body(BodyExt::boxed(StreamBody::new(chunks)))
+                                    .unwrap()
+                            };
+                            Ok::<_, Infallible>(r)
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    Upstream {
+        addr,
+        received,
+        release,
+    }
+}
+
+/// A proxy on 127.0.0.1 in front of `upstream`; its address.
+async fn proxy(upstream: &str, dir: &std::path::Path) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = ProxyConfig {
+        upstream: upstream.to_owned(),
+        dir: dir.to_path_buf(),
+        settings: support::settings("reference"),
+        query_tool: MCP_QUERY_TOOL.to_owned(),
+    };
+    tokio::spawn(condense_host_proxy::serve(listener, config));
+    format!("http://{addr}")
+}
+
+#[tokio::test]
+async fn a_call_goes_upstream_as_sent_and_streams_back_as_it_arrives() {
+    let up = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = proxy(&format!("http://{}", up.addr), dir.path()).await;
+    let mut c = support::Convo::default();
+    c.prompt("hello");
+    c.tools(1, 3000);
+    let body = c.body("s1");
+    let client = reqwest::Client::new();
+    let answer = client
+        .post(format!("{base}/v1/messages?beta=true"))
+        .header("x-api-key", "sk-test")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let mut stream = answer.bytes_stream();
+    // The first event arrives while the upstream still holds the rest.
+    let first = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the first chunk is not held back")
+        .unwrap()
+        .unwrap();
+    assert_eq!(first, FIRST.as_bytes());
+    up.release.notify_one();
+    let mut rest = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        rest.extend_from_slice(&chunk.unwrap());
+    }
+    assert_eq!(rest, SECOND.as_bytes());
+    let received = up.received.lock().unwrap().clone();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].path, "/v1/messages?beta=true");
+    assert_eq!(received[0].api_key.as_deref(), Some("sk-test"));
+    assert_eq!(
+        received[0].body,
+        body.as_bytes(),
+        "an unchanged history goes byte for byte"
+    );
+}
+
+#[tokio::test]
+async fn other_paths_garbage_and_upstream_errors_pass_through() {
+    let up = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = proxy(&format!("http://{}", up.addr), dir.path()).await;
+    let client = reqwest::Client::new();
+    // count_tokens, byte for byte both ways.
+    let body = r#"{"model":"m","messages":[{"role":"user","content":"x"}]}"#;
+    let r = client
+        .post(format!("{base}/v1/messages/count_tokens"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.text().await.unwrap(), r#"{"input_tokens":42}"#);
+    // A body that is not a Messages request goes as it is.
+    let garbage = "{\"messages\": [1, 2";
+    up.release.notify_one();
+    let r = client
+        .post(format!("{base}/v1/messages"))
+        .body(garbage)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // The upstream's error comes back as the upstream gave it.
+    let r = client
+        .post(format!("{base}/v1/messages"))
+        .header("x-fail", "1")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 529);
+    assert!(r.text().await.unwrap().contains("overloaded_error"));
+    let received = up.received.lock().unwrap().clone();
+    assert_eq!(received[0].body, body.as_bytes());
+    assert_eq!(received[1].body, garbage.as_bytes());
+}
+
+#[tokio::test]
+async fn an_upstream_that_cannot_be_reached_is_a_502_in_the_apis_shape() {
+    // A port nothing listens on: bind one, then free it.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let base = proxy(&format!("http://127.0.0.1:{port}"), dir.path()).await;
+    let r = reqwest::Client::new()
+        .post(format!("{base}/v1/messages"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 502);
+    let v: serde_json::Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["type"], "error");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("condense proxy"));
+}
