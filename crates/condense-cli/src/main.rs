@@ -10,6 +10,7 @@ mod demo;
 mod generate;
 mod inspect;
 mod load;
+mod mcp;
 mod opencode_export;
 mod output;
 mod progress;
@@ -156,6 +157,9 @@ enum Command {
     /// A local API proxy that prunes each request's history (Claude Code:
     /// `ANTHROPIC_BASE_URL=http://127.0.0.1:8787`); see docs/proxy.md.
     Proxy(proxy::ProxyArgs),
+    /// The stdio MCP server that gives the agent `context_tree_query`
+    /// (answered by `condense proxy`); see docs/proxy.md.
+    Mcp,
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -185,6 +189,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Demo(args) => demo::run(&args),
         Command::Simulate(args) => simulate::run(&args),
         Command::Proxy(args) => proxy::run(&args),
+        Command::Mcp => mcp::run(),
         Command::Query {
             mut args,
             latest,

@@ -9,12 +9,15 @@
 //! - [`session`]: one conversation: the engine, its event log (a pi
 //!   session file under the proxy's directory) and the list it holds.
 //! - [`sessions`]: which conversation a request belongs to.
+//! - [`query_tool`]: `context_tree_query` as an MCP tool, answered by the
+//!   proxy in place of the MCP server's placeholder.
 //! - [`server`]: the HTTP side: forwarding, streaming, fail-open.
 
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 pub mod anthropic;
+pub mod query_tool;
 pub mod server;
 pub mod session;
 pub mod sessions;

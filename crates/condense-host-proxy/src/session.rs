@@ -14,6 +14,7 @@
 //! call, a new prompt `agent_start` (after `agent_end` of the run its
 //! previous reply ended).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -28,6 +29,7 @@ use condense_summarizer::{Extractive, Provider, Summarizer, SummarizerSettings, 
 use serde_json::Value;
 
 use crate::anthropic::{self, HostList, Part, Unit, WireRequest};
+use crate::query_tool::QueryArgs;
 
 /// The context window assumed for a turn's budget gates when the client
 /// does not say (Claude models' standard window).
@@ -317,7 +319,7 @@ impl ProxySession {
             }
             let held = &self.messages[h];
             let same = anthropic::holds(held.json(), &unit.view)
-                || (unit.cleared
+                || (unit.matches_by_call()
                     && held.is(&Role::ToolResult)
                     && held.skeleton().tool_call_id.as_deref() == unit.call_id.as_deref());
             if same {
@@ -349,7 +351,7 @@ impl ProxySession {
     pub async fn prepare(
         &mut self,
         request: &WireRequest<'_>,
-        units: &[Unit],
+        units: &mut [Unit],
         now_ms: i64,
     ) -> Prepared {
         let mut notices = Vec::new();
@@ -364,10 +366,29 @@ impl ProxySession {
             }
             (at, first_new, _) = self.match_units(units);
         }
-        for (u, unit) in units.iter().enumerate().skip(first_new) {
-            if unit.cleared {
+        // Queries answered before show the answer they were given.
+        let mut answers: HashMap<usize, String> = HashMap::new();
+        for (u, unit) in units.iter().enumerate().take(first_new) {
+            if let (Some(_), Some(h)) = (&unit.pending_query, at[u]) {
+                answers.insert(u, anthropic::text_of(&self.messages[h]));
+            }
+        }
+        for u in first_new..units.len() {
+            if units[u].cleared {
                 continue;
             }
+            if let Some(args) = units[u].pending_query.clone() {
+                let text = self.answer(&args);
+                let unit = &mut units[u];
+                unit.view = anthropic::result_view(
+                    unit.call_id.as_deref().unwrap_or_default(),
+                    anthropic::MCP_QUERY_TOOL,
+                    &[&text],
+                    false,
+                );
+                answers.insert(u, text);
+            }
+            let unit = &units[u];
             let json = anthropic::with_timestamp(&unit.view, now_ms);
             let Ok(message) = Message::from_json(&json) else {
                 continue;
@@ -434,11 +455,15 @@ impl ProxySession {
         let held = self.messages.len();
         self.engine_len = held;
         self.apply(effects, now_ms, &mut notices);
-        let Some(steps) = steps else {
-            return Prepared {
-                body: None,
-                notices,
-            };
+        let steps = match steps {
+            Some(s) => s,
+            None if !answers.is_empty() => vec![condense_core::PlanStep::Keep(0..held)],
+            None => {
+                return Prepared {
+                    body: None,
+                    notices,
+                }
+            }
         };
         let mut unit_of = vec![None; held];
         for (u, h) in at.iter().enumerate() {
@@ -450,7 +475,14 @@ impl ProxySession {
             messages: &self.messages[..held],
             units: &unit_of,
         };
-        match anthropic::rebuild(request, units, &host, &steps, &self.options.query_tool) {
+        match anthropic::rebuild(
+            request,
+            units,
+            &host,
+            &steps,
+            &answers,
+            &self.options.query_tool,
+        ) {
             Ok(body) => Prepared { body, notices },
             Err(e) => {
                 notices.push(format!("condense: sent unchanged: {e}"));
@@ -460,6 +492,13 @@ impl ProxySession {
                 }
             }
         }
+    }
+
+    /// The answer to a `context_tree_query` call with these arguments.
+    fn answer(&self, args: &str) -> String {
+        let args = QueryArgs::from_json(args);
+        let answer = self.engine().query(&args.tool_call_ids, args.page());
+        answer["text"].as_str().unwrap_or_default().to_owned()
     }
 
     /// `context_tree_query`'s answer in this session.

@@ -160,7 +160,7 @@ impl Sessions {
                 )
             }
         };
-        let units = anthropic::units(&request);
+        let mut units = anthropic::units(&request);
         let key = session_key(header, &request, &units);
         let exists = self.dir.join(format!("{key}.jsonl")).exists();
         if !exists && !has_results(&request) {
@@ -179,7 +179,7 @@ impl Sessions {
             }
         };
         let mut session = session.lock().await;
-        let prepared = session.prepare(&request, &units, now_ms).await;
+        let prepared = session.prepare(&request, &mut units, now_ms).await;
         (Some(key), prepared)
     }
 

@@ -286,3 +286,74 @@ async fn under_the_default_policy_stubs_wait_for_a_cold_cache() {
         "the cold call shows the summaries"
     );
 }
+
+/// The text the model reads as the result of call `id`.
+fn result_of(body: &str, id: &str) -> String {
+    let (_, messages) = split(body);
+    messages
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
+        .map(|b| result_text(&b))
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn the_query_tools_placeholder_becomes_the_sessions_answer_every_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = |i: usize| 1_700_000_000_000 + i as i64 * 10_000;
+    let mut c = Convo::default();
+    c.prompt("Read the logs.");
+    // One output long enough to page (over 50 KiB).
+    c.tools(1, 120_000);
+    c.tools(1, 6000);
+    c.reply("Read them.");
+    c.prompt("What did the first say?");
+    let mut i = 0;
+    let mut bodies = Vec::new();
+    let s = sessions(dir.path(), "reference");
+    for n in 1..=c.messages.len() {
+        let mut part = Convo::default();
+        part.messages = c.messages[..n].to_vec();
+        if part.messages[n - 1]["role"] == "user" {
+            bodies.push(sent(&s, &part.body("q"), t(i)).await);
+            i += 1;
+        }
+    }
+    let stub = result_of(bodies.last().unwrap(), "toolu_0001");
+    // A spilled output's stub names its ref last.
+    let r = stub
+        .rsplit("ref `")
+        .next()
+        .and_then(|x| x.split('`').next())
+        .unwrap()
+        .to_owned();
+    assert!(stub.contains(MCP_QUERY_TOOL), "{stub}");
+    let id = c.query(serde_json::json!({"toolCallIds": [r]}));
+    let first = sent(&s, &c.body("q"), t(i)).await;
+    let answer = result_of(&first, &id);
+    let whole = output(1, 120_000);
+    assert!(!answer.contains(condense_host_proxy::query_tool::PENDING_MARKER));
+    assert!(
+        answer.contains(&whole[..40_000]),
+        "the first page, verbatim"
+    );
+    assert!(!answer.contains(&whole), "a long output is paged");
+    assert!(
+        answer.contains("offset"),
+        "the page says where the next starts"
+    );
+    // The next call, and a restarted proxy, show the same bytes.
+    let id2 = c.query(serde_json::json!({"toolCallIds": [r], "offset": 600}));
+    let second = sent(&s, &c.body("q"), t(i + 1)).await;
+    assert_eq!(result_of(&second, &id), answer);
+    let page2 = result_of(&second, &id2);
+    assert!(
+        page2.contains("line 600 of output 1"),
+        "{}",
+        &page2[..200.min(page2.len())]
+    );
+    drop(s);
+    let s = sessions(dir.path(), "reference");
+    assert_eq!(sent(&s, &c.body("q"), t(i + 1)).await, second);
+}

@@ -7,7 +7,8 @@ mod sse;
 mod view;
 mod wire;
 
+pub(crate) use rebuild::text_of;
 pub use rebuild::{name_query_tool, rebuild, HostList, RebuildError};
 pub use sse::{Usage, UsageTee};
-pub use view::{held_view, holds, units, with_timestamp, Part, Unit, MCP_QUERY_TOOL};
+pub use view::{held_view, holds, result_view, units, with_timestamp, Part, Unit, MCP_QUERY_TOOL};
 pub use wire::{read_request, Block, WireError, WireMessage, WireRequest};

@@ -44,7 +44,7 @@ enum Slot {
 
 /// The text of a message condense wrote: its content string, or its text
 /// blocks joined by newlines.
-fn text_of(m: &Message) -> String {
+pub(crate) fn text_of(m: &Message) -> String {
     let v: Value = serde_json::from_str(m.json()).unwrap_or_default();
     match v.get("content") {
         Some(Value::String(s)) => s.clone(),
@@ -111,6 +111,7 @@ pub fn rebuild(
     units: &[Unit],
     host: &HostList<'_>,
     steps: &[PlanStep],
+    answers: &HashMap<usize, String>,
     query_tool: &str,
 ) -> Result<Option<String>, RebuildError> {
     let body = request.body;
@@ -186,6 +187,11 @@ pub fn rebuild(
                 slots.push(Slot::Synthetic(name_query_tool(&text_of(m), query_tool)));
             }
         }
+    }
+
+    // A query the proxy answered shows its answer wherever it is sent as is.
+    for (u, text) in answers {
+        content.entry(*u).or_insert_with(|| text.clone());
     }
 
     // The wire messages in output order, each with the blocks it keeps.

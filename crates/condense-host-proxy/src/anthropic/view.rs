@@ -47,6 +47,33 @@ pub struct Unit {
     pub cleared: bool,
     /// The tool call a result answers.
     pub call_id: Option<String>,
+    /// A `context_tree_query` result still holding the MCP server's
+    /// placeholder: the call's arguments (JSON), for the proxy to answer.
+    pub pending_query: Option<String>,
+}
+
+impl Unit {
+    /// Whether the unit is the held message answering the same call,
+    /// whatever its text: a result Claude Code cleared, or a query the
+    /// proxy answered in place of the placeholder.
+    pub fn matches_by_call(&self) -> bool {
+        self.cleared || self.pending_query.is_some()
+    }
+}
+
+/// The view of a tool result.
+pub fn result_view(call_id: &str, tool_name: &str, texts: &[&str], is_error: bool) -> String {
+    let content: Vec<Value> = texts
+        .iter()
+        .map(|t| json!({"type": "text", "text": t}))
+        .collect();
+    to_json(json!({
+        "role": "toolResult",
+        "toolCallId": call_id,
+        "toolName": engine_tool_name(tool_name),
+        "content": content,
+        "isError": is_error,
+    }))
 }
 
 /// The tool name the engine is shown: condense's own query tool under the
@@ -62,7 +89,8 @@ fn engine_tool_name(name: &str) -> &str {
 
 /// The view of every message of `request`, in order.
 pub fn units(request: &WireRequest<'_>) -> Vec<Unit> {
-    let mut names: std::collections::HashMap<String, String> = Default::default();
+    let mut names: std::collections::HashMap<String, (String, std::ops::Range<usize>)> =
+        Default::default();
     let mut out = Vec::new();
     for (i, m) in request.messages.iter().enumerate() {
         if m.role == "assistant" {
@@ -74,7 +102,7 @@ pub fn units(request: &WireRequest<'_>) -> Vec<Unit> {
                     Block::Thinking(t) => content.push(json!({"type": "thinking", "thinking": t})),
                     Block::ToolUse { id, name, input } => {
                         calls = true;
-                        names.insert(id.to_string(), name.to_string());
+                        names.insert(id.to_string(), (name.to_string(), input.clone()));
                         let arguments: Value =
                             serde_json::from_str(&request.body[input.clone()]).unwrap_or_default();
                         content.push(json!({
@@ -95,6 +123,7 @@ pub fn units(request: &WireRequest<'_>) -> Vec<Unit> {
                 frozen: false,
                 cleared: false,
                 call_id: None,
+                pending_query: None,
             });
             continue;
         }
@@ -108,27 +137,30 @@ pub fn units(request: &WireRequest<'_>) -> Vec<Unit> {
                     is_error,
                     ..
                 } => {
-                    let name = names.get(tool_use_id.as_ref()).map_or("", String::as_str);
+                    let (name, input) = names
+                        .get(tool_use_id.as_ref())
+                        .map_or(("", None), |(n, i)| (n.as_str(), Some(i.clone())));
                     let cleared = texts
                         .iter()
                         .any(|t| CLEARED_MARKERS.iter().any(|c| t.contains(c)));
-                    let content: Vec<Value> = texts
-                        .iter()
-                        .map(|t| json!({"type": "text", "text": t}))
-                        .collect();
+                    let pending_query = (name == MCP_QUERY_TOOL
+                        && texts
+                            .first()
+                            .is_some_and(|t| t.starts_with(crate::query_tool::PENDING_MARKER)))
+                    .then(|| {
+                        input
+                            .map(|i| request.body[i].to_owned())
+                            .unwrap_or_default()
+                    });
+                    let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
                     out.push(Unit {
                         message: i,
                         part: Part::Result(b),
-                        view: to_json(json!({
-                            "role": "toolResult",
-                            "toolCallId": tool_use_id,
-                            "toolName": engine_tool_name(name),
-                            "content": content,
-                            "isError": is_error,
-                        })),
+                        view: result_view(tool_use_id, name, &texts, *is_error),
                         frozen: *opaque || cleared,
                         cleared,
                         call_id: Some(tool_use_id.to_string()),
+                        pending_query,
                     });
                 }
                 Block::Text(t) => prompt.push(json!({"type": "text", "text": t})),
@@ -151,6 +183,7 @@ pub fn units(request: &WireRequest<'_>) -> Vec<Unit> {
                 frozen: false,
                 cleared: false,
                 call_id: None,
+                pending_query: None,
             });
         }
     }

@@ -88,3 +88,19 @@ impl Convo {
 pub fn settings(policy: &str) -> Value {
     json!({"contextPrune": {"enabled": true, "economy": {"policy": policy, "ttlSeconds": 60}}})
 }
+
+impl Convo {
+    /// The model calls the MCP query tool; Claude Code answers with what
+    /// the MCP server returned (the placeholder).
+    pub fn query(&mut self, args: Value) -> String {
+        self.calls += 1;
+        let id = format!("toolu_{:04}", self.calls);
+        self.messages.push(json!({"role": "assistant", "content": [
+            {"type": "tool_use", "id": id, "name": condense_host_proxy::anthropic::MCP_QUERY_TOOL, "input": args}
+        ]}));
+        self.messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": condense_host_proxy::query_tool::pending_text()}]}
+        ]}));
+        id
+    }
+}
