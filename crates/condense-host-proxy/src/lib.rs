@@ -23,5 +23,5 @@ pub mod session;
 pub mod sessions;
 
 pub use server::{serve, ProxyConfig};
-pub use session::{Prepared, ProxySession, SessionOptions};
+pub use session::{Credentials, Prepared, ProxySession, SessionOptions};
 pub use sessions::Sessions;

@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 
 use crate::anthropic::UsageTee;
-use crate::session::SessionOptions;
+use crate::session::{Credentials, SessionOptions};
 use crate::sessions::Sessions;
 
 /// The default upstream: Anthropic's API.
@@ -109,6 +109,8 @@ pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Resul
             SessionOptions {
                 settings: config.settings,
                 query_tool: config.query_tool,
+                upstream: Some(config.upstream.trim_end_matches('/').to_owned()),
+                client: client.clone(),
             },
         ),
         client,
@@ -167,11 +169,19 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     let mut out = body.clone();
     let mut session_key = None;
     if renders(&parts.method, parts.uri.path()) {
-        let header = parts
-            .headers
-            .get("x-claude-code-session-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let text = |name: &str| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let header = text("x-claude-code-session-id");
+        let credentials = Credentials {
+            api_key: text("x-api-key"),
+            authorization: text("authorization"),
+            beta: text("anthropic-beta"),
+        };
         let task_shared = shared.clone();
         let task_body = body.clone();
         let task = tokio::spawn(async move {
@@ -179,7 +189,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             Some(
                 task_shared
                     .sessions
-                    .prepare(header.as_deref(), text, now_ms())
+                    .prepare(header.as_deref(), &credentials, text, now_ms())
                     .await,
             )
         });
@@ -199,14 +209,19 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             }
         }
     }
-    let _ = session_key;
 
     let url = format!("{}{}", shared.upstream, path_and_query);
     let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes())
         .unwrap_or(reqwest::Method::POST);
     let mut upstream = shared.client.request(method, &url);
+    // The answer to a rendered call comes uncompressed, so its usage can
+    // be read on the way (the client takes either).
+    let rendered = renders(&parts.method, parts.uri.path());
     for (name, value) in &parts.headers {
-        if HOP_BY_HOP.contains(&name.as_str()) || name == hyper::header::CONTENT_LENGTH {
+        if HOP_BY_HOP.contains(&name.as_str())
+            || name == hyper::header::CONTENT_LENGTH
+            || (rendered && name == hyper::header::ACCEPT_ENCODING)
+        {
             continue;
         }
         upstream = upstream.header(name.as_str(), value.as_bytes());
@@ -232,17 +247,35 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             response = response.header(n, v);
         }
     }
-    let mut tee = Some(UsageTee::default());
-    let stream = answer.bytes_stream().map(move |chunk| match chunk {
+    // A successful answer in a session is read for its usage on the way;
+    // the session gets it once the answer has ended.
+    let tee = session_key
+        .filter(|_| answer.status().is_success())
+        .map(|key| (key, Arc::new(std::sync::Mutex::new(UsageTee::default()))));
+    let feed = tee.as_ref().map(|(_, t)| t.clone());
+    let chunks = answer.bytes_stream().map(move |chunk| match chunk {
         Ok(bytes) => {
-            if let Some(t) = tee.as_mut() {
-                t.feed(&bytes);
+            if let Some(t) = &feed {
+                t.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .feed(&bytes);
             }
             Ok(Frame::data(bytes))
         }
         Err(e) => Err(std::io::Error::other(e)),
     });
-    let body: Body = BodyExt::boxed(StreamBody::new(stream));
+    let end = futures_util::stream::once(async move {
+        if let Some((key, t)) = tee {
+            let tee =
+                std::mem::take(&mut *t.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            if let Some(usage) = tee.finish() {
+                shared.sessions.record_usage(&key, usage).await;
+            }
+        }
+        None
+    })
+    .filter_map(|x: Option<Result<Frame<Bytes>, std::io::Error>>| async move { x });
+    let body: Body = BodyExt::boxed(StreamBody::new(chunks.chain(end)));
     Ok(response
         .body(body)
         .unwrap_or_else(|e| api_error(StatusCode::BAD_GATEWAY, &e.to_string())))

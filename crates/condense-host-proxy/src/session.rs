@@ -25,7 +25,10 @@ use condense_engine::session::EngineLock;
 use condense_engine::{CallFacts, Engine, StartParams};
 use condense_store::append::{Appender, LockMode};
 use condense_store::session::Session;
-use condense_summarizer::{Extractive, Provider, Summarizer, SummarizerSettings, Target};
+use condense_summarizer::{
+    Anthropic, AnthropicConfig, ApiKey, Extractive, FallbackController, Provider, Summarizer,
+    SummarizerSettings, Target, TokioClock,
+};
 use serde_json::Value;
 
 use crate::anthropic::{self, HostList, Part, Unit, WireRequest};
@@ -48,6 +51,8 @@ struct Held {
 struct Turn {
     message: Message,
     results: Vec<Message>,
+    /// The call's tokens (prompt and output) as the provider reported them.
+    tokens: Option<u64>,
 }
 
 /// What a request becomes.
@@ -67,6 +72,66 @@ pub struct SessionOptions {
     pub settings: Value,
     /// The query tool's name as the model sees it.
     pub query_tool: String,
+    /// Where summaries go (the proxy's upstream, with the client's
+    /// credentials); `None`: the extractive summarizer only.
+    pub upstream: Option<String>,
+    /// The HTTP client summaries are sent with.
+    pub client: reqwest::Client,
+}
+
+impl SessionOptions {
+    /// Options with no upstream for summaries (the extractive summarizer).
+    pub fn offline(settings: Value, query_tool: &str) -> SessionOptions {
+        SessionOptions {
+            settings,
+            query_tool: query_tool.to_owned(),
+            upstream: None,
+            client: reqwest::Client::new(),
+        }
+    }
+}
+
+/// The summarizer model when `summarizerModel` is `default`: the provider's
+/// cheaper model.
+pub const DEFAULT_SUMMARIZER_MODEL: &str = "claude-haiku-4-5";
+
+/// The client's credentials of one request, for the summaries its flushes
+/// send upstream. Held in memory for that request only, never written.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Credentials {
+    /// `x-api-key`.
+    pub api_key: Option<String>,
+    /// `authorization` (an OAuth bearer token).
+    pub authorization: Option<String>,
+    /// `anthropic-beta`, sent with a bearer token (OAuth needs its beta).
+    pub beta: Option<String>,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credentials")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field(
+                "authorization",
+                &self.authorization.as_ref().map(|_| "<redacted>"),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Credentials {
+    fn any(&self) -> bool {
+        self.api_key.is_some() || self.authorization.is_some()
+    }
+}
+
+/// An Anthropic model's input price, by family, in dollars per million
+/// tokens (for the summarizer's price against the session model's).
+fn family_price(model: &str) -> Option<f64> {
+    [("opus", 5.0), ("sonnet", 3.0), ("haiku", 1.0)]
+        .iter()
+        .find(|(family, _)| model.contains(family))
+        .map(|(_, price)| *price)
 }
 
 /// One conversation (see the module docs).
@@ -82,7 +147,12 @@ pub struct ProxySession {
     engine_len: usize,
     turn: Option<Turn>,
     turn_index: i64,
-    summarizer: Arc<dyn Provider>,
+    /// The credentials of the request being prepared.
+    credentials: Credentials,
+    /// What the last answer's call billed, for the assistant message the
+    /// next request brings.
+    usage: Option<anthropic::Usage>,
+    fallback: Arc<FallbackController>,
 }
 
 impl std::fmt::Debug for ProxySession {
@@ -154,7 +224,9 @@ impl ProxySession {
             engine_len: 0,
             turn: None,
             turn_index: 0,
-            summarizer: Arc::new(Extractive::new()),
+            credentials: Credentials::default(),
+            usage: None,
+            fallback: Arc::new(FallbackController::new(Arc::new(TokioClock::new()))),
         };
         let branch_leaf = session.log.leaf_id().map(str::to_owned);
         session.restart(branch_leaf.as_deref())?;
@@ -211,15 +283,68 @@ impl ProxySession {
         self.engine.engine()
     }
 
+    /// The summarizer model's id (`summarizerModel`, its provider left
+    /// out; `default`: [`DEFAULT_SUMMARIZER_MODEL`]).
+    fn summarizer_model(&self) -> String {
+        let spec = self.engine().config().summarizer_model.clone();
+        if spec == "default" {
+            return DEFAULT_SUMMARIZER_MODEL.to_owned();
+        }
+        spec.split_once('/')
+            .map_or(spec.clone(), |(_, id)| id.to_owned())
+    }
+
+    /// Summaries go upstream with the client's credentials, to the
+    /// summarizer model; the extractive summarizer stands in when that
+    /// fails (and is all there is with no upstream or no credentials).
     fn summarizer(&self) -> Summarizer {
         let settings = SummarizerSettings::from_config(self.engine().config());
+        let extractive = Target::new(
+            Arc::new(Extractive::new()),
+            ModelRef::new("condense", "extractive"),
+        );
+        let Some(upstream) = self
+            .options
+            .upstream
+            .as_ref()
+            .filter(|_| self.credentials.any())
+        else {
+            return Summarizer::new(extractive, settings);
+        };
+        let mut extra = Vec::new();
+        if let Some(a) = &self.credentials.authorization {
+            extra.push(("authorization".to_owned(), a.clone()));
+            if let Some(b) = &self.credentials.beta {
+                extra.push(("anthropic-beta".to_owned(), b.clone()));
+            }
+        }
+        let provider = Anthropic::with_client(
+            AnthropicConfig {
+                base_url: upstream.clone(),
+                api_key: self
+                    .credentials
+                    .api_key
+                    .clone()
+                    .map_or(ApiKey::None, ApiKey::Value),
+                extra_headers: extra,
+                ..AnthropicConfig::default()
+            },
+            self.options.client.clone(),
+        );
+        let model: Arc<dyn Provider> = Arc::new(provider);
         Summarizer::new(
-            Target::new(
-                self.summarizer.clone(),
-                ModelRef::new("condense", "extractive"),
-            ),
+            Target::new(model, ModelRef::new("anthropic", self.summarizer_model())),
             settings,
         )
+        .with_session_fallback(extractive, self.fallback.clone())
+    }
+
+    /// The summarizer's input price over the call's model's, when both are
+    /// models whose family prices are known.
+    fn summarizer_price(&self, model: Option<&str>) -> Option<f64> {
+        let summarizer = family_price(&self.summarizer_model())?;
+        let model = family_price(model?)?;
+        Some(summarizer / model)
     }
 
     /// Carries out the engine's effects: entries go to the log, and a
@@ -286,7 +411,7 @@ impl ProxySession {
                 turn_index: self.turn_index,
                 message: &turn.message,
                 results: &turn.results,
-                tokens: None,
+                tokens: turn.tokens,
                 context_window: CONTEXT_WINDOW,
                 now: now_ms,
             },
@@ -352,6 +477,19 @@ impl ProxySession {
         &mut self,
         request: &WireRequest<'_>,
         units: &mut [Unit],
+        credentials: &Credentials,
+        now_ms: i64,
+    ) -> Prepared {
+        self.credentials = credentials.clone();
+        let prepared = self.prepare_with(request, units, now_ms).await;
+        self.credentials = Credentials::default();
+        prepared
+    }
+
+    async fn prepare_with(
+        &mut self,
+        request: &WireRequest<'_>,
+        units: &mut [Unit],
         now_ms: i64,
     ) -> Prepared {
         let mut notices = Vec::new();
@@ -389,7 +527,16 @@ impl ProxySession {
                 answers.insert(u, text);
             }
             let unit = &units[u];
-            let json = anthropic::with_timestamp(&unit.view, now_ms);
+            // The last answer's usage belongs to the newest assistant
+            // message (the one that answer was).
+            let newest_assistant = unit.part == Part::Assistant
+                && !units[u + 1..].iter().any(|x| x.part == Part::Assistant);
+            let usage = if newest_assistant {
+                self.usage.take()
+            } else {
+                None
+            };
+            let json = anthropic::with_facts(&unit.view, usage.as_ref(), now_ms);
             let Ok(message) = Message::from_json(&json) else {
                 continue;
             };
@@ -430,6 +577,12 @@ impl ProxySession {
                     self.turn = Some(Turn {
                         message,
                         results: Vec::new(),
+                        tokens: usage.map(|u| {
+                            u.input
+                                .saturating_add(u.cache_read)
+                                .saturating_add(u.cache_write)
+                                .saturating_add(u.output)
+                        }),
                     });
                 }
                 Part::Result(_) => {
@@ -447,7 +600,7 @@ impl ProxySession {
         let call = CallFacts {
             now_ms: Some(now_ms),
             model: request.model.as_ref().map(|m| format!("anthropic/{m}")),
-            summarizer_price: None,
+            summarizer_price: self.summarizer_price(request.model.as_deref()),
         };
         let keep = self.engine_len;
         let append = self.messages[keep..].to_vec();
@@ -492,6 +645,11 @@ impl ProxySession {
                 }
             }
         }
+    }
+
+    /// Records what the last answer billed (the provider's own report).
+    pub fn record_usage(&mut self, usage: anthropic::Usage) {
+        self.usage = Some(usage);
     }
 
     /// The answer to a `context_tree_query` call with these arguments.

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use sha1::{Digest, Sha1};
 
 use crate::anthropic::{self, Block, Unit, WireRequest};
-use crate::session::{Prepared, ProxySession, SessionOptions};
+use crate::session::{Credentials, Prepared, ProxySession, SessionOptions};
 
 /// How many sessions stay open; past it, those no request is using are
 /// closed (a later request reopens one from its log).
@@ -145,6 +145,7 @@ impl Sessions {
     pub async fn prepare(
         &self,
         header: Option<&str>,
+        credentials: &Credentials,
         body: &str,
         now_ms: i64,
     ) -> (Option<String>, Prepared) {
@@ -179,8 +180,24 @@ impl Sessions {
             }
         };
         let mut session = session.lock().await;
-        let prepared = session.prepare(&request, &mut units, now_ms).await;
+        let prepared = session
+            .prepare(&request, &mut units, credentials, now_ms)
+            .await;
         (Some(key), prepared)
+    }
+
+    /// Records the usage an answer in the session `key` reported, if that
+    /// session is open.
+    pub async fn record_usage(&self, key: &str, usage: crate::anthropic::Usage) {
+        let session = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .cloned();
+        if let Some(s) = session {
+            s.lock().await.record_usage(usage);
+        }
     }
 
     /// `context_tree_query` in the session `key`.

@@ -237,3 +237,45 @@ async fn an_upstream_that_cannot_be_reached_is_a_502_in_the_apis_shape() {
         .unwrap()
         .contains("condense proxy"));
 }
+
+#[tokio::test]
+async fn the_usage_an_answer_reports_is_logged_with_the_message_it_was() {
+    let up = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = proxy(&format!("http://{}", up.addr), dir.path()).await;
+    let client = reqwest::Client::new();
+    let mut c = support::Convo::default();
+    c.prompt("hello");
+    c.tools(1, 3000);
+    for _ in 0..2 {
+        up.release.notify_one();
+        let r = client
+            .post(format!("{base}/v1/messages"))
+            .header("x-api-key", "sk-test")
+            .header("accept-encoding", "gzip")
+            .body(c.body("s2"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.text().await.unwrap(), format!("{FIRST}{SECOND}"));
+        // The answer the upstream gave comes back in the next history.
+        c.tools(1, 3000);
+    }
+    let log = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let text = std::fs::read_to_string(log).unwrap();
+    let assistant = text
+        .lines()
+        .find(|l| l.contains("toolu_0002") && l.contains("\"role\":\"assistant\""))
+        .expect("the second call's assistant message is logged");
+    assert!(
+        assistant.contains(
+            r#""usage":{"input":10,"output":9,"cacheRead":0,"cacheWrite":0,"totalTokens":19}"#
+        ),
+        "{assistant}"
+    );
+    assert!(!text.contains("sk-test"), "no secret is written");
+}

@@ -7,23 +7,20 @@ mod support;
 use std::path::Path;
 
 use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
-use condense_host_proxy::{SessionOptions, Sessions};
+use condense_host_proxy::{Credentials, SessionOptions, Sessions};
 use serde_json::Value;
 use support::{output, settings, Convo};
 
 fn sessions(dir: &Path, policy: &str) -> Sessions {
     Sessions::new(
         dir.to_path_buf(),
-        SessionOptions {
-            settings: settings(policy),
-            query_tool: MCP_QUERY_TOOL.to_owned(),
-        },
+        SessionOptions::offline(settings(policy), MCP_QUERY_TOOL),
     )
 }
 
 /// What goes upstream for `body`: the rewritten body, or `body` itself.
 async fn sent(s: &Sessions, body: &str, now: i64) -> String {
-    let (_, p) = s.prepare(None, body, now).await;
+    let (_, p) = s.prepare(None, &Credentials::default(), body, now).await;
     p.body.unwrap_or_else(|| body.to_owned())
 }
 
@@ -135,7 +132,11 @@ async fn outputs_become_stubs_that_page_back_whole() {
     );
     assert!(last.contains(MCP_QUERY_TOOL), "stubs name the MCP tool");
     // Each stub's original comes back whole through the session's query.
-    let key = s.prepare(None, bodies.last().unwrap(), 0).await.0.unwrap();
+    let key = s
+        .prepare(None, &Credentials::default(), bodies.last().unwrap(), 0)
+        .await
+        .0
+        .unwrap();
     for (r, call) in &stubbed {
         let n: usize = call.trim_start_matches("toolu_").parse().unwrap();
         let answer = s
@@ -157,7 +158,14 @@ async fn an_unchanged_history_goes_upstream_byte_identical() {
     let bodies = script();
     // Before any flush, every call goes as the client sent it.
     for (i, body) in bodies.iter().take(3).enumerate() {
-        let (_, p) = s.prepare(None, body, 1_700_000_000_000 + i as i64).await;
+        let (_, p) = s
+            .prepare(
+                None,
+                &Credentials::default(),
+                body,
+                1_700_000_000_000 + i as i64,
+            )
+            .await;
         assert_eq!(p.body, None, "call {i}");
     }
 }
@@ -231,7 +239,7 @@ async fn a_body_the_proxy_cannot_read_goes_unchanged_with_a_notice() {
     let dir = tempfile::tempdir().unwrap();
     let s = sessions(dir.path(), "reference");
     for garbage in ["", "{", "[1,2]", r#"{"messages":[{"role":5}]}"#] {
-        let (key, p) = s.prepare(None, garbage, 0).await;
+        let (key, p) = s.prepare(None, &Credentials::default(), garbage, 0).await;
         assert_eq!((key, p.body), (None, None), "{garbage:?}");
         assert!(!p.notices.is_empty());
     }

@@ -10,5 +10,7 @@ mod wire;
 pub(crate) use rebuild::text_of;
 pub use rebuild::{name_query_tool, rebuild, HostList, RebuildError};
 pub use sse::{Usage, UsageTee};
-pub use view::{held_view, holds, result_view, units, with_timestamp, Part, Unit, MCP_QUERY_TOOL};
+pub use view::{
+    held_view, holds, result_view, units, with_facts, with_timestamp, Part, Unit, MCP_QUERY_TOOL,
+};
 pub use wire::{read_request, Block, WireError, WireMessage, WireRequest};

@@ -196,12 +196,31 @@ fn to_json(v: Value) -> String {
 
 /// A view message with its timestamp, as it is held and logged.
 pub fn with_timestamp(view: &str, ts: i64) -> String {
-    let body = view.strip_suffix('}').unwrap_or(view);
-    if body.ends_with('{') {
-        format!("{body}\"timestamp\":{ts}}}")
-    } else {
-        format!("{body},\"timestamp\":{ts}}}")
+    with_facts(view, None, ts)
+}
+
+/// A view message as it is held and logged: the view, then what the proxy
+/// learnt of it (an assistant message's usage, as pi records it), then its
+/// timestamp.
+pub fn with_facts(view: &str, usage: Option<&super::Usage>, ts: i64) -> String {
+    let mut out = view.strip_suffix('}').unwrap_or(view).to_owned();
+    let mut sep = if out.ends_with('{') { "" } else { "," };
+    if let Some(u) = usage {
+        out.push_str(&format!(
+            "{sep}\"usage\":{{\"input\":{},\"output\":{},\"cacheRead\":{},\"cacheWrite\":{},\"totalTokens\":{}}}",
+            u.input,
+            u.output,
+            u.cache_read,
+            u.cache_write,
+            u.input
+                .saturating_add(u.output)
+                .saturating_add(u.cache_read)
+                .saturating_add(u.cache_write)
+        ));
+        sep = ",";
     }
+    out.push_str(&format!("{sep}\"timestamp\":{ts}}}"));
+    out
 }
 
 /// The view a held message was made from: its JSON without the trailing
@@ -215,9 +234,18 @@ pub fn held_view(json: &str) -> Option<&str> {
     (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())).then(|| &json[..at])
 }
 
-/// Whether a held message (its JSON) is the view `view`.
+/// Whether a held message (its JSON) is the view `view`: the view, then
+/// only what [`with_facts`] adds.
 pub fn holds(json: &str, view: &str) -> bool {
-    held_view(json).is_some_and(|h| h.len() + 1 == view.len() && view.starts_with(h))
+    let Some(open) = view.strip_suffix('}') else {
+        return false;
+    };
+    held_view(json).is_some()
+        && json.strip_prefix(open).is_some_and(|rest| {
+            rest.starts_with(",\"usage\":")
+                || rest.starts_with(",\"timestamp\":")
+                || (open.ends_with('{') && rest.starts_with("\""))
+        })
 }
 
 #[cfg(test)]
@@ -269,5 +297,20 @@ mod tests {
         assert!(!holds(&held, r#"{"role":"user","content":[1]}"#));
         assert_eq!(held_view(r#"{"role":"custom","timestamp":"x"}"#), None);
         assert_eq!(with_timestamp("{}", 5), r#"{"timestamp":5}"#);
+        let usage = super::super::Usage {
+            input: 1,
+            output: 2,
+            cache_read: 3,
+            cache_write: 4,
+        };
+        let logged = with_facts(view, Some(&usage), 9);
+        assert_eq!(
+            logged,
+            r#"{"role":"user","content":[],"usage":{"input":1,"output":2,"cacheRead":3,"cacheWrite":4,"totalTokens":10},"timestamp":9}"#
+        );
+        assert!(holds(&logged, view));
+        // A view that is the start of another's is not it.
+        let system = with_timestamp(r#"{"role":"user","content":[],"wireRole":"system"}"#, 1);
+        assert!(!holds(&system, view));
     }
 }

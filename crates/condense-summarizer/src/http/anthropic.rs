@@ -23,6 +23,9 @@ pub struct AnthropicConfig {
     pub default_max_tokens: u32,
     /// Prices for the cost figure; `None` reports a cost of zero.
     pub pricing: Option<Pricing>,
+    /// Headers sent as they are with every call (a proxy passes on its
+    /// client's `authorization` and `anthropic-beta`).
+    pub extra_headers: Vec<(String, String)>,
 }
 
 impl Default for AnthropicConfig {
@@ -34,6 +37,7 @@ impl Default for AnthropicConfig {
             version: "2023-06-01".into(),
             default_max_tokens: 4096,
             pricing: None,
+            extra_headers: Vec::new(),
         }
     }
 }
@@ -125,6 +129,9 @@ impl Provider for Anthropic {
         let mut headers = vec![("anthropic-version", self.config.version.clone())];
         if let Some(key) = key {
             headers.push(("x-api-key", key));
+        }
+        for (name, value) in &self.config.extra_headers {
+            headers.push((name.as_str(), value.clone()));
         }
         let body = self.request_body(&request);
         let cancel = &request.cancel;

@@ -24,8 +24,8 @@
 //! `data: [DONE]`. Non-streaming requests get one `chat.completion` object.
 //!
 //! `POST …/messages` is Anthropic's Messages API, answered the same way from
-//! the same scripts, non-streaming only (what the OpenCode plugin's
-//! summarizer calls send).
+//! the same scripts: one message, or (`"stream": true`, what Claude Code
+//! sends) its server-sent events with text and `tool_use` blocks.
 //!
 //! Every request (any method and path) is recorded with its JSON body for
 //! assertions ([`FakeLlm::requests`]).

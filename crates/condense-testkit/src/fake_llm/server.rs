@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::wire::{anthropic_message, completion_object, write_sse};
+use super::wire::{anthropic_message, completion_object, write_anthropic_sse, write_sse};
 use super::{is_summary_request, lock, RecordedRequest, Reply, RequestKind, State, EXHAUSTED_TEXT};
 
 /// Read and write timeout of every connection.
@@ -93,7 +93,7 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
     let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
 
     let path = head.path.split('?').next().unwrap_or("");
-    // Anthropic's Messages API (`POST …/messages`), non-streaming only.
+    // Anthropic's Messages API (`POST …/messages`), streamed or not.
     let anthropic = head.method == "POST" && path.ends_with("/messages");
     let is_chat = head.method == "POST"
         && (path.ends_with("/chat/completions") || anthropic)
@@ -163,11 +163,7 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
     let id = format!("chatcmpl-fake-{seq}");
     if anthropic {
         if streaming {
-            return write_json(
-                &mut out,
-                400,
-                &error_body("fake LLM: streaming Messages API is not served"),
-            );
+            return write_anthropic_sse(&mut out, &reply, &id, &model, body.len());
         }
         return write_json(
             &mut out,
