@@ -30,14 +30,17 @@ Commands:
              fmt     cargo fmt --all --check
              clippy  cargo clippy --workspace --all-targets -- -D warnings
              test    cargo test --workspace --exclude condense-host-pi
-                     --exclude condense-host-opencode (includes doc tests)
+                     --exclude condense-host-opencode --exclude condense-cli
+                     (includes doc tests)
              dist    cargo xtask dist (below): the packages e2e installs
              e2e     cargo test -p condense-host-pi -p condense-host-opencode
-                     -- --nocapture (end-to-end tests against real pi and
-                     OpenCode; installs Node 22 and 20, pi 0.83, 1.6 and 0.73,
-                     opencode-ai 1.18.33 and verdaccio 6.8.0 from the npm
-                     registry with the system npm; the install tests publish
-                     target/dist/*.tgz to verdaccio on 127.0.0.1)
+                     -p condense-cli -- --nocapture (end-to-end tests against
+                     real pi, OpenCode and Claude Code; installs Node 22 and
+                     20, pi 0.83, 1.6 and 0.73, opencode-ai 1.18.33,
+                     @anthropic-ai/claude-code 2.1.328 and verdaccio 6.8.0
+                     from the npm registry with the system npm; the install
+                     tests publish target/dist/*.tgz to verdaccio on
+                     127.0.0.1)
              doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
   dist     Build stripped release binaries (condense-pi, condense-opencode,
              condense) and pack the npm packages into target/dist/:

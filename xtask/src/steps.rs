@@ -98,9 +98,9 @@ fn clippy(ctx: &Ctx) -> Result<(), StepError> {
     ]))
 }
 
-/// The crates whose tests drive a real harness (pi, OpenCode); they run in
-/// the `e2e` step.
-const E2E_PACKAGES: [&str; 2] = ["condense-host-pi", "condense-host-opencode"];
+/// The crates whose tests drive a real harness (pi, OpenCode, Claude Code
+/// through the CLI's `condense claude`); they run in the `e2e` step.
+const E2E_PACKAGES: [&str; 3] = ["condense-host-pi", "condense-host-opencode", "condense-cli"];
 
 /// Environment variable naming the Node + pi cache of the end-to-end tests.
 const E2E_CACHE_ENV: &str = "CONDENSE_E2E_CACHE";
@@ -110,8 +110,8 @@ const E2E_CACHE_ENV: &str = "CONDENSE_E2E_CACHE";
 const E2E_SKIP_ENV: &str = "CONDENSE_SKIP_E2E";
 
 /// `cargo test --workspace --exclude condense-host-pi --exclude
-/// condense-host-opencode`: lib, bin and integration tests plus doc tests
-/// of every other crate.
+/// condense-host-opencode --exclude condense-cli`: lib, bin and
+/// integration tests plus doc tests of every other crate.
 ///
 /// The host crates' tests (which include the end-to-end tests) run in the
 /// `e2e` step instead, so they run once. Output is passed through
@@ -124,12 +124,12 @@ fn test(ctx: &Ctx) -> Result<(), StepError> {
     ctx.run(&mut ctx.cargo(args))
 }
 
-/// `cargo test -p condense-host-pi -p condense-host-opencode -- --nocapture`:
-/// every test of the host crates, including the end-to-end tests against
-/// real pi and real OpenCode.
+/// `cargo test -p condense-host-pi -p condense-host-opencode -p condense-cli
+/// -- --nocapture`: every test of those crates, including the end-to-end
+/// tests against real pi, real OpenCode and real Claude Code.
 ///
 /// The tests install Node (22 and 20), pi (0.83, 1.6, 0.73), OpenCode
-/// (1.18.33) and verdaccio (6.8.0) from the npm registry with the system `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
+/// (1.18.33), Claude Code (2.1.328) and verdaccio (6.8.0) from the npm registry with the system `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
 /// already set) and fail if they cannot; `CONDENSE_SKIP_E2E` is removed so CI
 /// never skips them. The install tests (`e2e_install.rs`) install the
 /// packages the `dist` step packed.

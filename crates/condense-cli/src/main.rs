@@ -4,6 +4,7 @@
 //! Exit codes: 0 ok, 1 usage error, 2 data problem (missing or unreadable
 //! session, unknown ref, malformed settings).
 
+mod claude;
 mod compact;
 mod corpus;
 mod demo;
@@ -160,6 +161,9 @@ enum Command {
     /// The stdio MCP server that gives the agent `context_tree_query`
     /// (answered by `condense proxy`); see docs/proxy.md.
     Mcp,
+    /// Claude Code through condense: the proxy (reused or started), the
+    /// MCP server registered, and `claude` with your arguments after `--`.
+    Claude(claude::ClaudeArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -190,6 +194,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Simulate(args) => simulate::run(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Mcp => mcp::run(),
+        Command::Claude(args) => claude::run(&args).map(|_| ()),
         Command::Query {
             mut args,
             latest,
@@ -221,8 +226,13 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
+    // `condense claude` ends with Claude Code's own exit code.
+    let result = match &cli.command {
+        Command::Claude(args) => claude::run(args).map(|code| u8::try_from(code).unwrap_or(1)),
+        _ => run(cli).map(|()| 0),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("condense: {e}");
             ExitCode::from(match e {

@@ -61,7 +61,7 @@ pub fn default_settings() -> PathBuf {
 
 /// The settings file's value: a missing default file is the defaults, a
 /// file given that cannot be read is an error, bad keys are warned of.
-fn read_settings(path: Option<&PathBuf>) -> Result<Value, CliError> {
+pub fn read_settings(path: Option<&PathBuf>) -> Result<Value, CliError> {
     let file = path.cloned().unwrap_or_else(default_settings);
     let bytes = match condense_store::session::read_regular_file(&file) {
         Ok(b) => b,
@@ -102,6 +102,7 @@ pub fn run(args: &ProxyArgs) -> Result<(), CliError> {
         dir: dir.clone(),
         settings,
         query_tool: MCP_QUERY_TOOL.to_owned(),
+        log: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

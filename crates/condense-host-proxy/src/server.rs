@@ -59,13 +59,40 @@ pub struct ProxyConfig {
     pub settings: Value,
     /// The query tool's name as the model sees it.
     pub query_tool: String,
+    /// Where notices go (a file, appended); `None`: standard error.
+    pub log: Option<PathBuf>,
 }
 
 struct Shared {
     sessions: Sessions,
     client: reqwest::Client,
     upstream: String,
+    log: Option<PathBuf>,
 }
+
+impl Shared {
+    /// Tells the user something: on standard error, or in the log file
+    /// (when an agent's terminal UI owns standard error).
+    fn notice(&self, text: &str) {
+        match &self.log {
+            None => eprintln!("{text}"),
+            Some(path) => {
+                use std::io::Write;
+                if let Ok(mut f) = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                {
+                    let _ = writeln!(f, "{text}");
+                }
+            }
+        }
+    }
+}
+
+/// What `GET /condense/health` answers: who listens, and where it forwards
+/// (so `condense claude` reuses a proxy that is running).
+pub const HEALTH_PATH: &str = "/condense/health";
 
 type Body = BoxBody<Bytes, std::io::Error>;
 
@@ -115,24 +142,26 @@ pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Resul
         ),
         client,
         upstream: config.upstream.trim_end_matches('/').to_owned(),
+        log: config.log,
     });
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("condense proxy: accept: {e}");
+                shared.notice(&format!("condense proxy: accept: {e}"));
                 tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 continue;
             }
         };
         let shared = shared.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| handle(shared.clone(), req));
+            let for_service = shared.clone();
+            let service = hyper::service::service_fn(move |req| handle(for_service.clone(), req));
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), service);
             if let Err(e) = conn.await {
                 if !e.is_incomplete_message() {
-                    eprintln!("condense proxy: connection: {e}");
+                    shared.notice(&format!("condense proxy: connection: {e}"));
                 }
             }
         });
@@ -144,6 +173,20 @@ pub async fn bind_and_serve(addr: SocketAddr, config: ProxyConfig) -> std::io::R
     serve(TcpListener::bind(addr).await?, config).await
 }
 
+/// The session a body belongs to (after a panic, to close it).
+fn session_key_of(headers: &hyper::HeaderMap, body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let request = crate::anthropic::read_request(text).ok()?;
+    let header = headers
+        .get("x-claude-code-session-id")
+        .and_then(|v| v.to_str().ok());
+    Some(crate::sessions::session_key(
+        header,
+        &request,
+        &crate::anthropic::units(&request),
+    ))
+}
+
 /// Whether a request is a Messages API call whose history condense
 /// renders (not `count_tokens` or anything else).
 fn renders(method: &hyper::Method, path: &str) -> bool {
@@ -151,6 +194,14 @@ fn renders(method: &hyper::Method, path: &str) -> bool {
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    if req.method() == hyper::Method::GET && req.uri().path() == HEALTH_PATH {
+        let body = serde_json::json!({
+            "condense": "proxy",
+            "version": env!("CARGO_PKG_VERSION"),
+            "upstream": shared.upstream,
+        });
+        return Ok(full(StatusCode::OK, body.to_string()));
+    }
     let (parts, body) = req.into_parts();
     let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
@@ -196,16 +247,21 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         match task.await {
             Ok(Some((key, prepared))) => {
                 for n in &prepared.notices {
-                    eprintln!("{n}");
+                    shared.notice(n);
                 }
                 if let Some(b) = prepared.body {
                     out = Bytes::from(b);
                 }
                 session_key = key;
             }
-            Ok(None) => eprintln!("condense: request sent unchanged: not UTF-8"),
+            Ok(None) => shared.notice("condense: request sent unchanged: not UTF-8"),
             Err(e) => {
-                eprintln!("condense: request sent unchanged: the engine failed: {e}");
+                shared.notice(&format!(
+                    "condense: request sent unchanged: the engine failed: {e}"
+                ));
+                if let Some(key) = session_key_of(&parts.headers, &body) {
+                    shared.sessions.close(&key);
+                }
             }
         }
     }

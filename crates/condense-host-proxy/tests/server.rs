@@ -126,6 +126,7 @@ async fn proxy(upstream: &str, dir: &std::path::Path) -> String {
         dir: dir.to_path_buf(),
         settings: support::settings("reference"),
         query_tool: MCP_QUERY_TOOL.to_owned(),
+        log: None,
     };
     tokio::spawn(condense_host_proxy::serve(listener, config));
     format!("http://{addr}")

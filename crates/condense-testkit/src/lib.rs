@@ -21,8 +21,13 @@
 //! * [`text`]: the contents of the files the tests have the agent read.
 //! * [`cli`]: the `condense` CLI built next to a sidecar, and its
 //!   `simulate --json`.
+//! * [`claude_env`]: installs Claude Code from the npm registry into the
+//!   same cache and runs it headless through `condense claude`.
+//! * [`relay`]: a recording relay, to see what a client sent before the
+//!   proxy rewrote it.
 
 pub mod cache;
+pub mod claude_env;
 pub mod cli;
 pub mod fake_llm;
 pub mod node_tests;
@@ -31,5 +36,6 @@ pub mod opencode_serve;
 pub mod pi_env;
 pub mod process;
 pub mod registry;
+pub mod relay;
 pub mod text;
 pub mod typescript;

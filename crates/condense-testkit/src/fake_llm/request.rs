@@ -31,6 +31,8 @@ pub struct RecordedRequest {
     pub kind: RequestKind,
     /// The body parsed as JSON (`Value::Null` if it was not JSON).
     pub body: Value,
+    /// The body's bytes as received.
+    pub raw_body: Vec<u8>,
     /// True if the main script was exhausted and [`EXHAUSTED_TEXT`] was sent.
     pub exhausted: bool,
     /// When the server had read the request's head (ms since the epoch).

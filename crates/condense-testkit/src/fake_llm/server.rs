@@ -136,6 +136,7 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
             path: head.path.clone(),
             kind,
             body: body_json,
+            raw_body: body.clone(),
             exhausted,
             received_ms,
         });
