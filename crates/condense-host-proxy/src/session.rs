@@ -55,6 +55,16 @@ struct Turn {
     tokens: Option<u64>,
 }
 
+/// The conversation's previous request, as the next one reads after it.
+#[derive(Debug, Clone)]
+struct Memo {
+    wire: anthropic::WireMemo,
+    /// Its units, without their views.
+    units: Vec<Unit>,
+    /// Where each unit is held.
+    at: Vec<Option<usize>>,
+}
+
 /// What a request becomes.
 #[derive(Debug, Default)]
 pub struct Prepared {
@@ -143,6 +153,9 @@ pub struct ProxySession {
     log: Appender,
     messages: Vec<Message>,
     held: Vec<Held>,
+    /// The text each message condense wrote is sent as (`None` for the
+    /// client's own).
+    texts: Vec<Option<String>>,
     /// How many of `messages` the engine's copy holds.
     engine_len: usize,
     turn: Option<Turn>,
@@ -152,6 +165,8 @@ pub struct ProxySession {
     /// What the last answer's call billed, for the assistant message the
     /// next request brings.
     usage: Option<anthropic::Usage>,
+    /// What the next request of the conversation reads after.
+    memo: Option<Memo>,
     fallback: Arc<FallbackController>,
 }
 
@@ -221,11 +236,13 @@ impl ProxySession {
             log,
             messages: Vec::new(),
             held: Vec::new(),
+            texts: Vec::new(),
             engine_len: 0,
             turn: None,
             turn_index: 0,
             credentials: Credentials::default(),
             usage: None,
+            memo: None,
             fallback: Arc::new(FallbackController::new(Arc::new(TokioClock::new()))),
         };
         let branch_leaf = session.log.leaf_id().map(str::to_owned);
@@ -263,9 +280,16 @@ impl ProxySession {
             })
             .collect();
         self.messages = context.messages;
+        self.texts = self
+            .messages
+            .iter()
+            .zip(&self.held)
+            .map(|(m, h)| (!h.wire).then(|| anthropic::wire_text(m, &self.options.query_tool)))
+            .collect();
         self.engine_len = 0;
         self.turn = None;
         self.turn_index = 0;
+        self.memo = None;
         let effects = self.engine().start(StartParams {
             settings: self.options.settings.clone(),
             session_id: self.key.clone(),
@@ -382,6 +406,8 @@ impl ProxySession {
                                 now_ms,
                             );
                             if let Some(m) = m {
+                                self.texts
+                                    .push(Some(anthropic::wire_text(&m, &self.options.query_tool)));
                                 self.messages.push(m);
                                 self.held.push(Held {
                                     entry_id: id,
@@ -432,10 +458,15 @@ impl ProxySession {
     /// message it is. Returns the first unit not held, and where the list
     /// stops matching when the history diverged from it (an edit, a
     /// rewind).
-    fn match_units(&self, units: &[Unit]) -> (Vec<Option<usize>>, usize, Option<usize>) {
+    fn match_units(
+        &self,
+        units: &[Unit],
+        known: &[Option<usize>],
+    ) -> (Vec<Option<usize>>, usize, Option<usize>) {
         let mut at = vec![None; units.len()];
-        let mut h = 0;
-        for (u, unit) in units.iter().enumerate() {
+        at[..known.len()].copy_from_slice(known);
+        let mut h = known.iter().rev().find_map(|h| *h).map_or(0, |h| h + 1);
+        for (u, unit) in units.iter().enumerate().skip(known.len()) {
             while h < self.messages.len() && !self.held[h].wire {
                 h += 1;
             }
@@ -475,34 +506,97 @@ impl ProxySession {
     /// send upstream.
     pub async fn prepare(
         &mut self,
-        request: &WireRequest<'_>,
-        units: &mut [Unit],
+        request: WireRequest<'_>,
+        mut units: Vec<Unit>,
         credentials: &Credentials,
         now_ms: i64,
     ) -> Prepared {
+        self.memo = None;
         self.credentials = credentials.clone();
-        let prepared = self.prepare_with(request, units, now_ms).await;
+        let (prepared, at) = self.prepare_with(&request, &mut units, &[], now_ms).await;
         self.credentials = Credentials::default();
+        self.remember(request, units, at);
         prepared
+    }
+
+    /// [`ProxySession::prepare`] of a body, read after the conversation's
+    /// previous request: the messages it shares with that one are neither
+    /// read nor matched again.
+    pub async fn prepare_text(
+        &mut self,
+        body: &str,
+        credentials: &Credentials,
+        now_ms: i64,
+    ) -> Result<Prepared, anthropic::WireError> {
+        let (wire, mut units, mut known) = match self.memo.take() {
+            Some(m) => (Some(m.wire), m.units, m.at),
+            None => Default::default(),
+        };
+        let request = anthropic::read_request_after(body, wire)?;
+        let n = units
+            .iter()
+            .take_while(|u| u.message < request.reused)
+            .count();
+        units.truncate(n);
+        known.truncate(n);
+        units.extend(anthropic::units_from(&request, request.reused));
+        self.credentials = credentials.clone();
+        let (prepared, at) = self
+            .prepare_with(&request, &mut units, &known, now_ms)
+            .await;
+        self.credentials = Credentials::default();
+        self.remember(request, units, at);
+        Ok(prepared)
+    }
+
+    /// Keeps what the next request of the conversation reads after: the
+    /// request, its units without their views, and where each is held.
+    fn remember(
+        &mut self,
+        request: WireRequest<'_>,
+        mut units: Vec<Unit>,
+        at: Option<Vec<Option<usize>>>,
+    ) {
+        self.memo = at.map(|at| {
+            for u in &mut units {
+                u.view = String::new();
+            }
+            Memo {
+                wire: anthropic::WireMemo::from_request(request),
+                units,
+                at,
+            }
+        });
+    }
+
+    /// The body's bytes through its first message, as the last request
+    /// sent them (`None` before one).
+    pub fn head(&self) -> Option<&str> {
+        self.memo.as_ref().map(|m| m.wire.head())
     }
 
     async fn prepare_with(
         &mut self,
         request: &WireRequest<'_>,
         units: &mut [Unit],
+        known: &[Option<usize>],
         now_ms: i64,
-    ) -> Prepared {
+    ) -> (Prepared, Option<Vec<Option<usize>>>) {
         let mut notices = Vec::new();
-        let (mut at, mut first_new, diverged) = self.match_units(units);
+        let (mut at, mut first_new, diverged) = self.match_units(units, known);
         if let Some(h) = diverged {
             if let Err(e) = self.fork(h) {
                 notices.push(format!("condense: {e}"));
-                return Prepared {
-                    body: None,
-                    notices,
-                };
+                return (
+                    Prepared {
+                        body: None,
+                        notices,
+                    },
+                    None,
+                );
             }
-            (at, first_new, _) = self.match_units(units);
+            // The fork keeps the list before `h`, where the known units are.
+            (at, first_new, _) = self.match_units(units, known);
         }
         // Queries answered before show the answer they were given.
         let mut answers: HashMap<usize, String> = HashMap::new();
@@ -550,14 +644,18 @@ impl ProxySession {
                 Ok(id) => id,
                 Err(e) => {
                     notices.push(format!("condense: writing the session log: {e}"));
-                    return Prepared {
-                        body: None,
-                        notices,
-                    };
+                    return (
+                        Prepared {
+                            body: None,
+                            notices,
+                        },
+                        None,
+                    );
                 }
             };
             at[u] = Some(self.messages.len());
             self.messages.push(message.clone());
+            self.texts.push(None);
             self.held.push(Held {
                 entry_id,
                 wire: true,
@@ -612,10 +710,13 @@ impl ProxySession {
             Some(s) => s,
             None if !answers.is_empty() => vec![condense_core::PlanStep::Keep(0..held)],
             None => {
-                return Prepared {
-                    body: None,
-                    notices,
-                }
+                return (
+                    Prepared {
+                        body: None,
+                        notices,
+                    },
+                    Some(at),
+                )
             }
         };
         let mut unit_of = vec![None; held];
@@ -627,8 +728,9 @@ impl ProxySession {
         let host = HostList {
             messages: &self.messages[..held],
             units: &unit_of,
+            texts: &self.texts[..held],
         };
-        match anthropic::rebuild(
+        let prepared = match anthropic::rebuild(
             request,
             units,
             &host,
@@ -644,7 +746,8 @@ impl ProxySession {
                     notices,
                 }
             }
-        }
+        };
+        (prepared, Some(at))
     }
 
     /// Records what the last answer billed (the provider's own report).

@@ -22,11 +22,18 @@ use crate::session::{Credentials, Prepared, ProxySession, SessionOptions};
 /// closed (a later request reopens one from its log).
 const MAX_OPEN: usize = 64;
 
+/// How many conversations' heads are remembered for the fast lookup.
+const MAX_HEADS: usize = 1024;
+
 /// The open sessions, by key.
 pub struct Sessions {
     dir: PathBuf,
     options: SessionOptions,
     open: std::sync::Mutex<HashMap<String, Arc<tokio::sync::Mutex<ProxySession>>>>,
+    /// Each conversation's last request through its first message: a body
+    /// that starts so continues it, and is read after it without reading
+    /// the whole history to find its key.
+    heads: std::sync::Mutex<HashMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -59,7 +66,7 @@ fn client_session_id(header: Option<&str>, request: &WireRequest<'_>) -> Option<
     if let Some(h) = header.map(sanitize).filter(|h| !h.is_empty()) {
         return Some(h);
     }
-    let meta: Metadata = serde_json::from_str(request.metadata?).ok()?;
+    let meta: Metadata = serde_json::from_str(request.metadata.as_deref()?).ok()?;
     let user: UserId = serde_json::from_str(&meta.user_id?).ok()?;
     user.session_id
         .map(|s| sanitize(&s))
@@ -76,7 +83,7 @@ pub fn session_key(header: Option<&str>, request: &WireRequest<'_>, units: &[Uni
             format!("{id}-{}", hex(&h.finalize(), 6))
         }
         None => {
-            h.update(request.system.unwrap_or("").as_bytes());
+            h.update(request.system.as_deref().unwrap_or("").as_bytes());
             h.update([0]);
             h.update(first.as_bytes());
             format!("h-{}", hex(&h.finalize(), 10))
@@ -101,6 +108,7 @@ impl Sessions {
             dir,
             options,
             open: std::sync::Mutex::new(HashMap::new()),
+            heads: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -140,6 +148,38 @@ impl Sessions {
             .remove(key);
     }
 
+    /// The conversation of the client's session `id` whose last request
+    /// `body` continues (it starts with that request's bytes through its
+    /// first message).
+    fn continued(&self, id: &str, body: &str) -> Option<String> {
+        let prefix = format!("{id}-");
+        self.heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|(k, h)| k.starts_with(&prefix) && !h.is_empty())
+            .find(|(_, h)| body.starts_with(h.as_str()))
+            .map(|(k, _)| k.clone())
+    }
+
+    fn note_head(&self, key: &str, head: Option<&str>) {
+        let mut heads = self
+            .heads
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if heads.len() >= MAX_HEADS && !heads.contains_key(key) {
+            heads.clear();
+        }
+        match head {
+            Some(h) => {
+                heads.insert(key.to_owned(), h.to_owned());
+            }
+            None => {
+                heads.remove(key);
+            }
+        }
+    }
+
     /// The conversation `body` belongs to, and the body to send upstream.
     /// Returns the key (`None` when no session applies) with the result.
     pub async fn prepare(
@@ -149,6 +189,25 @@ impl Sessions {
         body: &str,
         now_ms: i64,
     ) -> (Option<String>, Prepared) {
+        // The fast way: a request continuing one this proxy prepared.
+        let id = header.map(sanitize).filter(|h| !h.is_empty());
+        if let Some(key) = id.as_deref().and_then(|id| self.continued(id, body)) {
+            if let Ok(session) = self.session(&key, now_ms) {
+                let mut session = session.lock().await;
+                let prepared = session.prepare_text(body, credentials, now_ms).await;
+                self.note_head(&key, session.head());
+                return match prepared {
+                    Ok(p) => (Some(key), p),
+                    Err(e) => (
+                        Some(key),
+                        Prepared {
+                            body: None,
+                            notices: vec![format!("condense: request sent unchanged: {e}")],
+                        },
+                    ),
+                };
+            }
+        }
         let request = match anthropic::read_request(body) {
             Ok(r) => r,
             Err(e) => {
@@ -161,7 +220,7 @@ impl Sessions {
                 )
             }
         };
-        let mut units = anthropic::units(&request);
+        let units = anthropic::units(&request);
         let key = session_key(header, &request, &units);
         let exists = self.dir.join(format!("{key}.jsonl")).exists();
         if !exists && !has_results(&request) {
@@ -180,9 +239,8 @@ impl Sessions {
             }
         };
         let mut session = session.lock().await;
-        let prepared = session
-            .prepare(&request, &mut units, credentials, now_ms)
-            .await;
+        let prepared = session.prepare(request, units, credentials, now_ms).await;
+        self.note_head(&key, session.head());
         (Some(key), prepared)
     }
 

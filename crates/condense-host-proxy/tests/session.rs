@@ -365,3 +365,32 @@ async fn the_query_tools_placeholder_becomes_the_sessions_answer_every_time() {
     let s = sessions(dir.path(), "reference");
     assert_eq!(sent(&s, &c.body("q"), t(i + 1)).await, second);
 }
+
+#[tokio::test]
+async fn a_request_read_after_the_previous_one_renders_as_one_read_whole() {
+    // With Claude Code's session header, each call is read after the
+    // previous one (only what it adds); without it, whole. Same bytes out,
+    // through flushes, a query and a result Claude Code cleared.
+    let whole_dir = tempfile::tempdir().unwrap();
+    let fast_dir = tempfile::tempdir().unwrap();
+    let whole = sessions(whole_dir.path(), "reference");
+    let fast = sessions(fast_dir.path(), "reference");
+    let mut bodies = script();
+    let mut c = Convo::default();
+    let last: Value = serde_json::from_str(bodies.last().unwrap()).unwrap();
+    c.messages = last["messages"].as_array().unwrap().clone();
+    c.query(serde_json::json!({"toolCallIds": ["t2"]}));
+    bodies.push(c.body("sess-a"));
+    c.messages[2]["content"][1]["content"] =
+        serde_json::json!([{"type": "text", "text": "[Old tool result content cleared]"}]);
+    c.tools(1, 5000);
+    bodies.push(c.body("sess-a"));
+    for (i, body) in bodies.iter().enumerate() {
+        let t = 1_700_000_000_000 + i as i64 * 10_000;
+        let (_, a) = whole.prepare(None, &Credentials::default(), body, t).await;
+        let (_, b) = fast
+            .prepare(Some("sess-a"), &Credentials::default(), body, t)
+            .await;
+        assert_eq!(a.body, b.body, "call {i}");
+    }
+}

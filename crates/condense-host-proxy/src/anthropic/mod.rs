@@ -8,9 +8,12 @@ mod view;
 mod wire;
 
 pub(crate) use rebuild::text_of;
-pub use rebuild::{name_query_tool, rebuild, HostList, RebuildError};
+pub use rebuild::{name_query_tool, rebuild, wire_text, HostList, RebuildError};
 pub use sse::{Usage, UsageTee};
 pub use view::{
-    held_view, holds, result_view, units, with_facts, with_timestamp, Part, Unit, MCP_QUERY_TOOL,
+    held_view, holds, result_view, units, units_from, with_facts, with_timestamp, Part, Unit,
+    MCP_QUERY_TOOL,
 };
-pub use wire::{read_request, Block, WireError, WireMessage, WireRequest};
+pub use wire::{
+    read_request, read_request_after, Block, WireError, WireMemo, WireMessage, WireRequest,
+};

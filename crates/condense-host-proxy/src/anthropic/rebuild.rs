@@ -34,12 +34,21 @@ pub struct HostList<'a> {
     pub messages: &'a [Message],
     /// Each message's unit in the request.
     pub units: &'a [Option<usize>],
+    /// The text of each message condense wrote, as the model is sent it
+    /// ([`wire_text`]); `None` for the others.
+    pub texts: &'a [Option<String>],
+}
+
+/// The text a message condense wrote is sent as: its text, the query tool
+/// named as the model sees it.
+pub fn wire_text(m: &Message, query_tool: &str) -> String {
+    name_query_tool(&text_of(m), query_tool)
 }
 
 /// One message of the output.
-enum Slot {
+enum Slot<'a> {
     Unit(usize),
-    Synthetic(String),
+    Synthetic(std::borrow::Cow<'a, str>),
 }
 
 /// The text of a message condense wrote: its content string, or its text
@@ -143,12 +152,12 @@ pub fn rebuild(
         match step {
             PlanStep::Keep(r) => {
                 for h in r.clone().take_while(|h| *h < host.messages.len()) {
-                    match host.units[h] {
-                        Some(u) => slots.push(Slot::Unit(u)),
-                        None => slots.push(Slot::Synthetic(name_query_tool(
-                            &text_of(&host.messages[h]),
-                            query_tool,
-                        ))),
+                    match (host.units[h], host.texts.get(h).and_then(Option::as_deref)) {
+                        (Some(u), _) => slots.push(Slot::Unit(u)),
+                        (None, Some(text)) => slots.push(Slot::Synthetic(text.into())),
+                        (None, None) => slots.push(Slot::Synthetic(
+                            wire_text(&host.messages[h], query_tool).into(),
+                        )),
                     }
                 }
             }
@@ -184,7 +193,7 @@ pub fn rebuild(
                         continue;
                     }
                 }
-                slots.push(Slot::Synthetic(name_query_tool(&text_of(m), query_tool)));
+                slots.push(Slot::Synthetic(wire_text(m, query_tool).into()));
             }
         }
     }
@@ -335,13 +344,40 @@ pub fn rebuild(
     }
 
     let block_unit = |m: usize, b: usize| unit_of_block[m][b];
-    let mut items: Vec<String> = Vec::with_capacity(order.len());
+    let span = &request.messages_span;
+    let mut out = String::with_capacity(body.len() + 1024);
+    out.push_str(&body[..span.start]);
+    out.push('[');
+    let mut first = true;
+    let mut push = |out: &mut String, item: &str| {
+        if !std::mem::take(&mut first) {
+            out.push(',');
+        }
+        out.push_str(item);
+    };
+    // A run of messages sent as they are, in their order, is copied as one
+    // slice of the body (separators included).
+    let mut run: Option<(usize, usize)> = None;
+    let flush = |out: &mut String,
+                 run: &mut Option<(usize, usize)>,
+                 push: &mut dyn FnMut(&mut String, &str)| {
+        if let Some((a, b)) = run.take() {
+            push(
+                out,
+                &body[request.messages[a].span.start..request.messages[b].span.end],
+            );
+        }
+    };
     for e in order {
         match e {
-            Emit::Synthetic(text) => items.push(
-                serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}]})
-                    .to_string(),
-            ),
+            Emit::Synthetic(text) => {
+                flush(&mut out, &mut run, &mut push);
+                push(
+                    &mut out,
+                    &serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}]})
+                        .to_string(),
+                );
+            }
             Emit::Wire(m) => {
                 let w = &request.messages[m];
                 let keeps = &keep_blocks[m];
@@ -353,11 +389,18 @@ pub fn rebuild(
                         || block_unit(m, b).is_some_and(|u| content.contains_key(&u))
                 });
                 if keeps.iter().all(|k| *k) && !edited {
-                    items.push(body[w.span.clone()].to_owned());
+                    run = match run {
+                        Some((a, b)) if b + 1 == m => Some((a, m)),
+                        _ => {
+                            flush(&mut out, &mut run, &mut push);
+                            Some((m, m))
+                        }
+                    };
                     continue;
                 }
+                flush(&mut out, &mut run, &mut push);
                 let mut blocks = Vec::new();
-                for (b, (block, span)) in w.blocks.iter().enumerate() {
+                for (b, (block, bspan)) in w.blocks.iter().enumerate() {
                     if !keeps[b] {
                         continue;
                     }
@@ -375,11 +418,11 @@ pub fn rebuild(
                     blocks.push(match replaced {
                         Some((at, with)) => format!(
                             "{}{}{}",
-                            &body[span.start..at.start],
+                            &body[bspan.start..at.start],
                             with,
-                            &body[at.end..span.end]
+                            &body[at.end..bspan.end]
                         ),
-                        None => body[span.clone()].to_owned(),
+                        None => body[bspan.clone()].to_owned(),
                     });
                 }
                 let content_text = if w.content_is_string {
@@ -387,27 +430,27 @@ pub fn rebuild(
                 } else {
                     format!("[{}]", blocks.join(","))
                 };
-                items.push(format!(
-                    "{}{}{}",
-                    &body[w.span.start..w.content.start],
-                    content_text,
-                    &body[w.content.end..w.span.end]
-                ));
+                push(
+                    &mut out,
+                    &format!(
+                        "{}{}{}",
+                        &body[w.span.start..w.content.start],
+                        content_text,
+                        &body[w.content.end..w.span.end]
+                    ),
+                );
             }
         }
     }
-    let span = &request.messages_span;
-    Ok(Some(format!(
-        "{}[{}]{}",
-        &body[..span.start],
-        items.join(","),
-        &body[span.end..]
-    )))
+    flush(&mut out, &mut run, &mut push);
+    out.push(']');
+    out.push_str(&body[span.end..]);
+    Ok(Some(out))
 }
 
-enum Emit {
+enum Emit<'a> {
     Wire(usize),
-    Synthetic(String),
+    Synthetic(std::borrow::Cow<'a, str>),
 }
 
 /// A stub as the result's `content`, in the form the client used.

@@ -89,10 +89,25 @@ fn engine_tool_name(name: &str) -> &str {
 
 /// The view of every message of `request`, in order.
 pub fn units(request: &WireRequest<'_>) -> Vec<Unit> {
+    units_from(request, 0)
+}
+
+/// The view of the messages of `request` from `first` on (those before it
+/// are only read for the tool calls their results answer).
+pub fn units_from(request: &WireRequest<'_>, first: usize) -> Vec<Unit> {
     let mut names: std::collections::HashMap<String, (String, std::ops::Range<usize>)> =
         Default::default();
     let mut out = Vec::new();
-    for (i, m) in request.messages.iter().enumerate() {
+    for m in &request.messages[..first.min(request.messages.len())] {
+        if m.role == "assistant" {
+            for (block, _) in &m.blocks {
+                if let Block::ToolUse { id, name, input } = block {
+                    names.insert(id.to_string(), (name.to_string(), input.clone()));
+                }
+            }
+        }
+    }
+    for (i, m) in request.messages.iter().enumerate().skip(first) {
         if m.role == "assistant" {
             let mut content = Vec::new();
             let mut calls = false;

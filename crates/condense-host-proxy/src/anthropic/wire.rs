@@ -36,6 +36,18 @@ struct Top<'a> {
     metadata: Option<&'a RawValue>,
 }
 
+/// The fields after `messages` (read on their own when the messages are
+/// read incrementally).
+#[derive(Deserialize)]
+struct Tail<'a> {
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    system: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    metadata: Option<&'a RawValue>,
+}
+
 #[derive(Deserialize)]
 struct MessageFields<'a> {
     #[serde(borrow)]
@@ -121,15 +133,241 @@ pub struct WireRequest<'a> {
     /// The whole body.
     pub body: &'a str,
     /// The model asked for.
-    pub model: Option<Cow<'a, str>>,
-    /// The `system` field's bytes.
-    pub system: Option<&'a str>,
-    /// The `metadata` field's bytes.
-    pub metadata: Option<&'a str>,
+    pub model: Option<String>,
+    /// The `system` field's JSON.
+    pub system: Option<String>,
+    /// The `metadata` field's JSON.
+    pub metadata: Option<String>,
     /// Where the `messages` array sits in the body.
     pub messages_span: Range<usize>,
     /// The messages.
     pub messages: Vec<WireMessage<'a>>,
+    /// How many leading messages are the previous request's, carried over
+    /// unread ([`read_request_after`]): their texts are not kept.
+    pub reused: usize,
+}
+
+/// What a read leaves for the next request of the same conversation: the
+/// body, and its messages without their texts.
+#[derive(Debug, Clone, Default)]
+pub struct WireMemo {
+    body: String,
+    model: Option<String>,
+    messages_start: usize,
+    messages: Vec<WireMessage<'static>>,
+}
+
+impl WireMemo {
+    /// The memo of `request`.
+    pub fn of(request: &WireRequest<'_>) -> WireMemo {
+        WireMemo {
+            body: request.body.to_owned(),
+            model: request.model.clone(),
+            messages_start: request.messages_span.start,
+            messages: request.messages.iter().map(WireMessage::stripped).collect(),
+        }
+    }
+
+    /// The memo of `request`, taking its messages (those it carried over
+    /// are moved back, not copied).
+    pub fn from_request(request: WireRequest<'_>) -> WireMemo {
+        WireMemo {
+            body: request.body.to_owned(),
+            model: request.model,
+            messages_start: request.messages_span.start,
+            messages: request
+                .messages
+                .into_iter()
+                .map(WireMessage::into_stripped)
+                .collect(),
+        }
+    }
+
+    /// The body's bytes through its first message (what identifies the
+    /// conversation's next requests, [`crate::sessions`]).
+    pub fn head(&self) -> &str {
+        self.messages
+            .first()
+            .map_or("", |m| &self.body[..m.span.end])
+    }
+}
+
+fn owned(c: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(c.into_owned())
+}
+
+/// `c` as `'static`: moved when owned, copied when borrowed.
+fn into_static(c: Cow<'_, str>) -> Cow<'static, str> {
+    match c {
+        Cow::Owned(s) => Cow::Owned(s),
+        Cow::Borrowed(s) => Cow::Owned(s.to_owned()),
+    }
+}
+
+impl WireMessage<'_> {
+    /// [`WireMessage::stripped`], taking the message (what is owned
+    /// already is moved).
+    fn into_stripped(self) -> WireMessage<'static> {
+        let blocks = self
+            .blocks
+            .into_iter()
+            .map(|(b, span)| {
+                let b = match b {
+                    Block::Text(_) => Block::Text(Cow::Borrowed("")),
+                    Block::Thinking(_) => Block::Thinking(Cow::Borrowed("")),
+                    Block::ToolUse { id, name, input } => Block::ToolUse {
+                        id: into_static(id),
+                        name: into_static(name),
+                        input,
+                    },
+                    Block::ToolResult {
+                        tool_use_id,
+                        content,
+                        opaque,
+                        is_error,
+                        ..
+                    } => Block::ToolResult {
+                        tool_use_id: into_static(tool_use_id),
+                        content,
+                        texts: Vec::new(),
+                        opaque,
+                        is_error,
+                    },
+                    Block::Other(kind) => Block::Other(into_static(kind)),
+                };
+                (b, span)
+            })
+            .collect();
+        WireMessage {
+            role: into_static(self.role),
+            span: self.span,
+            content: self.content,
+            content_is_string: self.content_is_string,
+            blocks,
+        }
+    }
+
+    /// The message without its texts (what a memo keeps).
+    fn stripped(&self) -> WireMessage<'static> {
+        let blocks = self
+            .blocks
+            .iter()
+            .map(|(b, span)| {
+                let b = match b {
+                    Block::Text(_) => Block::Text(Cow::Borrowed("")),
+                    Block::Thinking(_) => Block::Thinking(Cow::Borrowed("")),
+                    Block::ToolUse { id, name, input } => Block::ToolUse {
+                        id: owned(id.clone()),
+                        name: owned(name.clone()),
+                        input: input.clone(),
+                    },
+                    Block::ToolResult {
+                        tool_use_id,
+                        content,
+                        opaque,
+                        is_error,
+                        ..
+                    } => Block::ToolResult {
+                        tool_use_id: owned(tool_use_id.clone()),
+                        content: content.clone(),
+                        texts: Vec::new(),
+                        opaque: *opaque,
+                        is_error: *is_error,
+                    },
+                    Block::Other(kind) => Block::Other(owned(kind.clone())),
+                };
+                (b, span.clone())
+            })
+            .collect();
+        WireMessage {
+            role: owned(self.role.clone()),
+            span: self.span.clone(),
+            content: self.content.clone(),
+            content_is_string: self.content_is_string,
+            blocks,
+        }
+    }
+}
+
+/// The length of the bytes `a` and `b` start with alike.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const CHUNK: usize = 4096;
+    let n = a.len().min(b.len());
+    let mut at = 0;
+    while at + CHUNK <= n && a[at..at + CHUNK] == b[at..at + CHUNK] {
+        at += CHUNK;
+    }
+    at + a[at..n]
+        .iter()
+        .zip(&b[at..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
+/// Reads a body, carrying over the messages it shares byte for byte with
+/// the previous request of its conversation (`memo`): only the messages
+/// after them and the fields after the array are read, so a call costs
+/// what it adds, not the whole history.
+pub fn read_request_after(
+    body: &str,
+    memo: Option<WireMemo>,
+) -> Result<WireRequest<'_>, WireError> {
+    let Some(memo) = memo else {
+        return read_request(body);
+    };
+    let same = common_prefix(body.as_bytes(), memo.body.as_bytes());
+    let k = memo
+        .messages
+        .iter()
+        .take_while(|m| m.span.end <= same)
+        .count();
+    if k == 0 {
+        return read_request(body);
+    }
+    let bytes = body.as_bytes();
+    let mut pos = memo.messages[k - 1].span.end;
+    let (model, messages_start) = (memo.model, memo.messages_start);
+    let mut messages: Vec<WireMessage<'_>> = memo.messages;
+    messages.truncate(k);
+    let skip_ws = |mut p: usize| {
+        while p < bytes.len() && bytes[p].is_ascii_whitespace() {
+            p += 1;
+        }
+        p
+    };
+    let end = loop {
+        pos = skip_ws(pos);
+        match bytes.get(pos) {
+            Some(b']') => break pos,
+            Some(b',') => pos = skip_ws(pos + 1),
+            _ => return Err(err("messages: expected `,` or `]`")),
+        }
+        let mut values = serde_json::Deserializer::from_str(&body[pos..]).into_iter::<&RawValue>();
+        let raw = match values.next() {
+            Some(Ok(raw)) => raw,
+            Some(Err(e)) => return Err(err(e)),
+            None => return Err(err("messages: a value expected")),
+        };
+        let message = read_message(body, raw)?;
+        pos = message.span.end;
+        messages.push(message);
+    };
+    let rest = body[end + 1..].trim_start();
+    let tail_json = match rest.strip_prefix(',') {
+        Some(fields) => format!("{{{fields}"),
+        None if rest.trim_end() == "}" => "{}".to_owned(),
+        None => return Err(err("a field or `}` expected after messages")),
+    };
+    let tail: Tail<'_> = serde_json::from_str(&tail_json).map_err(err)?;
+    Ok(WireRequest {
+        body,
+        model: tail.model.map(Cow::into_owned).or(model),
+        system: tail.system.map(|r| r.get().to_owned()),
+        metadata: tail.metadata.map(|r| r.get().to_owned()),
+        messages_span: messages_start..end + 1,
+        messages,
+        reused: k,
+    })
 }
 
 /// Where `inner` (a slice of `outer`) sits in it.
@@ -150,11 +388,12 @@ pub fn read_request(body: &str) -> Result<WireRequest<'_>, WireError> {
         .collect::<Result<Vec<_>, _>>()?;
     Ok(WireRequest {
         body,
-        model: top.model,
-        system: top.system.map(RawValue::get),
-        metadata: top.metadata.map(RawValue::get),
+        model: top.model.map(Cow::into_owned),
+        system: top.system.map(|r| r.get().to_owned()),
+        metadata: top.metadata.map(|r| r.get().to_owned()),
         messages_span: span_of(body, raw.get()),
         messages,
+        reused: 0,
     })
 }
 
@@ -252,6 +491,7 @@ mod tests {
         let body = r#"{"model":"m","messages":[{"role":"user","content":"hi \u00e9"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"c":"ls"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"a"},{"type":"tool_reference","tool_name":"x"}],"cache_control":{"type":"ephemeral"}}]}],"stream":true}"#;
         let r = read_request(body).unwrap();
         assert_eq!(r.model.as_deref(), Some("m"));
+        assert_eq!(r.reused, 0);
         assert_eq!(r.messages.len(), 3);
         assert_eq!(&body[r.messages_span.clone()][..2], "[{");
         assert!(r.messages[0].content_is_string);
@@ -265,6 +505,62 @@ mod tests {
         };
         assert_eq!(texts, &vec![Cow::Borrowed("a")]);
         assert!(opaque);
+    }
+
+    /// A body of `n` messages, with `extra` after the array.
+    fn body(n: usize, extra: &str) -> String {
+        let messages: Vec<String> = (0..n)
+            .map(|i| {
+                format!(r#"{{"role":"user","content":[{{"type":"text","text":"m{i} \u00e9"}}]}}"#)
+            })
+            .collect();
+        format!(
+            r#"{{"model":"m","messages":[{}]{extra}}}"#,
+            messages.join(",")
+        )
+    }
+
+    #[test]
+    fn a_read_after_the_previous_request_equals_a_whole_read() {
+        let first = body(3, r#","system":"s1""#);
+        let memo = WireMemo::of(&read_request(&first).unwrap());
+        for next in [
+            body(5, r#","system":"s2","metadata":{"user_id":"u"}"#),
+            body(3, ""),
+            body(2, ""),
+            first.replace("m2", "changed"),
+            body(4, r#" , "stream":true"#),
+        ] {
+            let whole = read_request(&next).unwrap();
+            let after = read_request_after(&next, Some(memo.clone()))
+                .unwrap_or_else(|e| panic!("{e}: {next}"));
+            assert_eq!(after.messages.len(), whole.messages.len(), "{next}");
+            assert_eq!(after.messages_span, whole.messages_span);
+            assert_eq!(
+                (&after.model, &after.system, &after.metadata),
+                (&whole.model, &whole.system, &whole.metadata)
+            );
+            for (a, w) in after
+                .messages
+                .iter()
+                .zip(&whole.messages)
+                .skip(after.reused)
+            {
+                assert_eq!(a, w);
+            }
+            for (a, w) in after.messages.iter().zip(&whole.messages) {
+                assert_eq!((&a.span, &a.role), (&w.span, &w.role));
+            }
+        }
+        let bad = body(4, "").replace("]}", "]");
+        assert!(read_request_after(&bad, Some(memo.clone())).is_err());
+        // What a read leaves is what a whole read leaves.
+        let next = body(5, "");
+        let after = read_request_after(&next, Some(memo)).unwrap();
+        let whole = read_request(&next).unwrap();
+        let (a, w) = (WireMemo::from_request(after), WireMemo::of(&whole));
+        assert_eq!(a.messages, w.messages);
+        assert_eq!(a.head(), w.head());
     }
 
     #[test]

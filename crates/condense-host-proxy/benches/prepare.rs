@@ -1,0 +1,102 @@
+//! The latency the proxy adds before a request goes upstream: a
+//! conversation's next call prepared (read, synced, rendered, written
+//! back), at 1M tokens and on a small warm conversation.
+//!
+//! `cargo bench -p condense-host-proxy --bench prepare`
+
+use std::time::Duration;
+
+use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::{Credentials, SessionOptions, Sessions};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use serde_json::{json, Value};
+
+/// A Claude Code–shaped history of about `tokens` tokens (4 characters a
+/// token), as tool turns of 3,000-character outputs.
+fn history(tokens: usize) -> Vec<Value> {
+    let mut messages = vec![
+        json!({"role": "user", "content": [{"type": "text", "text": "Work through the backlog."}]}),
+    ];
+    let mut chars = 0;
+    let mut n = 0;
+    while chars < tokens * 4 {
+        n += 1;
+        let id = format!("toolu_{n:06}");
+        let out: String = (0..60)
+            .map(|i| format!("line {i} of output {n}: status {}\n", (i * n) % 7))
+            .collect::<String>()
+            .repeat(2);
+        chars += out.len();
+        messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Checking."}, {"type": "tool_use", "id": id, "name": "Bash", "input": {"command": format!("make step{n}")}}]}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": out}]}));
+        if n % 40 == 0 {
+            messages.push(json!({"role": "assistant", "content": [{"type": "text", "text": "Done with that part."}]}));
+            messages.push(json!({"role": "user", "content": [{"type": "text", "text": format!("Next part {n}.")}]}));
+        }
+    }
+    messages
+}
+
+fn body(messages: &[Value]) -> String {
+    json!({
+        "model": "claude-sonnet-4-5",
+        "messages": messages,
+        "system": [{"type": "text", "text": "You are Claude Code."}],
+        "metadata": {"user_id": "{\"session_id\":\"bench\"}"},
+        "max_tokens": 32000,
+        "stream": true,
+    })
+    .to_string()
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("prepare_next_call");
+    group
+        .measurement_time(Duration::from_secs(8))
+        .sample_size(20);
+    for tokens in [20_000usize, 1_000_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = Sessions::new(
+            dir.path().to_path_buf(),
+            SessionOptions::offline(json!({"contextPrune": {"enabled": true}}), MCP_QUERY_TOOL),
+        );
+        let messages = history(tokens);
+        // The conversation as the proxy has seen it, up to the last call.
+        let warm = body(&messages[..messages.len() - 2]);
+        let next = body(&messages);
+        let creds = Credentials::default();
+        runtime.block_on(sessions.prepare(Some("bench"), &creds, &warm, 1_700_000_000_000));
+        runtime.block_on(sessions.prepare(Some("bench"), &creds, &next, 1_700_000_001_000));
+        group.bench_with_input(BenchmarkId::from_parameter(tokens), &next, |b, next| {
+            b.iter(|| {
+                runtime.block_on(sessions.prepare(Some("bench"), &creds, next, 1_700_000_001_000))
+            })
+        });
+    }
+    group.finish();
+    let big = body(&history(1_000_000));
+    c.bench_function("read_and_view_1m", |b| {
+        b.iter(|| {
+            let r = condense_host_proxy::anthropic::read_request(&big).unwrap();
+            condense_host_proxy::anthropic::units(&r).len()
+        })
+    });
+    c.bench_function("read_1m", |b| {
+        b.iter(|| {
+            condense_host_proxy::anthropic::read_request(&big)
+                .unwrap()
+                .messages
+                .len()
+        })
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
+
+#[allow(dead_code)]
+fn probe() {}
