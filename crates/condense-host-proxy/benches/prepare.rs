@@ -78,21 +78,42 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
-    let big = body(&history(1_000_000));
-    c.bench_function("read_and_view_1m", |b| {
-        b.iter(|| {
-            let r = condense_host_proxy::anthropic::read_request(&big).unwrap();
-            condense_host_proxy::anthropic::units(&r).len()
-        })
-    });
-    c.bench_function("read_1m", |b| {
-        b.iter(|| {
-            condense_host_proxy::anthropic::read_request(&big)
-                .unwrap()
-                .messages
-                .len()
-        })
-    });
+    // The realistic step: each call adds an exchange (the last answer and
+    // its tool result), so the new messages are read, fed and logged.
+    let mut group = c.benchmark_group("prepare_added_exchange");
+    group
+        .measurement_time(Duration::from_secs(8))
+        .sample_size(20);
+    for tokens in [20_000usize, 1_000_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = Sessions::new(
+            dir.path().to_path_buf(),
+            SessionOptions::offline(json!({"contextPrune": {"enabled": true}}), MCP_QUERY_TOOL),
+        );
+        let mut messages = history(tokens);
+        let creds = Credentials::default();
+        let mut now = 1_700_000_000_000i64;
+        runtime.block_on(sessions.prepare(Some("bench"), &creds, &body(&messages), now));
+        let mut n = 0usize;
+        group.bench_function(BenchmarkId::from_parameter(tokens), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    n += 1;
+                    let id = format!("toolu_next_{n}");
+                    messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "ls"}}]}));
+                    messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": format!("file{n}.txt")}]}));
+                    let next = body(&messages);
+                    now += 2_000;
+                    let start = std::time::Instant::now();
+                    runtime.block_on(sessions.prepare(Some("bench"), &creds, &next, now));
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    group.finish();
 }
 
 criterion_group!(benches, bench);

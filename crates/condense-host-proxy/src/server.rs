@@ -282,7 +282,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         }
         upstream = upstream.header(name.as_str(), value.as_bytes());
     }
-    let answer = match upstream.body(out).send().await {
+    let answer = upstream.body(out).send().await;
+    // The log goes to disk once the request is on its way, not before.
+    if let Some(key) = session_key.clone() {
+        let shared = shared.clone();
+        tokio::spawn(async move { shared.sessions.sync(&key).await });
+    }
+    let answer = match answer {
         Ok(a) => a,
         Err(e) => {
             return Ok(api_error(

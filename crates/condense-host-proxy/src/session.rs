@@ -227,7 +227,11 @@ impl ProxySession {
             use std::io::Write;
             writeln!(file, "{}", header_line(key, now_ms)).map_err(|e| fail(&e))?;
         }
-        let log = Appender::open(&path, LockMode::Try).map_err(|e| fail(&e))?;
+        // Synced after the request has gone upstream, off its path
+        // (`ProxySession::sync_log`).
+        let log = Appender::open(&path, LockMode::Try)
+            .map_err(|e| fail(&e))?
+            .without_sync_each();
         let mut session = ProxySession {
             key: key.to_owned(),
             path,
@@ -760,6 +764,11 @@ impl ProxySession {
         let args = QueryArgs::from_json(args);
         let answer = self.engine().query(&args.tool_call_ids, args.page());
         answer["text"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Syncs the log to disk (after a request went upstream).
+    pub fn sync_log(&self) {
+        let _ = self.log.sync();
     }
 
     /// `context_tree_query`'s answer in this session.

@@ -258,6 +258,19 @@ impl Sessions {
         }
     }
 
+    /// Syncs the session `key`'s log to disk, if it is open.
+    pub async fn sync(&self, key: &str) {
+        let session = self
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .cloned();
+        if let Some(s) = session {
+            s.lock().await.sync_log();
+        }
+    }
+
     /// `context_tree_query` in the session `key`.
     pub async fn query(
         &self,

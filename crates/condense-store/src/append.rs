@@ -233,6 +233,8 @@ pub struct Appender {
     ids: HashSet<String>,
     needs_newline: bool,
     id_source: IdSource,
+    /// Each append is synced to disk before it returns.
+    sync_each: bool,
 }
 
 impl std::fmt::Debug for Appender {
@@ -311,6 +313,23 @@ impl Appender {
             ids,
             needs_newline,
             id_source: default_id_source(),
+            sync_each: true,
+        })
+    }
+
+    /// Appends no longer wait for the disk; the caller syncs with
+    /// [`Appender::sync`] when it chooses (a process killed mid-way loses
+    /// nothing written; only a machine that stops before the sync does).
+    pub fn without_sync_each(mut self) -> Appender {
+        self.sync_each = false;
+        self
+    }
+
+    /// Syncs what was appended to disk.
+    pub fn sync(&self) -> Result<(), AppendError> {
+        self.file.sync_data().map_err(|source| AppendError::Io {
+            path: self.path.clone(),
+            source,
         })
     }
 
@@ -383,9 +402,14 @@ impl Appender {
         }
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
-        let written = (&self.file)
-            .write_all(&bytes)
-            .and_then(|()| self.file.sync_data());
+        let sync_each = self.sync_each;
+        let written = (&self.file).write_all(&bytes).and_then(|()| {
+            if sync_each {
+                self.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
         if let Err(source) = written {
             // A partial write may have left a torn line: start the next
             // append on a fresh line (a blank line is harmless).
