@@ -59,14 +59,35 @@ pub fn default_settings() -> PathBuf {
     xdg("XDG_CONFIG_HOME", ".config").join("condense/settings.json")
 }
 
+/// The settings with condense on unless they say `enabled: false`: whoever
+/// runs the proxy asked for condense (pi and OpenCode keep it off until
+/// `/pruner on` or the setting).
+fn enabled_unless_off(mut value: Value) -> Value {
+    if !value.is_object() {
+        value = serde_json::json!({});
+    }
+    let block = &mut value["contextPrune"];
+    if !block.is_object() {
+        *block = serde_json::json!({});
+    }
+    if block.get("enabled").is_none() {
+        block["enabled"] = Value::Bool(true);
+    }
+    value
+}
+
 /// The settings file's value: a missing default file is the defaults, a
 /// file given that cannot be read is an error, bad keys are warned of.
 pub fn read_settings(path: Option<&PathBuf>) -> Result<Value, CliError> {
+    read_settings_file(path).map(enabled_unless_off)
+}
+
+fn read_settings_file(path: Option<&PathBuf>) -> Result<Value, CliError> {
     let file = path.cloned().unwrap_or_else(default_settings);
     let bytes = match condense_store::session::read_regular_file(&file) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.is_none() => {
-            return Ok(Value::Null)
+            return Ok(Value::Null);
         }
         Err(e) => return Err(CliError::Data(format!("{}: {e}", file.display()))),
     };
@@ -124,4 +145,18 @@ pub fn run(args: &ProxyArgs) -> Result<(), CliError> {
             .await
             .map_err(|e| CliError::Data(format!("proxy: {e}")))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_proxy_is_on_unless_the_settings_say_off() {
+        let on = |v: Value| enabled_unless_off(v)["contextPrune"]["enabled"].clone();
+        assert_eq!(on(Value::Null), Value::Bool(true));
+        assert_eq!(on(serde_json::json!({"contextPrune": {"summarizerModel": "x"}})), Value::Bool(true));
+        assert_eq!(on(serde_json::json!({"contextPrune": {"enabled": false}})), Value::Bool(false));
+        assert_eq!(on(serde_json::json!([1])), Value::Bool(true));
+    }
 }
