@@ -3,15 +3,17 @@
 //!
 //! Layout, for version V on the host platform P (`linux-x64` here):
 //!
-//! * `packages/condense-P/`: `bin/condense-pi`, `bin/condense-opencode`, a
-//!   `package.json` whose `os`/`cpu` (and `libc`) let npm install it only
-//!   on P;
+//! * `packages/condense-P/`: `bin/condense-pi`, `bin/condense-opencode`,
+//!   `bin/condense`, a `package.json` whose `os`/`cpu` (and `libc`) let npm
+//!   install it only on P;
+//! * `packages/condense/`: the `condense` command's launcher
+//!   (`bin/condense.js`, from `crates/condense-cli/npm`);
 //! * `packages/condense-pi/`: the shim (`extension/`), its `pi` manifest;
 //! * `packages/condense-opencode/`: the plugin (`plugin/`) and, in
 //!   `shared/`, the shim modules it imports, its imports rewritten to them;
-//! * both main packages name `condense-P@V` as an optional dependency;
-//! * `condense-P-V.tgz`, `condense-pi-V.tgz`, `condense-opencode-V.tgz`:
-//!   `npm pack` of each;
+//! * the main packages name `condense-P@V` as an optional dependency;
+//! * `condense-P-V.tgz`, `condense-pi-V.tgz`, `condense-opencode-V.tgz`,
+//!   `condense-V.tgz`: `npm pack` of each;
 //! * `bin/condense`: the command-line tool.
 
 use std::fs;
@@ -19,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use crate::packages::{
     imports, main_manifest_patch, readme, rewrite_plugin_imports, shared_module, ships,
-    sibling_module, Platform, CLI, OPENCODE_PACKAGE, OPENCODE_SOURCE, PI_PACKAGE, PI_SOURCE,
-    SHARED_DIR, SIDECARS,
+    sibling_module, Platform, CLI, CLI_FILES, CLI_PACKAGE, CLI_SOURCE, OPENCODE_PACKAGE,
+    OPENCODE_SOURCE, PI_PACKAGE, PI_SOURCE, SHARED_DIR, SIDECARS,
 };
 use crate::runner::{Ctx, StepError};
 
@@ -130,11 +132,14 @@ pub fn dist(ctx: &Ctx) -> Result<(), StepError> {
     lay_out_pi(ctx, &pi_dir, &[platform])?;
     let opencode_dir = packages.join(OPENCODE_PACKAGE);
     lay_out_opencode(ctx, &opencode_dir, &[platform])?;
+    let cli_dir = packages.join(CLI_PACKAGE);
+    lay_out_cli(ctx, &cli_dir, &[platform])?;
 
     for (package, dir) in [
         (platform.package(), &platform_dir),
         (PI_PACKAGE.to_owned(), &pi_dir),
         (OPENCODE_PACKAGE.to_owned(), &opencode_dir),
+        (CLI_PACKAGE.to_owned(), &cli_dir),
     ] {
         let mut pack = ctx.command("npm");
         pack.current_dir(dir)
@@ -165,13 +170,13 @@ pub fn dist(ctx: &Ctx) -> Result<(), StepError> {
     Ok(())
 }
 
-/// `condense-<os>-<cpu>`: the sidecars and a manifest npm installs only on
-/// that platform.
+/// `condense-<os>-<cpu>`: the sidecars, the command, and a manifest npm
+/// installs only on that platform.
 fn lay_out_platform(platform: &Platform, release: &Path, dir: &Path) -> Result<(), StepError> {
     let bin = dir.join("bin");
     create_dir(&bin)?;
-    for sidecar in SIDECARS {
-        let exe = platform.exe(sidecar);
+    for name in SIDECARS.into_iter().chain([CLI]) {
+        let exe = platform.exe(name);
         copy_executable(&release.join(&exe), &bin.join(&exe))?;
     }
     write(&dir.join("package.json"), &platform.manifest(VERSION))?;
@@ -180,8 +185,8 @@ fn lay_out_platform(platform: &Platform, release: &Path, dir: &Path) -> Result<(
         &readme(
             &platform.package(),
             &format!(
-                "The sidecar binaries of condense for {}-{}. Not installed by hand: \
-                 `condense-pi` and `condense-opencode` depend on it.",
+                "The binaries of condense for {}-{}. Not installed by hand: \
+                 `condense-pi`, `condense-opencode` and `condense` depend on it.",
                 platform.os, platform.cpu
             ),
         ),
@@ -203,6 +208,28 @@ fn patch_manifest(
         .arg(dir.join("package.json"))
         .arg(main_manifest_patch(VERSION, platforms));
     ctx.run(&mut node)
+}
+
+/// `condense`: the command's launcher, which runs the platform package's
+/// binary.
+fn lay_out_cli(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(), StepError> {
+    let source = ctx.root.join(CLI_SOURCE);
+    for name in CLI_FILES {
+        let (from, to) = (source.join(name), dir.join(name));
+        if let Some(parent) = to.parent() {
+            create_dir(parent)?;
+        }
+        copy_executable(&from, &to)?;
+    }
+    patch_manifest(ctx, &source.join("package.json"), dir, platforms)?;
+    write(
+        &dir.join("README.md"),
+        &readme(
+            CLI_PACKAGE,
+            "Claude Code through condense: `npx condense claude`. \
+             Also `condense proxy`, `condense mcp` and the offline session tools.",
+        ),
+    )
 }
 
 /// `condense-pi`: the shim as pi loads it.
@@ -323,7 +350,11 @@ mod tests {
             cargo.contains(&format!("\nversion = \"{VERSION}\"\n")),
             "the workspace version is {VERSION}"
         );
-        for (dir, name) in [(PI_SOURCE, PI_PACKAGE), (OPENCODE_SOURCE, OPENCODE_PACKAGE)] {
+        for (dir, name) in [
+            (PI_SOURCE, PI_PACKAGE),
+            (OPENCODE_SOURCE, OPENCODE_PACKAGE),
+            (CLI_SOURCE, CLI_PACKAGE),
+        ] {
             let manifest = source(&format!("{dir}/package.json"));
             assert_eq!(manifest_field(&manifest, "version"), Some(VERSION), "{dir}");
             assert_eq!(manifest_field(&manifest, "name"), Some(name), "{dir}");
@@ -341,6 +372,11 @@ mod tests {
         assert!(
             locate.contains("return `condense-${platform}-${arch}`;"),
             "the shim looks for the package Platform::package names"
+        );
+        let launcher = source(&format!("{CLI_SOURCE}/bin/condense.js"));
+        assert!(
+            launcher.contains("`condense-${process.platform}-${process.arch}`"),
+            "the command's launcher looks for the package Platform::package names"
         );
     }
 

@@ -19,9 +19,16 @@ pub const SHARED_IMPORT: &str = "../../condense-host-pi/extension/";
 pub const SHARED_DIR: &str = "shared";
 /// The sidecar binaries every platform package carries, under `bin/`.
 pub const SIDECARS: [&str; 2] = ["condense-pi", "condense-opencode"];
-/// The command-line tool, built and stripped beside the packages
-/// (`target/dist/bin/`), not in them.
+/// The command-line tool: in every platform package's `bin/` (what the
+/// `condense` package runs) and beside the packages (`target/dist/bin/`).
 pub const CLI: &str = "condense";
+/// The command's package (`npx condense claude`): a Node launcher in
+/// `crates/condense-cli/npm` that runs the platform package's binary.
+pub const CLI_PACKAGE: &str = "condense";
+/// The command package's sources, relative to the workspace root.
+pub const CLI_SOURCE: &str = "crates/condense-cli/npm";
+/// The files the command package ships, relative to its source.
+pub const CLI_FILES: [&str; 1] = ["bin/condense.js"];
 
 /// One platform a platform package can be built for: Node's names (npm's
 /// `os` and `cpu` fields) and Rust's.

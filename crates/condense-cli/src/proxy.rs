@@ -155,8 +155,14 @@ mod tests {
     fn the_proxy_is_on_unless_the_settings_say_off() {
         let on = |v: Value| enabled_unless_off(v)["contextPrune"]["enabled"].clone();
         assert_eq!(on(Value::Null), Value::Bool(true));
-        assert_eq!(on(serde_json::json!({"contextPrune": {"summarizerModel": "x"}})), Value::Bool(true));
-        assert_eq!(on(serde_json::json!({"contextPrune": {"enabled": false}})), Value::Bool(false));
+        assert_eq!(
+            on(serde_json::json!({"contextPrune": {"summarizerModel": "x"}})),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            on(serde_json::json!({"contextPrune": {"enabled": false}})),
+            Value::Bool(false)
+        );
         assert_eq!(on(serde_json::json!([1])), Value::Bool(true));
     }
 }

@@ -256,6 +256,22 @@ impl ClaudeEnv {
         ClaudeRun { output, events }
     }
 
+    /// Runs `cmd` in the project directory with this home's environment
+    /// (a launcher of Claude Code, e.g. `npx condense claude`).
+    pub fn run_with(&self, cmd: &mut Command) -> ClaudeRun {
+        cmd.current_dir(&self.project);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let output = run_bounded(cmd, RUN_TIMEOUT).expect("the launcher runs");
+        let events = output
+            .stdout
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect();
+        ClaudeRun { output, events }
+    }
+
     /// Claude Code's transcripts of this home (`~/.claude/projects/…`).
     pub fn transcripts(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();

@@ -47,6 +47,7 @@ pub fn dist_tarballs() -> Vec<PathBuf> {
         format!("condense-{platform}"),
         "condense-pi".to_owned(),
         "condense-opencode".to_owned(),
+        "condense".to_owned(),
     ]
     .iter()
     .map(|name| dist.join(format!("{name}-{version}.tgz")))
@@ -115,6 +116,16 @@ fn assert_fresh(packages: &Path) {
                 stale(format!("{name} differs from the workspace's"));
             }
         }
+    }
+    let launcher = "bin/condense.js";
+    let read = |p: &Path| fs::read_to_string(p).unwrap_or_default();
+    if read(&packages.join("condense").join(launcher))
+        != read(&root.join("crates/condense-cli/npm").join(launcher))
+    {
+        panic!(
+            "{} is stale: run `cargo xtask dist` again",
+            packages.join("condense").display()
+        );
     }
 }
 
@@ -230,7 +241,9 @@ impl Registry {
              auth:\n  htpasswd:\n    file: ./htpasswd\n    max_users: -1\n\
              uplinks:\n  npmjs:\n    url: https://registry.npmjs.org/\n\
              packages:\n  'condense-*':\n    access: $all\n    publish: $anonymous\n\
+             \x20 'condense':\n    access: $all\n    publish: $anonymous\n\
              \x20 '**':\n    access: $all\n    proxy: npmjs\n\
+             max_body_size: 200mb\n\
              log: { type: stdout, format: pretty, level: warn }\n";
         fs::write(dir.path().join("config.yaml"), config).expect("write config.yaml");
         let port = TcpListener::bind("127.0.0.1:0")
