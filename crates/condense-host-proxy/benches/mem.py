@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Resident memory of `condense proxy` holding one conversation.
+
+Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS
+(after `cargo build --release -p condense-cli`). Starts a scripted upstream
+on 127.0.0.1, the proxy in front of it, sends a Claude Code-shaped history
+of about TOKENS tokens, then five calls that each add an exchange, and
+prints the body size, VmRSS and VmHWM.
+"""
+import http.server, json, os, subprocess, sys, tempfile, threading, time, urllib.request
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
+ANSWER = b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+
+class Upstream(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(ANSWER)))
+        self.end_headers()
+        self.wfile.write(ANSWER)
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    tokens = int(sys.argv[1])
+    upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    logs = tempfile.mkdtemp()
+    proxy = subprocess.Popen(
+        [os.path.join(ROOT, "target/release/condense"), "proxy", "--port", "0",
+         "--upstream", "http://127.0.0.1:%d" % upstream.server_port, "--dir", logs],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    addr = proxy.stdout.readline().strip()
+
+    def status():
+        text = open("/proc/%d/status" % proxy.pid).read()
+        return {l.split(":")[0]: l.split(":")[1].strip() for l in text.splitlines()
+                if l.startswith(("VmRSS", "VmHWM"))}
+
+    idle = status()
+    messages = [{"role": "user", "content": [{"type": "text", "text": "Work through the backlog."}]}]
+    chars, n = 0, 0
+    while chars < tokens * 4:
+        n += 1
+        out = "".join("line %d of output %d: status %d\n" % (i, n, (i * n) % 7) for i in range(60)) * 2
+        chars += len(out)
+        tid = "toolu_%06d" % n
+        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": "make step%d" % n}}]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": out}]})
+
+    def send():
+        body = json.dumps({"model": "claude-sonnet-4-5", "messages": messages, "max_tokens": 1000, "stream": True}).encode()
+        req = urllib.request.Request(addr + "/v1/messages", data=body, headers={
+            "x-claude-code-session-id": "mem", "x-api-key": "k", "content-type": "application/json"})
+        start = time.time()
+        urllib.request.urlopen(req).read()
+        return len(body), time.time() - start
+
+    size, first = send()
+    for i in range(5):
+        tid = "toolu_next_%d" % i
+        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": "ls"}}]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}]})
+        size, _ = send()
+    now = status()
+    print("tokens %d: body %.1f MB, first call %.2f s, VmRSS %s, VmHWM %s (idle %s)"
+          % (tokens, size / 1e6, first, now["VmRSS"], now["VmHWM"], idle["VmRSS"]))
+    proxy.kill()
+
+
+if __name__ == "__main__":
+    main()
