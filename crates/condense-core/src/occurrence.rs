@@ -26,8 +26,10 @@ impl OccurrenceKey {
         }
     }
 
-    /// Parses `id@digits` into an occurrence key; anything else (no `@`, or a
-    /// suffix that is not all digits) is a bare id. Splits on the last `@`.
+    /// Parses `id@digits` (or `id@-digits`: a result whose timestamp is
+    /// negative, as the index writes it) into an occurrence key; anything
+    /// else (no `@`, or a suffix that is not an integer) is a bare id.
+    /// Splits on the last `@`.
     pub fn parse(text: &str) -> Self {
         match split_occurrence(text) {
             Some((id, ts)) => OccurrenceKey::new(id, Some(ts)),
@@ -41,11 +43,13 @@ impl OccurrenceKey {
     }
 }
 
-/// Splits `id@digits` on the last `@`; `None` if the text is a bare id.
+/// Splits `id@digits` (or `id@-digits`) on the last `@`; `None` if the
+/// text is a bare id.
 pub fn split_occurrence(text: &str) -> Option<(&str, i64)> {
     let at = text.rfind('@')?;
     let (id, suffix) = (&text[..at], &text[at + 1..]);
-    if suffix.is_empty() || !suffix.bytes().all(|b| b.is_ascii_digit()) {
+    let digits = suffix.strip_prefix('-').unwrap_or(suffix);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
     suffix.parse::<i64>().ok().map(|ts| (id, ts))
@@ -78,6 +82,11 @@ mod tests {
             ("a@12b", "a@12b", None),
             ("a@", "a@", None),
             ("@5", "", Some(5)),
+            // A result timestamp before the epoch, as the index writes it.
+            ("toolu_1@-1", "toolu_1", Some(-1)),
+            ("a@-", "a@-", None),
+            ("a@--1", "a@--1", None),
+            ("a@1-", "a@1-", None),
         ];
         for (text, id, ts) in cases {
             let key = OccurrenceKey::parse(text);
@@ -87,5 +96,15 @@ mod tests {
         }
         assert_eq!(bare_id("x@1"), "x");
         assert_eq!(bare_id("x@y"), "x@y");
+        assert_eq!(bare_id("x@-7"), "x");
+    }
+
+    proptest::proptest! {
+        /// Every key the index writes reads back as itself.
+        #[test]
+        fn a_written_key_parses_back(id in "[a-zA-Z0-9_@-]{0,12}", ts in proptest::prelude::any::<i64>()) {
+            let key = OccurrenceKey::new(id, Some(ts));
+            proptest::prop_assert_eq!(OccurrenceKey::parse(&key.to_string()), key);
+        }
     }
 }

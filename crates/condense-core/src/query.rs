@@ -222,8 +222,8 @@ fn format_block(
         let split = if page.splits_a_line {
             format!(
                 "; line {} is part of a line longer than {} bytes, which line {next} continues",
-                page::SPLIT_BYTES,
-                page.last
+                page.last,
+                page::SPLIT_BYTES
             )
         } else {
             String::new()

@@ -126,6 +126,20 @@ fn a_single_80k_line_is_split_and_never_empty() {
 }
 
 #[test]
+fn a_split_line_is_named_by_its_number_and_the_cut_by_its_bytes() {
+    let s = state_with(&[("a", &"y".repeat(80_000))]);
+    let first = ask(&s, "a", None, None);
+    let notice = first.rsplit('\n').next().unwrap();
+    assert_eq!(
+        notice,
+        format!(
+            "[Output truncated: lines 1-1 of 2 shown; line 1 is part of a line longer than {} bytes, which line 2 continues. To continue, call context_tree_query with toolCallIds [\"a\"] and offset=2.]",
+            condense_core::QUERY_MAX_BYTES - 2048
+        )
+    );
+}
+
+#[test]
 fn an_offset_past_the_end_says_so() {
     let s = state_with(&[("a", "one")]);
     assert!(ask(&s, "a", Some(5), None)
