@@ -77,6 +77,11 @@ impl Injected {
         self.slots.is_empty()
     }
 
+    /// How many messages are injected.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Adds `message` at the end of the copy.
     pub(crate) fn push(
         &mut self,

@@ -42,7 +42,7 @@ import { findBinary, missingNotice } from "../../condense-host-pi/extension/loca
 import type { Lookup } from "../../condense-host-pi/extension/locate.ts";
 import { parseEffect } from "../../condense-host-pi/extension/protocol.ts";
 import type { ContextParams, Effect, Json, ShimMethod, ShimRequests, SidecarRequest, SidecarResult } from "../../condense-host-pi/extension/protocol.ts";
-import { errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
+import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
 import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable } from "../../condense-host-pi/extension/sync.ts";
 import { priceRatio } from "../../condense-host-pi/extension/prices.ts";
 import type { HeldAnswer } from "../../condense-host-pi/extension/sync.ts";
@@ -544,11 +544,17 @@ class CondenseState {
 		} catch (err) {
 			link.keys = undefined;
 			link.held = undefined;
+			// The sidecar's copy no longer matches this list: the messages pass
+			// unchanged, and the next call sends the whole list (keys unset).
+			if (err instanceof CodedError && err.code === OUT_OF_SYNC) return undefined;
 			link.fail(errorText(err));
 			return undefined;
 		}
 	}
 }
+
+/** The sidecar's error code for a `context` request its copy cannot honour. */
+const OUT_OF_SYNC = "out-of-sync";
 
 /** The plugin, given `@opencode-ai/plugin`'s `tool` (see index.ts). */
 export function condensePlugin(tool: typeof toolFn): Plugin {

@@ -8,6 +8,12 @@ use super::Engine;
 use crate::protocol::Effect;
 
 impl Engine {
+    /// How many messages of the host's list the engine holds: the most a
+    /// `context` or `session.compact` request's `keep` can be.
+    pub fn host_len(&self) -> usize {
+        self.messages.len().saturating_sub(self.injected.len())
+    }
+
     /// The context the engine renders: the host's list as the last
     /// `context` call (and turn ends since) gave it, with the summaries the
     /// engine's flushes wrote to the session in their places, as a reload

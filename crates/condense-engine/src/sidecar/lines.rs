@@ -14,6 +14,34 @@ pub(crate) fn error_line(id: &str, message: &str) -> String {
     )
 }
 
+/// The error code of a request the sidecar's copy of the context cannot
+/// honour (a `keep` past the messages it holds, a message it cannot read):
+/// the host sends its whole list next time and passes this call's messages
+/// unchanged.
+pub const OUT_OF_SYNC: &str = "out-of-sync";
+
+/// An `out-of-sync` error answer to the request whose id is `id`.
+pub(crate) fn out_of_sync_line(id: &str, message: &str) -> String {
+    format!(
+        r#"{{"id":{id},"error":{{"code":"{OUT_OF_SYNC}","message":{}}}}}"#,
+        Value::String(message.to_owned())
+    )
+}
+
+/// Reads every message of a request, or says which one is not a message.
+pub(crate) fn read_messages(
+    raw: &[Box<serde_json::value::RawValue>],
+    what: &str,
+) -> Result<Vec<condense_core::Message>, String> {
+    raw.iter()
+        .enumerate()
+        .map(|(i, m)| {
+            condense_core::Message::from_json(m.get())
+                .map_err(|e| format!("{what}[{i}] is not a message ({e}); send the whole context"))
+        })
+        .collect()
+}
+
 /// What a panic said.
 pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
     panic

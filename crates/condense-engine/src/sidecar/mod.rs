@@ -21,6 +21,7 @@ pub mod stdio;
 
 pub use answer::ContextAnswers;
 pub use lines::MAX_LINE;
+pub use lines::OUT_OF_SYNC;
 pub use outbox::ShimProvider;
-pub use server::{context_answer, serve, PROTOCOL};
+pub use server::{checked_context, context_answer, serve, PROTOCOL};
 pub use stdio::BlockingStdin;

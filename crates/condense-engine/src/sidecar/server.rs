@@ -30,7 +30,10 @@ use tokio::io::AsyncBufRead;
 
 use super::answer::ContextAnswers;
 use super::commands::{self, CommandEnv, CommandHost};
-use super::lines::{error_line, failure_text, panic_text, read_line, request_id, MAX_LINE};
+use super::lines::{
+    error_line, failure_text, out_of_sync_line, panic_text, read_line, read_messages, request_id,
+    MAX_LINE, OUT_OF_SYNC,
+};
 use super::outbox::{LineWriter, Outbox, ShimProvider};
 use crate::protocol::{
     EffectsResult, ErrorBody, HelloResult, ProtocolErrorParams, TurnEndResult, UiEffectsParams,
@@ -88,6 +91,29 @@ fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
+/// The messages of a `context` request the engine's copy can honour:
+/// every one readable and `keep` within the host messages it holds. `Err`
+/// says why not: the sidecar answers `out-of-sync`, and the host passes its
+/// messages unchanged and sends its whole list next time, so no plan ever
+/// addresses a message the host does not hold.
+pub fn checked_context(
+    engine: &Engine,
+    keep: usize,
+    append: &[crate::request::Raw],
+) -> Result<Vec<Message>, String> {
+    let append = read_messages(append, "append")?;
+    let held = engine.host_len();
+    if keep > held {
+        return Err(keep_past(keep, held));
+    }
+    Ok(append)
+}
+
+/// Why a `keep` cannot be honoured.
+fn keep_past(keep: usize, held: usize) -> String {
+    format!("keep {keep} is past the {held} messages the sidecar holds; send the whole context")
+}
+
 fn message_of(raw: Option<&serde_json::value::RawValue>) -> Option<Message> {
     raw.and_then(|m| Message::from_json(m.get()).ok())
 }
@@ -135,6 +161,20 @@ impl Server {
             ),
         };
         s.with_session_fallback(fallback, self.fallback.clone())
+    }
+
+    /// [`Server::context_raw`] of a request the sidecar's copy can honour:
+    /// every message readable and `keep` within the messages it holds;
+    /// otherwise why not (an `out-of-sync` error answer).
+    fn context_checked(
+        &self,
+        keep: usize,
+        append: &[crate::request::Raw],
+        base: Option<u64>,
+        call: &CallFacts,
+    ) -> Result<String, String> {
+        let append = checked_context(&self.engine.engine(), keep, append)?;
+        Ok(self.context_raw(keep, append, base, call))
     }
 
     /// `context`, answered as a pre-serialized `result` (see [`context_answer`]).
@@ -220,11 +260,8 @@ impl Server {
                 let Some(message) = message_of(p.message.as_deref()) else {
                     return Ok(json!(EffectsResult { effects: vec![] }));
                 };
-                let results: Vec<Message> = p
-                    .tool_results
-                    .iter()
-                    .filter_map(|m| Message::from_json(m.get()).ok())
-                    .collect();
+                let results = read_messages(&p.tool_results, "toolResults")
+                    .map_err(|why| (OUT_OF_SYNC.to_owned(), why))?;
                 let turn = host::TurnEnd {
                     turn_index: p.turn_index,
                     message: &message,
@@ -256,11 +293,12 @@ impl Server {
             }
             Request::SessionCompact(p) => {
                 self.refresh_hold();
-                let append = p
-                    .append
-                    .iter()
-                    .filter_map(|m| Message::from_json(m.get()).ok())
-                    .collect();
+                let append = read_messages(&p.append, "append")
+                    .map_err(|why| (OUT_OF_SYNC.to_owned(), why))?;
+                let held = self.engine.engine().host_len();
+                if p.keep > held {
+                    return Err((OUT_OF_SYNC.to_owned(), keep_past(p.keep, held)));
+                }
                 let effects = host::compacted(
                     &self.engine,
                     p.keep,
@@ -297,12 +335,9 @@ impl Server {
             }
             // `context` is answered on the reading thread (see `serve`).
             Request::Context(p) => {
-                let append = p
-                    .append
-                    .iter()
-                    .filter_map(|m| Message::from_json(m.get()).ok())
-                    .collect();
-                let result = self.context_raw(p.keep, append, p.base, &call_facts(&p));
+                let result = self
+                    .context_checked(p.keep, &p.append, p.base, &call_facts(&p))
+                    .map_err(|why| (OUT_OF_SYNC.to_owned(), why))?;
                 serde_json::from_str(&result).map_err(|e| ("internal".into(), e.to_string()))
             }
             Request::Shutdown => Ok(json!({})),
@@ -406,16 +441,15 @@ where
                 // more than the render (the engine lock is never held
                 // across an await, so this cannot stall behind a flush).
                 let started = std::time::Instant::now();
-                let append = p
-                    .append
-                    .iter()
-                    .filter_map(|m| Message::from_json(m.get()).ok())
-                    .collect();
                 let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    server.context_raw(p.keep, append, p.base, &call_facts(&p))
+                    server.context_checked(p.keep, &p.append, p.base, &call_facts(&p))
                 }));
                 let mut result = match rendered {
-                    Ok(result) => result,
+                    Ok(Ok(result)) => result,
+                    Ok(Err(why)) => {
+                        server.outbox.send_line(&out_of_sync_line(id.get(), &why));
+                        continue;
+                    }
                     Err(panic) => {
                         let text = format!("the request failed: {}", panic_text(&*panic));
                         server.outbox.send_line(&error_line(id.get(), &text));
