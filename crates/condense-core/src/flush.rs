@@ -146,6 +146,10 @@ pub struct FlushPlan {
     pub jobs: Vec<SummaryJob>,
     /// Duplicates found (`new`, `original`), registered when applied.
     pub aliases: Vec<(OccurrenceKey, OccurrenceKey)>,
+    /// Outputs a summary on the branch already covers but no index record
+    /// does (a flush stopped between its summary and its index entry):
+    /// indexed when applied, never summarized again.
+    pub adopted: Vec<CapturedBatch>,
 }
 
 impl FlushPlan {
@@ -175,6 +179,23 @@ pub fn plan_flush(batches: Vec<CapturedBatch>, state: &State, config: &Config) -
     let mut plan = FlushPlan::default();
     for captured in batches {
         let mut remaining = captured.clone();
+        let mut adopted = Vec::new();
+        remaining.calls.retain(|c| {
+            let orphaned = !state.is_summarized(&c.tool_call_id, c.result_timestamp)
+                && state
+                    .short_ref(&c.tool_call_id, c.result_timestamp)
+                    .is_some();
+            if orphaned {
+                adopted.push(c.clone());
+            }
+            !orphaned
+        });
+        if !adopted.is_empty() {
+            plan.adopted.push(CapturedBatch {
+                calls: adopted,
+                ..captured.clone()
+            });
+        }
         if config.dedup_by_content_hash {
             remaining.calls.retain(|c| {
                 let key = c.key();
@@ -240,6 +261,29 @@ pub struct FlushResult {
     pub notices: Vec<Notice>,
 }
 
+/// The index records of a summarized batch's calls.
+fn records_of(batch: &CapturedBatch) -> Vec<ToolCallRecord> {
+    batch
+        .calls
+        .iter()
+        .map(|c| ToolCallRecord {
+            tool_call_id: c.tool_call_id.clone(),
+            tool_name: c.tool_name.clone(),
+            args: serde_json::Value::clone(&c.args),
+            result_text: c.result_text.clone().into(),
+            is_error: c.is_error,
+            turn_index: batch.turn_index,
+            timestamp: batch.timestamp,
+            result_timestamp: c.result_timestamp,
+            spill_path: None,
+            spill_bytes: None,
+            result_preview: None,
+            content_hash: None,
+            extra: Default::default(),
+        })
+        .collect()
+}
+
 /// `1 tool call`, `2 tool calls`.
 fn tool_calls(n: usize) -> String {
     if n == 1 {
@@ -286,6 +330,17 @@ pub fn apply_flush(
         r.effects.push(FlushEffect::DedupAlias {
             new: new.clone(),
             original: original.clone(),
+        });
+    }
+    for batch in &plan.adopted {
+        let records = records_of(batch);
+        for rec in &records {
+            state.add_record(rec.clone(), true);
+        }
+        r.effects.push(FlushEffect::Index {
+            records,
+            backfilled: false,
+            refs: None,
         });
     }
     let mut results: Vec<Option<JobResult>> = results.into_iter().map(Some).collect();
@@ -381,25 +436,7 @@ pub fn apply_flush(
                     processed.push((pb, FrontierOutcome::SkippedOversized));
                     continue;
                 }
-                let records: Vec<ToolCallRecord> = batch
-                    .calls
-                    .iter()
-                    .map(|c| ToolCallRecord {
-                        tool_call_id: c.tool_call_id.clone(),
-                        tool_name: c.tool_name.clone(),
-                        args: serde_json::Value::clone(&c.args),
-                        result_text: c.result_text.clone().into(),
-                        is_error: c.is_error,
-                        turn_index: batch.turn_index,
-                        timestamp: batch.timestamp,
-                        result_timestamp: c.result_timestamp,
-                        spill_path: None,
-                        spill_bytes: None,
-                        result_preview: None,
-                        content_hash: None,
-                        extra: Default::default(),
-                    })
-                    .collect();
+                let records = records_of(batch);
                 r.effects.push(FlushEffect::Summary {
                     content: content.clone(),
                     refs: refs.clone(),
