@@ -308,3 +308,27 @@ fn v2_sessions_rename_hook_messages_only() {
     );
     assert!(s.entries[1].message.as_ref().unwrap().is(&Role::Custom));
 }
+
+#[test]
+fn a_leaf_whose_parent_chain_cycles_is_reported_where_it_cycles() {
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"","cwd":"/"}"#;
+    let m = |id: &str, parent: &str| {
+        format!(
+            r#"{{"type":"message","id":"{id}","parentId":"{parent}","timestamp":"","message":{{"role":"user","content":"x","timestamp":1}}}}"#
+        )
+    };
+    // a <- b <- c, and a's parent is c: the leaf c's chain comes back to c.
+    let text = [header.to_owned(), m("a", "c"), m("b", "a"), m("c", "b")].join("\n");
+    let s = Session::parse(&text);
+    assert_eq!(kinds(&s), vec![(4, ProblemKind::ParentCycle)]);
+    assert_eq!(
+        s.branch(None).len(),
+        3,
+        "the branch still reads up to the cycle"
+    );
+    // A chain that ends at a root is no problem.
+    let text = [header.to_owned(), m("a", ""), m("b", "a")]
+        .join("\n")
+        .replace(r#""parentId":"""#, r#""parentId":null"#);
+    assert!(kinds(&Session::parse(&text)).is_empty());
+}

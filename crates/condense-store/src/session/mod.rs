@@ -77,6 +77,24 @@ impl fmt::Debug for Session {
     }
 }
 
+/// The line of the entry where the leaf's `parentId` chain comes back on
+/// itself, if it does (the walk [`Session::branch`] stops at).
+fn leaf_cycle(entries: &[Entry], by_id: &IdIndex) -> Option<usize> {
+    let mut visited = vec![false; entries.len()];
+    let mut current = entries.len().checked_sub(1);
+    while let Some(i) = current {
+        if std::mem::replace(&mut visited[i], true) {
+            return Some(entries[i].line);
+        }
+        current = entries[i]
+            .parent_id
+            .as_deref()
+            .filter(|p| *p != entries[i].id)
+            .and_then(|p| by_id.get(entries, p));
+    }
+    None
+}
+
 impl Session {
     /// Reads and parses a session file. Only I/O errors are errors; content
     /// problems are in [`Session::problems`].
@@ -169,6 +187,15 @@ impl Session {
                     "id {} already used on line {}",
                     entry.id, entries[previous].line
                 ),
+            });
+        }
+        if let Some(line) = leaf_cycle(&entries, &by_id) {
+            problems.push(ReadProblem {
+                line,
+                kind: ProblemKind::ParentCycle,
+                message:
+                    "the leaf's parentId chain cycles back to this entry; its branch stops here"
+                        .into(),
             });
         }
         for entry in &entries {

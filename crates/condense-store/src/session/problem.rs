@@ -31,6 +31,9 @@ pub enum ProblemKind {
     /// A `message` entry whose `message` is missing or not an object. Kept,
     /// without a message.
     BadMessage,
+    /// The leaf's `parentId` chain comes back to an entry it passed: the
+    /// branch stops there, without the entries before the cycle.
+    ParentCycle,
 }
 
 /// One thing the reader tolerated, with where it was.
