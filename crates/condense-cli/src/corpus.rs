@@ -535,7 +535,7 @@ pub fn scan(args: &CorpusArgs) -> Result<Value, CliError> {
     };
     let outcomes = match args.jobs {
         Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
+            .num_threads(crate::simulate::worker_threads(n, files.len()))
             .build()
             .map_err(|e| CliError::Data(format!("starting {n} worker threads: {e}")))?
             .install(work),

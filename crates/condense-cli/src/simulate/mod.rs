@@ -153,11 +153,16 @@ impl SimulateArgs {
                 "--tokens-per-char must be a positive number".into(),
             ));
         }
+        if per_unit > MAX_TOKENS_PER_CHAR {
+            return Err(CliError::Usage(format!(
+                "--tokens-per-char must be at most {MAX_TOKENS_PER_CHAR}"
+            )));
+        }
         let per_message = self.tokens_per_message.unwrap_or(d.per_message);
-        if !per_message.is_finite() {
-            return Err(CliError::Usage(
-                "--tokens-per-message must be a number".into(),
-            ));
+        if !per_message.is_finite() || !(0.0..=MAX_TOKENS_PER_MESSAGE).contains(&per_message) {
+            return Err(CliError::Usage(format!(
+                "--tokens-per-message must be a number from 0 to {MAX_TOKENS_PER_MESSAGE}"
+            )));
         }
         Ok(Coefficients {
             per_unit,
@@ -206,10 +211,10 @@ impl SimulateArgs {
             .summarizer
             .strip_prefix("llm:")
             .and_then(|n| n.parse::<u64>().ok())
-            .filter(|n| *n > 0)
+            .filter(|n| (1..=MAX_SUMMARY_TOKENS).contains(n))
             .ok_or_else(|| {
                 CliError::Usage(format!(
-                    "--summarizer {}: expected `extractive` or `llm:TOKENS` (tokens per call, above 0)",
+                    "--summarizer {}: expected `extractive` or `llm:TOKENS` (tokens per call, 1 to {MAX_SUMMARY_TOKENS})",
                     self.summarizer
                 ))
             })?;
@@ -436,7 +441,7 @@ fn simulate_all(
     let out = match jobs {
         Some(0) => return Err(CliError::Usage("--jobs must be at least 1".into())),
         Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n)
+            .num_threads(worker_threads(n, files.len()))
             .build()
             .map_err(|e| CliError::Data(format!("starting {n} worker threads: {e}")))?
             .install(work),
@@ -444,6 +449,20 @@ fn simulate_all(
     };
     progress.finish_and_clear();
     Ok(out)
+}
+
+/// The most tokens `--summarizer llm:N` makes a summarized call cost.
+pub const MAX_SUMMARY_TOKENS: u64 = 100_000;
+/// The largest `--tokens-per-char`.
+pub const MAX_TOKENS_PER_CHAR: f64 = 16.0;
+/// The largest `--tokens-per-message`.
+pub const MAX_TOKENS_PER_MESSAGE: f64 = 100_000.0;
+
+/// The threads `--jobs N` starts: no more than there are files to work on
+/// or cores to run them (more only wait, and a huge N would never start).
+pub fn worker_threads(jobs: usize, files: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    jobs.min(files.max(1)).min(cores).max(1)
 }
 
 /// `condense simulate`.

@@ -66,8 +66,8 @@ impl Normalizer {
         }
     }
 
-    /// The price keys of `economy`, each a number `>= 0` or `null` (the
-    /// profile's). The cache's keys need a profile with a cache; under
+    /// The price keys of `economy`, each a number from 0 to
+    /// [`crate::economy::MAX_OVERRIDE`] or `null` (the profile's). The cache's keys need a profile with a cache; under
     /// `no-cache` each set one is reported and left out.
     fn price_overrides(
         &mut self,
@@ -81,7 +81,12 @@ impl Normalizer {
                 None => default,
                 Some(Value::Null) => None,
                 Some(v) => match v.as_f64() {
-                    Some(f) if f >= 0.0 && f.is_finite() && (cached || !needs_cache) => Some(f),
+                    Some(f)
+                        if (0.0..=crate::economy::MAX_OVERRIDE).contains(&f)
+                            && (cached || !needs_cache) =>
+                    {
+                        Some(f)
+                    }
                     _ => {
                         self.warn(key, v, fraction_value(default));
                         default

@@ -19,5 +19,7 @@ mod recorded;
 pub use bill::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall};
 pub use bound::{prompt_units, NoPruningBound, PromptShape};
 pub use ledger::{AgainstNoPruning, EconomyReport, SessionEconomy, SwitchRecord};
-pub use price::{CacheTerms, PriceProfile, ProfileError, ProfileOverrides, PROFILE_NAMES};
+pub use price::{
+    CacheTerms, PriceProfile, ProfileError, ProfileOverrides, MAX_OVERRIDE, PROFILE_NAMES,
+};
 pub use recorded::{recorded_bill, RecordedUsage};

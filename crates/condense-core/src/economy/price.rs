@@ -43,13 +43,19 @@ pub enum ProfileError {
     /// No profile has this name.
     #[error("unknown price profile `{0}` (known: anthropic-5m, anthropic-1h, openai, no-cache)")]
     UnknownProfile(String),
-    /// A price or duration that is negative or not a number.
-    #[error("{0} must be a finite number >= 0")]
+    /// A price or duration that is negative, not a number, or past
+    /// [`MAX_OVERRIDE`].
+    #[error("{0} must be a number from 0 to 1000000")]
     BadValue(&'static str),
     /// A cache setting on a profile that has no cache.
     #[error("{0} needs a profile with prompt caching")]
     NoCache(&'static str),
 }
+
+/// The largest price, ratio, dollar figure or TTL (seconds) an override
+/// takes: a million times an input token's price, eleven days. Past it,
+/// products of prices and token counts leave `f64`'s range.
+pub const MAX_OVERRIDE: f64 = 1_000_000.0;
 
 /// Anthropic's minimum cacheable prompt for Sonnet and Opus models.
 const ANTHROPIC_MIN_CACHEABLE: u64 = 1024;
@@ -121,7 +127,9 @@ impl PriceProfile {
     pub fn with_overrides(mut self, o: &ProfileOverrides) -> Result<PriceProfile, ProfileError> {
         fn check(v: Option<f64>, what: &'static str) -> Result<Option<f64>, ProfileError> {
             match v {
-                Some(x) if !x.is_finite() || x < 0.0 => Err(ProfileError::BadValue(what)),
+                Some(x) if !x.is_finite() || !(0.0..=MAX_OVERRIDE).contains(&x) => {
+                    Err(ProfileError::BadValue(what))
+                }
                 v => Ok(v),
             }
         }

@@ -1,0 +1,119 @@
+//! Absurd numbers on the command line: a clear usage error, or a
+//! documented cap, never a hang or an out-of-memory.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs `condense ARGS`, killed after a minute (a hang fails the test).
+fn condense(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("condense {args:?} did not end within a minute");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn session(dir: &std::path::Path) -> String {
+    let path = dir.join("s.jsonl");
+    let out = condense(&[
+        "gen",
+        "--tokens",
+        "8000",
+        "--seed",
+        "3",
+        "-o",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    path.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn prices_past_the_cap_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path());
+    for flag in [
+        "--write-price",
+        "--output-price",
+        "--summarizer-price",
+        "--usd-per-mtok",
+    ] {
+        let out = condense(&[
+            "simulate",
+            &s,
+            flag,
+            "1e308",
+            "--svg",
+            dir.path().join("c.svg").to_str().unwrap(),
+        ]);
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("from 0 to 1000000"),
+            "{flag}"
+        );
+    }
+}
+
+#[test]
+fn an_llm_summary_size_past_the_cap_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path());
+    let out = condense(&["simulate", &s, "--summarizer", "llm:18446744073709551615"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 to 100000"));
+    assert!(
+        condense(&["simulate", &s, "--summarizer", "llm:100000", "--json"])
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn token_coefficients_out_of_range_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path());
+    for args in [
+        ["--tokens-per-message", "-100000"],
+        ["--tokens-per-message", "1e300"],
+        ["--tokens-per-char", "1e308"],
+    ] {
+        let mut all = vec!["simulate", &s];
+        all.extend(args);
+        assert_eq!(condense(&all).status.code(), Some(1), "{args:?}");
+    }
+}
+
+#[test]
+fn jobs_are_capped_by_the_files_and_the_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path());
+    let out = condense(&["simulate", &s, "--jobs", "1000000000", "--json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = condense(&[
+        "corpus",
+        dir.path().to_str().unwrap(),
+        "--jobs",
+        "1000000000",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
