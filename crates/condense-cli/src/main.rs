@@ -5,6 +5,7 @@
 //! session, unknown ref, malformed settings).
 
 mod claude;
+mod claude_transcript;
 mod compact;
 mod corpus;
 mod demo;

@@ -233,6 +233,27 @@ fn condense_claude_prunes_at_a_cold_call_pages_back_through_tool_search_and_leav
     );
     assert!(summaries.iter().all(|r| r.path.starts_with("/v1/messages")));
     assert!(!env.logs().is_empty(), "the proxy logged the conversation");
+    // The transcript replays in `condense simulate`: one call per request
+    // the conversation made, with the usage each answer reported.
+    let transcript = env
+        .transcripts()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(session))
+        .expect("Claude Code's transcript of the session");
+    let out = std::process::Command::new(condense())
+        .args(["simulate", "--json"])
+        .arg(&transcript)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let calls = llm.main_requests().len() as u64;
+    assert_eq!(report["sessions"][0]["policies"]["none"]["calls"], calls);
+    assert_eq!(report["sessions"][0]["recorded"]["calls"], calls);
 }
 
 /// `condense proxy` as its own process.

@@ -372,9 +372,16 @@ fn is_export_file(path: &Path) -> bool {
     crate::opencode_export::looks_like_export(&head[..n])
 }
 
-/// A pi session file, or an OpenCode export read as one.
+/// A pi session file, or an OpenCode export or a Claude Code transcript
+/// read as one.
 fn open_session(path: &Path) -> Result<Session, String> {
     let bytes = read_regular_file(path).map_err(|e| e.to_string())?;
+    if crate::claude_transcript::looks_like_transcript(&bytes[..bytes.len().min(4096)]) {
+        let text = String::from_utf8_lossy(&bytes);
+        let jsonl = crate::claude_transcript::to_pi_session(&text)
+            .map_err(|e| format!("a Claude Code transcript, but {e}"))?;
+        return Ok(Session::parse(&jsonl));
+    }
     if !crate::opencode_export::looks_like_export(&bytes[..bytes.len().min(256)]) {
         return Ok(Session::from_bytes(bytes));
     }
