@@ -45,11 +45,16 @@ impl ShapeArg {
     }
 }
 
+/// The largest `gen --tokens`.
+pub const MAX_TOKENS: u64 = 20_000_000;
+
 /// Options of `condense gen`.
 #[derive(Args, Debug)]
 pub struct GenArgs {
-    /// Size of the unpruned context, in tokens (chars / 4).
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Size of the unpruned context, in tokens (chars / 4), at most
+    /// 20,000,000: the session is built in memory before it is written.
+    #[arg(long, default_value_t = 1_000_000,
+          value_parser = clap::value_parser!(u64).range(1..=MAX_TOKENS))]
     pub tokens: u64,
     /// The conversation's shape.
     #[arg(long, value_enum, default_value = "realistic")]

@@ -117,3 +117,38 @@ fn jobs_are_capped_by_the_files_and_the_cores() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn calibration_on_absurd_recorded_usage_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path());
+    let text = std::fs::read_to_string(&s).unwrap();
+    for huge in ["1000000000", "18446744073709551"] {
+        let file = dir.path().join(format!("huge{huge}.jsonl"));
+        std::fs::write(
+            &file,
+            text.replace("\"input\":", &format!("\"input\":{huge}")),
+        )
+        .unwrap();
+        let out = condense(&["simulate", file.to_str().unwrap(), "--calibrate"]);
+        assert!(
+            out.status.success() || out.status.code() == Some(2),
+            "{huge}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn a_generated_session_past_the_cap_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = condense(&[
+        "gen",
+        "--tokens",
+        "1000000000000",
+        "-o",
+        dir.path().join("g.jsonl").to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("20000000"));
+}

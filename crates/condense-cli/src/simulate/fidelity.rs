@@ -158,10 +158,11 @@ fn points(units: &SessionSim, messages: &SessionSim) -> Vec<Point> {
 }
 
 fn predict(c: &Coefficients, p: &Point) -> u64 {
-    c.overhead
-        + (c.per_unit * p.units as f64 + c.per_message * p.messages as f64)
+    c.overhead.saturating_add(
+        (c.per_unit * p.units as f64 + c.per_message * p.messages as f64)
             .max(0.0)
-            .round() as u64
+            .round() as u64,
+    )
 }
 
 fn fidelity_of(c: &Coefficients, pts: &[Point]) -> Option<Fidelity> {
@@ -175,10 +176,16 @@ fn fidelity_of(c: &Coefficients, pts: &[Point]) -> Option<Fidelity> {
 /// longest prompts dominate, and lands below zero on these sessions.
 const OVERHEAD_STEP: u64 = 25;
 
+/// The most overheads the grid tries: past `OVERHEAD_STEP * MAX_GRID`
+/// tokens the step widens, so an absurd recorded prompt (a billion tokens,
+/// a u64's worth) costs no more than a large real one.
+const MAX_GRID: u64 = 4_000;
+
 fn fit(pts: &[Point]) -> Option<Coefficients> {
     let smallest = pts.iter().map(|p| p.recorded).min()?;
+    let step = OVERHEAD_STEP.max(smallest / MAX_GRID + 1);
     let mut best: Option<(f64, Coefficients)> = None;
-    for overhead in (0..=smallest).step_by(OVERHEAD_STEP as usize) {
+    for overhead in (0..=smallest).step_by(usize::try_from(step).unwrap_or(usize::MAX)) {
         let rows: Vec<(f64, f64, f64)> = pts
             .iter()
             .map(|p| {
