@@ -32,7 +32,8 @@ use serde_json::{json, Map, Value};
 /// header, whose first key is `type`.
 pub fn looks_like_export(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
-    let rest = text.trim_start();
+    // A byte-order mark (an editor's, or Windows' `>` redirection) is no content.
+    let rest = text.trim_start_matches('\u{feff}').trim_start();
     rest.strip_prefix('{').is_some_and(|r| {
         let key = r.trim_start();
         key.starts_with("\"info\"") || key.starts_with("\"messages\"")
@@ -43,6 +44,7 @@ pub fn looks_like_export(head: &[u8]) -> bool {
 /// entry per pi message and one `compaction` per OpenCode compaction, each
 /// the child of the one before), or why it is not an export.
 pub fn to_pi_session(text: &str) -> Result<String, String> {
+    let text = text.trim_start_matches('\u{feff}');
     let export = condense_core::parse_json_lossy(text).map_err(|e| format!("not JSON: {e}"))?;
     let info = export
         .get("info")
@@ -273,6 +275,13 @@ fn usage(info: &Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_export_behind_a_byte_order_mark_is_an_export() {
+        let text = "\u{feff}{\"info\":{\"id\":\"ses_1\",\"time\":{\"created\":1}},\"messages\":[]}";
+        assert!(looks_like_export(text.as_bytes()));
+        assert!(to_pi_session(text).is_ok());
+    }
     use condense_store::session::Session;
     use std::path::Path;
 

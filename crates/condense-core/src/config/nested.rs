@@ -102,12 +102,20 @@ impl Normalizer {
             de.min_cacheable_tokens.map(|t| t as f64),
             true,
         );
+        // Prompts are counted in whole tokens: a fraction rounds down, and
+        // is reported as every rounding is.
+        if let Some(t) = min_cacheable.filter(|t| t.fract() != 0.0) {
+            self.warn(
+                "economy.minCacheableTokens",
+                &serde_json::json!(t),
+                serde_json::json!(t.floor() as u64),
+            );
+        }
         ProfileOverrides {
             summarizer,
             write,
             read,
             ttl_seconds,
-            // Prompts are counted in whole tokens: a fraction rounds down.
             min_cacheable_tokens: min_cacheable.map(|t| t as u64),
             output: None,
             usd_per_mtok_input: None,

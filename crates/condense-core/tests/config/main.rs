@@ -95,7 +95,7 @@ fn normalized_values_reach_the_struct() {
         "thinkingStrip": {"enabled": true, "keepLastTurns": 8},
         "economy": {"policy": "reference", "pressureShare": 0.9, "profile": "openai", "maxExcess": null,
                     "summarizerPrice": 0.25, "writePrice": 1.1, "readPrice": 0.5, "ttlSeconds": 600,
-                    "minCacheableTokens": 2048.7}
+                    "minCacheableTokens": 2048}
     }));
     assert!(warnings.is_empty(), "{warnings:?}");
     assert!(c.enabled);

@@ -252,6 +252,11 @@ pub fn rows() -> Vec<Row> {
         fixed("economy.ttlSeconds", json!(-300), json!(null)),
         ok("economy.minCacheableTokens", json!(2048)),
         fixed("economy.minCacheableTokens", json!("many"), json!(null)),
+        // A fraction rounds down, and is reported as every rounding is.
+        fixed("economy.minCacheableTokens", json!(2.7), json!(2)),
+        // Past the bound, products of prices and tokens leave f64's range.
+        fixed("economy.writePrice", json!(1e308), json!(null)),
+        fixed("economy.summarizerPrice", json!(2e6), json!(null)),
         fixed("thinkingStrip.keepLastTurns", json!(1e12), u32_max),
     ]
 }
