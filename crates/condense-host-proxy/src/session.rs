@@ -638,7 +638,15 @@ impl ProxySession {
             let Ok(message) = Message::from_json(&json) else {
                 continue;
             };
-            if unit.part == Part::Prompt {
+            // A user's prompt starts a run; text Claude Code puts beside tool
+            // results (system reminders) and its `system` messages do not.
+            let beside_results = units
+                .iter()
+                .any(|x| x.message == unit.message && matches!(x.part, Part::Result(_)));
+            let starts_run = unit.part == Part::Prompt
+                && !beside_results
+                && request.messages[unit.message].role == "user";
+            if starts_run {
                 self.close_turn(now_ms, &mut notices).await;
                 let summarizer = self.summarizer();
                 let effects = host::agent_start(&self.engine, || summarizer, &move || now_ms).await;

@@ -394,3 +394,35 @@ async fn a_request_read_after_the_previous_one_renders_as_one_read_whole() {
         assert_eq!(a.body, b.body, "call {i}");
     }
 }
+
+#[tokio::test]
+async fn reminders_beside_tool_results_stay_and_start_no_run() {
+    // Claude Code puts system reminders as text beside the tool results of
+    // a user message; they are sent as they are, and the turn goes on.
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let with_reminders: Vec<String> = script()
+        .iter()
+        .map(|b| {
+            let mut v: Value = serde_json::from_str(b).unwrap();
+            for m in v["messages"].as_array_mut().unwrap() {
+                let blocks = m["content"].as_array_mut().unwrap();
+                if blocks.iter().any(|b| b["type"] == "tool_result") {
+                    blocks.push(serde_json::json!({"type": "text", "text": "<system-reminder>keep going</system-reminder>"}));
+                }
+            }
+            v.to_string()
+        })
+        .collect();
+    let mut last = String::new();
+    for (i, body) in with_reminders.iter().enumerate() {
+        last = sent(&s, body, 1_700_000_000_000 + i as i64 * 10_000).await;
+        let (_, messages) = split(&last);
+        assert_paired(&messages);
+    }
+    let (_, messages) = split(&last);
+    assert!(stubs(&messages).len() >= 4, "outputs still become stubs");
+    let reminders = last.matches("keep going").count();
+    let sent_reminders = with_reminders.last().unwrap().matches("keep going").count();
+    assert_eq!(reminders, sent_reminders, "every reminder is sent");
+}
