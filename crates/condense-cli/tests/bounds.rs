@@ -152,3 +152,26 @@ fn a_generated_session_past_the_cap_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("20000000"));
 }
+
+#[test]
+fn u64_sized_usage_does_not_wrap_the_status_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path());
+    let text = std::fs::read_to_string(&s).unwrap();
+    let file = dir.path().join("u64.jsonl");
+    let mut out = String::new();
+    for line in text.lines() {
+        out.push_str(&line.replace("\"input\":", "\"input\":18446744073709551"));
+        out.push('\n');
+    }
+    std::fs::write(&file, out).unwrap();
+    let status = Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(["status", file.to_str().unwrap()])
+        .env("PI_CODING_AGENT_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(status.status.success());
+    let text = String::from_utf8_lossy(&status.stdout);
+    assert!(!text.contains("18446744073709"), "{text}");
+    assert!(!text.contains("saved -"), "{text}");
+}

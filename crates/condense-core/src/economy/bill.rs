@@ -128,37 +128,39 @@ impl BillTotals {
     /// Adds a billed call whose prompt was `prompt` tokens.
     pub fn add_call(&mut self, prompt: u64, bill: &CallBill) {
         self.calls += 1;
-        self.prompt_tokens += prompt;
+        self.prompt_tokens = self.prompt_tokens.saturating_add(prompt);
         self.peak_prompt = self.peak_prompt.max(prompt);
-        self.cache_read += bill.cache_read;
-        self.cache_write += bill.cache_write;
-        self.uncached += bill.uncached;
-        self.output += bill.output;
+        self.cache_read = self.cache_read.saturating_add(bill.cache_read);
+        self.cache_write = self.cache_write.saturating_add(bill.cache_write);
+        self.uncached = self.uncached.saturating_add(bill.uncached);
+        self.output = self.output.saturating_add(bill.output);
         self.input_units += bill.input_units;
         self.output_units += bill.output_units;
     }
 
     /// Adds summarizer work (never cached: each batch is a new prompt).
     pub fn add_summarizer(&mut self, profile: &PriceProfile, input: u64, output: u64) {
-        self.summarizer_input += input;
-        self.summarizer_output += output;
+        self.summarizer_input = self.summarizer_input.saturating_add(input);
+        self.summarizer_output = self.summarizer_output.saturating_add(output);
         self.summarizer_units +=
             profile.summarizer * (input as f64 + output as f64 * profile.output);
     }
 
     /// Adds another run's totals (a corpus sum).
     pub fn merge(&mut self, other: &BillTotals) {
-        self.calls += other.calls;
-        self.prompt_tokens += other.prompt_tokens;
+        self.calls = self.calls.saturating_add(other.calls);
+        self.prompt_tokens = self.prompt_tokens.saturating_add(other.prompt_tokens);
         self.peak_prompt = self.peak_prompt.max(other.peak_prompt);
-        self.cache_read += other.cache_read;
-        self.cache_write += other.cache_write;
-        self.uncached += other.uncached;
-        self.output += other.output;
+        self.cache_read = self.cache_read.saturating_add(other.cache_read);
+        self.cache_write = self.cache_write.saturating_add(other.cache_write);
+        self.uncached = self.uncached.saturating_add(other.uncached);
+        self.output = self.output.saturating_add(other.output);
         self.input_units += other.input_units;
         self.output_units += other.output_units;
-        self.summarizer_input += other.summarizer_input;
-        self.summarizer_output += other.summarizer_output;
+        self.summarizer_input = self.summarizer_input.saturating_add(other.summarizer_input);
+        self.summarizer_output = self
+            .summarizer_output
+            .saturating_add(other.summarizer_output);
         self.summarizer_units += other.summarizer_units;
     }
 

@@ -64,16 +64,31 @@ impl RecordedUsage {
 
     /// The usage an assistant message recorded; `None` for another role, a
     /// message without usage, or usage that does not parse (a count that is
-    /// not a non-negative integer).
+    /// not a non-negative integer, or one past [`MAX_RECORDED_TOKENS`]: no
+    /// provider bills a billion tokens a call, and sums of such counts leave
+    /// any figure meaningless).
     pub fn of_message(message: &Message) -> Option<RecordedUsage> {
         if !message.is(&Role::Assistant) {
             return None;
         }
-        serde_json::from_str::<UsageField>(message.json())
+        let usage = serde_json::from_str::<UsageField>(message.json())
             .ok()?
-            .usage
+            .usage?;
+        let counts = [
+            usage.input,
+            usage.cache_read,
+            usage.cache_write,
+            usage.output,
+        ];
+        counts
+            .iter()
+            .all(|n| *n <= MAX_RECORDED_TOKENS)
+            .then_some(usage)
     }
 }
+
+/// The largest token count a recorded usage is read with.
+pub const MAX_RECORDED_TOKENS: u64 = 1_000_000_000;
 
 /// What the provider billed a recorded call, priced by `profile`: its
 /// recorded split of plain input, cache writes and cache reads. A profile
@@ -110,6 +125,15 @@ mod tests {
             r#"{{"role":"assistant","content":[],"usage":{usage}}}"#
         ))
         .expect("message")
+    }
+
+    #[test]
+    fn a_count_past_a_billion_tokens_is_no_usage() {
+        let absurd =
+            assistant(r#"{"input":18446744073709551615,"output":4,"cacheRead":5,"cacheWrite":6}"#);
+        assert_eq!(RecordedUsage::of_message(&absurd), None);
+        let big = assistant(r#"{"input":1000000000,"output":4,"cacheRead":5,"cacheWrite":6}"#);
+        assert!(RecordedUsage::of_message(&big).is_some());
     }
 
     #[test]
