@@ -13,6 +13,9 @@ use super::{
 use crate::economy::{PriceProfile, ProfileOverrides};
 use crate::policy::Policy;
 
+/// The largest `economy.maxExcess`.
+const MAX_EXCESS: f64 = 1_000_000.0;
+
 impl Normalizer {
     pub(super) fn economy(
         &mut self,
@@ -50,7 +53,9 @@ impl Normalizer {
             None => de.max_excess,
             Some(Value::Null) => None,
             Some(v) => match v.as_f64() {
-                Some(f) if f >= 0.0 && f.is_finite() => Some(f),
+                // A share past a million times what no pruning bills is no
+                // bound worth the name (`null` says "none").
+                Some(f) if (0.0..=MAX_EXCESS).contains(&f) => Some(f),
                 _ => {
                     self.warn("economy.maxExcess", v, fraction_value(de.max_excess));
                     de.max_excess

@@ -257,6 +257,7 @@ pub fn rows() -> Vec<Row> {
         // Past the bound, products of prices and tokens leave f64's range.
         fixed("economy.writePrice", json!(1e308), json!(null)),
         fixed("economy.summarizerPrice", json!(2e6), json!(null)),
+        fixed("economy.maxExcess", json!(1e308), json!(0)),
         fixed("thinkingStrip.keepLastTurns", json!(1e12), u32_max),
     ]
 }
