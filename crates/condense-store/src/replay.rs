@@ -242,7 +242,12 @@ impl Fold {
                 None => self.problem(
                     position,
                     custom_type,
-                    "switch entry without a messageCount".into(),
+                    match data.get("messageCount") {
+                        None | Some(Value::Null) => "switch entry without a messageCount".into(),
+                        Some(v) => format!(
+                            "switch entry whose messageCount {v} is not a count of messages"
+                        ),
+                    },
                 ),
             },
             CUSTOM_TYPE_STATS => match SummarizerStats::deserialize(data) {

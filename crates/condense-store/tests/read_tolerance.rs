@@ -332,3 +332,34 @@ fn a_leaf_whose_parent_chain_cycles_is_reported_where_it_cycles() {
         .replace(r#""parentId":"""#, r#""parentId":null"#);
     assert!(kinds(&Session::parse(&text)).is_empty());
 }
+
+#[test]
+fn a_switch_whose_message_count_is_no_count_says_what_it_holds() {
+    let header = r#"{"type":"session","version":3,"id":"s","timestamp":"","cwd":"/"}"#;
+    let switch = |id: &str, parent: &str, count: &str| {
+        format!(
+            r#"{{"type":"custom","customType":"context-prune-switch","data":{{"reason":"cold","messageCount":{count}}},"id":"{id}","parentId":"{parent}","timestamp":"2026-01-01T00:00:00.000Z"}}"#
+        )
+    };
+    let text = [
+        header.to_owned(),
+        r#"{"type":"message","id":"m","parentId":null,"timestamp":"2026-01-01T00:00:00.000Z","message":{"role":"user","content":"x","timestamp":1}}"#.to_owned(),
+        switch("a", "m", "-1"),
+        switch("b", "a", "1e300"),
+        switch("c", "b", r#""3""#),
+        r#"{"type":"custom","customType":"context-prune-switch","data":{"reason":"cold"},"id":"d","parentId":"c","timestamp":"2026-01-01T00:00:00.000Z"}"#.to_owned(),
+    ]
+    .join("\n");
+    let s = Session::parse(&text);
+    let (_, problems) = condense_store::replay::replay_branch(&s.branch(None));
+    let messages: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "switch entry whose messageCount -1 is not a count of messages",
+            "switch entry whose messageCount 1e+300 is not a count of messages",
+            "switch entry whose messageCount \"3\" is not a count of messages",
+            "switch entry without a messageCount",
+        ]
+    );
+}
