@@ -184,7 +184,7 @@ impl Session {
                 line: entry.line,
                 kind: ProblemKind::DuplicateId,
                 message: format!(
-                    "id {} already used on line {}",
+                    "id {} already used on line {}; this later entry is the one the id names",
                     entry.id, entries[previous].line
                 ),
             });
@@ -407,8 +407,14 @@ mod tests {
         assert_eq!(
             duplicates,
             [
-                (303, "id e7 already used on line 10"),
-                (305, "id e7 already used on line 303")
+                (
+                    303,
+                    "id e7 already used on line 10; this later entry is the one the id names"
+                ),
+                (
+                    305,
+                    "id e7 already used on line 303; this later entry is the one the id names"
+                )
             ]
         );
         for i in 0..300 {
