@@ -1,7 +1,7 @@
 //! Claude Code for end-to-end tests: `@anthropic-ai/claude-code` installed
 //! once into the shared e2e cache (its native binary ships in a platform
 //! package of the npm registry), run headless (`claude -p`, through
-//! `condense claude`) in an isolated home against a [`FakeLlm`] with no
+//! `condense claude`) in an isolated home against a [`crate::fake_llm::FakeLlm`] with no
 //! traffic to any other host.
 
 use std::fs;

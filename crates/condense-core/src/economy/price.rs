@@ -44,7 +44,7 @@ pub enum ProfileError {
     #[error("unknown price profile `{0}` (known: anthropic-5m, anthropic-1h, openai, no-cache)")]
     UnknownProfile(String),
     /// A price or duration that is negative, not a number, or past
-    /// [`MAX_OVERRIDE`].
+    /// 1,000,000.
     #[error("{0} must be a number from 0 to 1000000")]
     BadValue(&'static str),
     /// A cache setting on a profile that has no cache.

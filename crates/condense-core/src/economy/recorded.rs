@@ -64,7 +64,7 @@ impl RecordedUsage {
 
     /// The usage an assistant message recorded; `None` for another role, a
     /// message without usage, or usage that does not parse (a count that is
-    /// not a non-negative integer, or one past [`MAX_RECORDED_TOKENS`]: no
+    /// not a non-negative integer, or one past 1,000,000,000 tokens: no
     /// provider bills a billion tokens a call, and sums of such counts leave
     /// any figure meaningless).
     pub fn of_message(message: &Message) -> Option<RecordedUsage> {

@@ -1,6 +1,7 @@
 //! The Anthropic Messages API on the wire: a request read in place
-//! ([`wire`]), the engine's view of it ([`view`]), the render written back
-//! ([`rebuild`]), and the streamed answer's usage ([`sse`]).
+//! ([`read_request`], `wire.rs`), the engine's view of it ([`units`],
+//! `view.rs`), the render written back ([`rebuild()`], `rebuild.rs`), and
+//! the streamed answer's usage ([`UsageTee`], `sse.rs`).
 
 mod rebuild;
 mod sse;

@@ -43,7 +43,8 @@ pub struct Unit {
     /// A result condense must send as the client wrote it: one holding more
     /// than text (a `tool_reference`, an image), or one Claude Code cleared.
     pub frozen: bool,
-    /// A result Claude Code cleared ([`CLEARED_MARKERS`]).
+    /// A result Claude Code cleared (`[Old tool result content cleared]`,
+    /// `<persisted-output>`).
     pub cleared: bool,
     /// The tool call a result answers.
     pub call_id: Option<String>,
