@@ -116,7 +116,61 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// A small conversation's next call, the exchange it adds included, from
+/// a session that has seen the conversation up to it (each sample a fresh
+/// session, so pending turns do not pile up across samples).
+fn bench_small(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("small_conversation_next_call");
+    group.measurement_time(Duration::from_secs(8));
+    for turns in [10usize, 40] {
+        let mut messages =
+            vec![json!({"role": "user", "content": [{"type": "text", "text": "Fix the build."}]})];
+        for n in 0..turns {
+            let id = format!("toolu_{n}");
+            messages.push(json!({"role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "make"}}]}));
+            messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": id, "content": "line\n".repeat(200)}]}));
+        }
+        let before = body(&messages[..messages.len() - 2]);
+        let next = body(&messages);
+        group.bench_function(BenchmarkId::from_parameter(turns), |b| {
+            b.iter_batched(
+                || {
+                    let dir = tempfile::tempdir().unwrap();
+                    let sessions = Sessions::new(
+                        dir.path().to_path_buf(),
+                        SessionOptions::offline(
+                            json!({"contextPrune": {"enabled": true}}),
+                            MCP_QUERY_TOOL,
+                        ),
+                    );
+                    runtime.block_on(sessions.prepare(
+                        Some("small"),
+                        &Credentials::default(),
+                        &before,
+                        1_700_000_000_000,
+                    ));
+                    (dir, sessions)
+                },
+                |(_dir, sessions)| {
+                    runtime.block_on(sessions.prepare(
+                        Some("small"),
+                        &Credentials::default(),
+                        &next,
+                        1_700_000_002_000,
+                    ))
+                },
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_small);
 criterion_main!(benches);
 
 #[allow(dead_code)]
