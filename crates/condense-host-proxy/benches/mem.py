@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Resident memory of `condense proxy` holding one conversation.
 
-Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS
-(after `cargo build --release -p condense-cli`). Starts a scripted upstream
+Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS [SETTINGS]
+(after `cargo build --release -p condense-cli`; SETTINGS a settings file
+for the proxy, e.g. one with `"enabled": false` to see the proxy's own
+share). Starts a scripted upstream
 on 127.0.0.1, the proxy in front of it, sends a Claude Code-shaped history
 of about TOKENS tokens, then five calls that each add an exchange, and
 prints the body size, VmRSS and VmHWM.
@@ -31,9 +33,10 @@ def main():
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     logs = tempfile.mkdtemp()
+    settings = ["--settings", sys.argv[2]] if len(sys.argv) > 2 else []
     proxy = subprocess.Popen(
         [os.path.join(ROOT, "target/release/condense"), "proxy", "--port", "0",
-         "--upstream", "http://127.0.0.1:%d" % upstream.server_port, "--dir", logs],
+         "--upstream", "http://127.0.0.1:%d" % upstream.server_port, "--dir", logs] + settings,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     addr = proxy.stdout.readline().strip()
 
