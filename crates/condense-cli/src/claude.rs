@@ -14,9 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use clap::Args;
-use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
-use condense_host_proxy::server::{DEFAULT_UPSTREAM, HEALTH_PATH};
-use condense_host_proxy::ProxyConfig;
+use condense_host_proxy::server::HEALTH_PATH;
 
 use crate::CliError;
 
@@ -30,17 +28,8 @@ pub struct ClaudeArgs {
     /// The proxy's port (a running condense proxy there is reused).
     #[arg(long, default_value_t = 8787)]
     port: u16,
-    /// Where requests go: the provider's API base URL.
-    #[arg(long, default_value = DEFAULT_UPSTREAM)]
-    upstream: String,
-    /// The settings file (`contextPrune` keys); default
-    /// `$XDG_CONFIG_HOME/condense/settings.json`.
-    #[arg(long, value_name = "FILE")]
-    settings: Option<PathBuf>,
-    /// Where the conversations' logs go; default
-    /// `$XDG_DATA_HOME/condense/proxy`.
-    #[arg(long, value_name = "DIR")]
-    dir: Option<PathBuf>,
+    #[command(flatten)]
+    options: crate::proxy::ProxyOptions,
     /// Claude Code's own arguments, passed on as they are (put them after
     /// `--`).
     #[arg(
@@ -99,7 +88,7 @@ fn mcp_config() -> Result<String, CliError> {
 /// Runs Claude Code through the proxy; returns its exit code.
 pub fn run(args: &ClaudeArgs) -> Result<i32, CliError> {
     let bin = claude_bin()?;
-    let upstream = args.upstream.trim_end_matches('/').to_owned();
+    let upstream = args.options.upstream.trim_end_matches('/').to_owned();
     let mcp = mcp_config()?;
     let reuse = running_proxy(args.port).is_some_and(|u| u == upstream);
     let mut own = None;
@@ -114,20 +103,13 @@ pub fn run(args: &ClaudeArgs) -> Result<i32, CliError> {
             .local_addr()
             .map_err(|e| CliError::Data(format!("claude: the proxy cannot listen: {e}")))?
             .port();
-        let dir = args.dir.clone().unwrap_or_else(crate::proxy::default_dir);
-        std::fs::create_dir_all(&dir).map_err(|e| {
+        let config = args.options.config(true)?;
+        std::fs::create_dir_all(&config.dir).map_err(|e| {
             CliError::Data(format!(
                 "claude: the proxy's directory {}: {e}",
-                dir.display()
+                config.dir.display()
             ))
         })?;
-        let config = ProxyConfig {
-            upstream: upstream.clone(),
-            dir: dir.clone(),
-            settings: crate::proxy::read_settings(args.settings.as_ref())?,
-            query_tool: MCP_QUERY_TOOL.to_owned(),
-            log: Some(dir.join("proxy.log")),
-        };
         listener
             .set_nonblocking(true)
             .map_err(|e| CliError::Data(format!("claude: the proxy cannot listen: {e}")))?;

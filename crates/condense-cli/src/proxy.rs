@@ -12,6 +12,40 @@ use serde_json::Value;
 
 use crate::CliError;
 
+/// What `condense proxy` and `condense claude` share: where requests go,
+/// the settings, the logs.
+#[derive(Debug, Args)]
+pub struct ProxyOptions {
+    /// Where requests go: the provider's API base URL.
+    #[arg(long, default_value = DEFAULT_UPSTREAM)]
+    pub upstream: String,
+    /// The settings file (`contextPrune` keys); default
+    /// `$XDG_CONFIG_HOME/condense/settings.json`.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Where the conversations' logs go; default
+    /// `$XDG_DATA_HOME/condense/proxy`.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+impl ProxyOptions {
+    /// The proxy's configuration (the settings read, the log directory
+    /// resolved), its notices going to `proxy.log` in the log directory
+    /// when `log_file` (an agent's terminal UI owns standard error), else
+    /// to standard error.
+    pub fn config(&self, log_file: bool) -> Result<ProxyConfig, CliError> {
+        let dir = self.dir.clone().unwrap_or_else(default_dir);
+        Ok(ProxyConfig {
+            upstream: self.upstream.trim_end_matches('/').to_owned(),
+            settings: read_settings(self.settings.as_ref())?,
+            query_tool: MCP_QUERY_TOOL.to_owned(),
+            log: log_file.then(|| dir.join("proxy.log")),
+            dir,
+        })
+    }
+}
+
 /// `condense proxy` arguments.
 #[derive(Debug, Args)]
 pub struct ProxyArgs {
@@ -26,17 +60,8 @@ pub struct ProxyArgs {
     /// Listen on a non-loopback `--host`.
     #[arg(long)]
     allow_remote: bool,
-    /// Where requests go: the provider's API base URL.
-    #[arg(long, default_value = DEFAULT_UPSTREAM)]
-    upstream: String,
-    /// The settings file (`contextPrune` keys); default
-    /// `$XDG_CONFIG_HOME/condense/settings.json`.
-    #[arg(long, value_name = "FILE")]
-    settings: Option<PathBuf>,
-    /// Where the conversations' logs go; default
-    /// `$XDG_DATA_HOME/condense/proxy`.
-    #[arg(long, value_name = "DIR")]
-    dir: Option<PathBuf>,
+    #[command(flatten)]
+    options: ProxyOptions,
 }
 
 fn xdg(var: &str, fallback: &str) -> PathBuf {
@@ -116,15 +141,8 @@ pub fn run(args: &ProxyArgs) -> Result<(), CliError> {
             args.host
         );
     }
-    let settings = read_settings(args.settings.as_ref())?;
-    let dir = args.dir.clone().unwrap_or_else(default_dir);
-    let config = ProxyConfig {
-        upstream: args.upstream.clone(),
-        dir: dir.clone(),
-        settings,
-        query_tool: MCP_QUERY_TOOL.to_owned(),
-        log: None,
-    };
+    let config = args.options.config(false)?;
+    let dir = config.dir.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

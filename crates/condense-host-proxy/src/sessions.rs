@@ -244,29 +244,26 @@ impl Sessions {
         (Some(key), prepared)
     }
 
-    /// Records the usage an answer in the session `key` reported, if that
-    /// session is open.
-    pub async fn record_usage(&self, key: &str, usage: crate::anthropic::Usage) {
-        let session = self
-            .open
+    /// The session `key`, if it is open (never opened for this).
+    fn if_open(&self, key: &str) -> Option<Arc<tokio::sync::Mutex<ProxySession>>> {
+        self.open
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(key)
-            .cloned();
-        if let Some(s) = session {
+            .cloned()
+    }
+
+    /// Records the usage an answer in the session `key` reported, if that
+    /// session is open.
+    pub async fn record_usage(&self, key: &str, usage: crate::anthropic::Usage) {
+        if let Some(s) = self.if_open(key) {
             s.lock().await.record_usage(usage);
         }
     }
 
     /// Syncs the session `key`'s log to disk, if it is open.
     pub async fn sync(&self, key: &str) {
-        let session = self
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(key)
-            .cloned();
-        if let Some(s) = session {
+        if let Some(s) = self.if_open(key) {
             s.lock().await.sync_log();
         }
     }

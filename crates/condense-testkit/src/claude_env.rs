@@ -43,48 +43,19 @@ pub fn require_claude() -> Option<&'static ClaudeInstall> {
 }
 
 fn find_or_install(cache: &Path) -> Result<ClaudeInstall, String> {
-    let dir = cache.join(format!("claude-code-{CLAUDE_VERSION}"));
-    if let Ok(install) = verify(&dir) {
-        return Ok(install);
-    }
-    fs::create_dir_all(cache).map_err(|e| format!("create {}: {e}", cache.display()))?;
-    // Installed beside, moved into place whole.
-    let staging = cache.join(format!(
-        ".staging-claude-{}-{CLAUDE_VERSION}",
-        std::process::id()
-    ));
-    let _ = fs::remove_dir_all(&staging);
-    fs::create_dir_all(&staging).map_err(|e| format!("create {}: {e}", staging.display()))?;
     let package = json!({
         "name": "condense-e2e-claude",
         "private": true,
         "dependencies": {"@anthropic-ai/claude-code": CLAUDE_VERSION},
     });
-    fs::write(staging.join("package.json"), package.to_string())
-        .map_err(|e| format!("write package.json: {e}"))?;
-    eprintln!(
-        "e2e: installing @anthropic-ai/claude-code@{CLAUDE_VERSION} into {} …",
-        dir.display()
-    );
-    let out = run_bounded(
-        Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund"])
-            .current_dir(&staging)
-            .env("npm_config_update_notifier", "false"),
+    crate::npm_install::install_once(
+        cache,
+        &format!("claude-code-{CLAUDE_VERSION}"),
+        &package,
+        &format!("@anthropic-ai/claude-code@{CLAUDE_VERSION}"),
         INSTALL_TIMEOUT,
+        verify,
     )
-    .map_err(|e| format!("cannot run npm: {e} (CI's .ci/run installs Debian's npm)"))?;
-    if !out.success() {
-        return Err(format!(
-            "npm install failed:\n{}\n{}",
-            out.stdout, out.stderr
-        ));
-    }
-    verify(&staging)?;
-    if fs::rename(&staging, &dir).is_err() {
-        let _ = fs::remove_dir_all(&staging);
-    }
-    verify(&dir)
 }
 
 fn verify(dir: &Path) -> Result<ClaudeInstall, String> {
@@ -224,36 +195,16 @@ impl ClaudeEnv {
             .arg("--settings")
             .arg(&self.settings)
             .arg("--")
-            .args(claude_args)
-            .current_dir(&self.project);
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        let output = run_bounded(&mut cmd, RUN_TIMEOUT).expect("condense claude runs");
-        let events = output
-            .stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        ClaudeRun { output, events }
+            .args(claude_args);
+        self.run_with(&mut cmd)
     }
 
     /// `claude ARGS` itself (the manual setup: `ANTHROPIC_BASE_URL` set to
     /// `base_url`, the MCP server registered by the caller's arguments).
     pub fn run_claude(&self, base_url: &str, claude_args: &[&str]) -> ClaudeRun {
         let mut cmd = Command::new(&self.install.bin);
-        cmd.args(claude_args).current_dir(&self.project);
-        for (k, v) in &self.env {
-            cmd.env(k, v);
-        }
-        cmd.env("ANTHROPIC_BASE_URL", base_url);
-        let output = run_bounded(&mut cmd, RUN_TIMEOUT).expect("claude runs");
-        let events = output
-            .stdout
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect();
-        ClaudeRun { output, events }
+        cmd.args(claude_args).env("ANTHROPIC_BASE_URL", base_url);
+        self.run_with(&mut cmd)
     }
 
     /// Runs `cmd` in the project directory with this home's environment

@@ -16,6 +16,8 @@
 //! * [`typescript`]: finds or installs the TypeScript compiler next to the
 //!   e2e installs, to type-check the shims.
 //! * [`node_tests`]: runs the shims' TypeScript unit tests with that Node.
+//! * [`npm_install`]: a package installed into the e2e cache once, staged
+//!   and moved into place whole.
 //! * [`registry`]: a real npm registry (verdaccio) on 127.0.0.1 serving the
 //!   packages `cargo xtask dist` packed, for the install tests.
 //! * [`text`]: the contents of the files the tests have the agent read.
@@ -31,6 +33,7 @@ pub mod claude_env;
 pub mod cli;
 pub mod fake_llm;
 pub mod node_tests;
+pub mod npm_install;
 pub mod opencode_env;
 pub mod opencode_serve;
 pub mod pi_env;

@@ -56,20 +56,6 @@ pub fn require_opencode() -> Option<&'static OpenCodeInstall> {
 }
 
 fn find_or_install(cache: &Path) -> Result<OpenCodeInstall, String> {
-    let dir = cache.join(format!("opencode-{OPENCODE_VERSION}"));
-    if let Ok(install) = verify(&dir) {
-        return Ok(install);
-    }
-    fs::create_dir_all(cache).map_err(|e| format!("create {}: {e}", cache.display()))?;
-    // Installed beside, moved into place whole: a concurrent or killed
-    // install never leaves a half-filled directory under the final name.
-    let staging = cache.join(format!(
-        ".staging-opencode-{}-{}",
-        std::process::id(),
-        OPENCODE_VERSION
-    ));
-    let _ = fs::remove_dir_all(&staging);
-    fs::create_dir_all(&staging).map_err(|e| format!("create {}: {e}", staging.display()))?;
     let package = json!({
         "name": "condense-e2e-opencode",
         "private": true,
@@ -78,32 +64,14 @@ fn find_or_install(cache: &Path) -> Result<OpenCodeInstall, String> {
             "@opencode-ai/plugin": OPENCODE_VERSION,
         },
     });
-    fs::write(staging.join("package.json"), package.to_string())
-        .map_err(|e| format!("write package.json: {e}"))?;
-    eprintln!(
-        "e2e: installing opencode-ai@{OPENCODE_VERSION} into {} …",
-        dir.display()
-    );
-    let out = run_bounded(
-        Command::new("npm")
-            .args(["install", "--no-audit", "--no-fund"])
-            .current_dir(&staging)
-            .env("npm_config_update_notifier", "false"),
+    crate::npm_install::install_once(
+        cache,
+        &format!("opencode-{OPENCODE_VERSION}"),
+        &package,
+        &format!("opencode-ai@{OPENCODE_VERSION}"),
         INSTALL_TIMEOUT,
+        verify,
     )
-    .map_err(|e| format!("cannot run npm: {e} (CI's .ci/run installs Debian's npm)"))?;
-    if !out.success() {
-        return Err(format!(
-            "npm install failed:\n{}\n{}",
-            out.stdout, out.stderr
-        ));
-    }
-    verify(&staging)?;
-    if fs::rename(&staging, &dir).is_err() {
-        // Another process won the race: use its install.
-        let _ = fs::remove_dir_all(&staging);
-    }
-    verify(&dir)
 }
 
 fn verify(dir: &Path) -> Result<OpenCodeInstall, String> {
