@@ -19,13 +19,21 @@ use condense_store::time::{format_iso, parse_iso};
 use serde_json::{json, Value};
 
 /// Whether `head` (the start of a file) is a Claude Code transcript: its
-/// first line a JSON object with a `sessionId` and no pi header's `type`.
+/// first line a JSON object, not a pi header, naming a session or an entry
+/// of Claude Code's (`sessionId`, `parentUuid`, or the `leafUuid` of the
+/// summary line older versions begin with).
 pub fn looks_like_transcript(head: &[u8]) -> bool {
     let text = String::from_utf8_lossy(head);
-    let first = text.lines().next().unwrap_or("");
+    let first = text
+        .trim_start_matches('\u{feff}')
+        .lines()
+        .next()
+        .unwrap_or("");
     first.trim_start().starts_with('{')
-        && first.contains("\"sessionId\"")
         && !first.contains("\"type\":\"session\"")
+        && ["\"sessionId\"", "\"parentUuid\"", "\"leafUuid\""]
+            .iter()
+            .any(|k| first.contains(k))
 }
 
 /// One conversation line of the transcript.
@@ -241,5 +249,8 @@ mod tests {
         assert!(!jsonl.contains("a sub-agent"));
         let pi_header = r#"{"type":"session","version":3,"id":"x","sessionId":"y"}"#;
         assert!(!looks_like_transcript(pi_header.as_bytes()));
+        // Older transcripts begin with a summary line.
+        let older = r#"{"type":"summary","summary":"Fixing the build","leafUuid":"u9"}"#;
+        assert!(looks_like_transcript(older.as_bytes()));
     }
 }

@@ -202,6 +202,19 @@ fn header_line(key: &str, now_ms: i64) -> String {
     .to_string()
 }
 
+/// Creates `dir` (and its parents) if it is missing, the directory itself
+/// readable by its owner only.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
 fn is_wire_role(m: &Message) -> bool {
     m.is(&Role::User) || m.is(&Role::Assistant) || m.is(&Role::ToolResult)
 }
@@ -217,13 +230,14 @@ impl ProxySession {
     ) -> Result<ProxySession, SessionError> {
         let path = dir.join(format!("{key}.jsonl"));
         let fail = |e: &dyn std::fmt::Display| SessionError(format!("{}: {e}", path.display()));
-        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
+        // The logs hold whole conversations: readable by their owner only.
+        private_dir(dir).map_err(|e| fail(&e))?;
         if std::fs::symlink_metadata(&path).is_err() {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|e| fail(&e))?;
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            let mut file = options.open(&path).map_err(|e| fail(&e))?;
             use std::io::Write;
             writeln!(file, "{}", header_line(key, now_ms)).map_err(|e| fail(&e))?;
         }

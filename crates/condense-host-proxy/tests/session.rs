@@ -426,3 +426,25 @@ async fn reminders_beside_tool_results_stay_and_start_no_run() {
     let sent_reminders = with_reminders.last().unwrap().matches("keep going").count();
     assert_eq!(reminders, sent_reminders, "every reminder is sent");
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_logs_are_readable_by_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("proxy");
+    let s = sessions(&dir, "reference");
+    for (i, body) in script().iter().enumerate().take(3) {
+        sent(&s, body, 1_700_000_000_000 + i as i64).await;
+    }
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&dir), 0o700);
+    let logs: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!logs.is_empty());
+    for log in logs {
+        assert_eq!(mode(&log), 0o600, "{}", log.display());
+    }
+}
