@@ -37,6 +37,7 @@ impl Sim {
     pub fn check(&mut self) -> Result<(), String> {
         let file = self.read_file()?;
         self.check_blobs(&file.state)?;
+        check_refs_once(&file.session)?;
         // The live view is what the file says.
         let live_json: Vec<&str> = self.messages.iter().map(Message::json).collect();
         let file_json: Vec<&str> = file.messages.iter().map(Message::json).collect();
@@ -406,4 +407,40 @@ fn in_covered_chain(messages: &[Message], state: &State, i: usize) -> bool {
         });
         matches!((start, end), (Some(s), Some(e)) if s < i && i < e)
     })
+}
+
+/// No output is summarized twice: on the file's branch each occurrence is
+/// named under one short ref at most, across the summary messages and the
+/// refs of backfilled index entries (a flush cut between a summary and its
+/// index entry, then flushed again, named it under two, and the model was
+/// sent both summaries).
+fn check_refs_once(session: &condense_store::session::Session) -> Result<(), String> {
+    use std::collections::HashMap;
+    let mut named: HashMap<OccurrenceKey, String> = HashMap::new();
+    for e in session.branch(None) {
+        let Ok(v) = serde_json::from_str::<serde_json::Value>(e.raw()) else {
+            continue;
+        };
+        let refs = match (v["type"].as_str(), v["customType"].as_str()) {
+            (Some("custom_message"), Some("context-prune-summary")) => {
+                v["details"]["toolCallRefs"].clone()
+            }
+            (Some("custom"), Some("context-prune-index")) => v["data"]["refs"].clone(),
+            _ => continue,
+        };
+        let refs: Vec<condense_core::SummaryRef> = serde_json::from_value(refs).unwrap_or_default();
+        for r in refs {
+            if let Some(earlier) = named.insert(r.key(), r.short_id.clone()) {
+                if earlier != r.short_id {
+                    return Err(format!(
+                        "guarantee 1: {} is summarized twice, as {earlier} and as {} (line {})",
+                        r.key(),
+                        r.short_id,
+                        e.line
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
