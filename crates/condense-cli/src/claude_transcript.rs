@@ -14,7 +14,8 @@
 
 use std::collections::HashMap;
 
-use condense_host_proxy::anthropic::{self, Usage};
+use condense_host_proxy::anthropic;
+use condense_host_proxy::view::{self, Part, Usage};
 use condense_store::time::{format_iso, parse_iso};
 use serde_json::{json, Value};
 
@@ -176,14 +177,13 @@ pub fn to_pi_session(text: &str) -> Result<String, String> {
     let mut last_assistant = None;
     for (n, unit) in units.iter().enumerate() {
         let turn = &turns[unit.message];
-        let usage = (unit.part == anthropic::Part::Assistant
-            && last_assistant != Some(unit.message))
-        .then_some(turn.usage)
-        .flatten();
-        if unit.part == anthropic::Part::Assistant {
+        let usage = (unit.part == Part::Assistant && last_assistant != Some(unit.message))
+            .then_some(turn.usage)
+            .flatten();
+        if unit.part == Part::Assistant {
             last_assistant = Some(unit.message);
         }
-        let message = anthropic::with_facts(&unit.view, usage.as_ref(), turn.at);
+        let message = view::with_facts(&unit.view, usage.as_ref(), turn.at);
         let id = format!("{n:08x}");
         let raw: Box<serde_json::value::RawValue> =
             serde_json::value::RawValue::from_string(message)

@@ -5,8 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
-use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
-use condense_host_proxy::server::DEFAULT_UPSTREAM;
+use condense_host_proxy::server::{DEFAULT_OPENAI_UPSTREAM, DEFAULT_UPSTREAM};
+use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::ProxyConfig;
 use serde_json::Value;
 
@@ -16,9 +16,13 @@ use crate::CliError;
 /// the settings, the logs.
 #[derive(Debug, Args)]
 pub struct ProxyOptions {
-    /// Where requests go: the provider's API base URL.
+    /// Where Anthropic API requests go: the provider's API base URL.
     #[arg(long, default_value = DEFAULT_UPSTREAM)]
     pub upstream: String,
+    /// Where OpenAI API requests go (Responses, Chat Completions): the
+    /// base URL without `/v1`.
+    #[arg(long, value_name = "URL", default_value = DEFAULT_OPENAI_UPSTREAM)]
+    pub openai_upstream: String,
     /// The settings file (`contextPrune` keys); default
     /// `$XDG_CONFIG_HOME/condense/settings.json`.
     #[arg(long, value_name = "FILE")]
@@ -38,6 +42,11 @@ impl ProxyOptions {
         let dir = self.dir.clone().unwrap_or_else(default_dir);
         Ok(ProxyConfig {
             upstream: self.upstream.trim_end_matches('/').to_owned(),
+            openai_upstream: self
+                .openai_upstream
+                .trim_end_matches('/')
+                .trim_end_matches("/v1")
+                .to_owned(),
             settings: read_settings(self.settings.as_ref())?,
             query_tool: MCP_QUERY_TOOL.to_owned(),
             log: log_file.then(|| dir.join("proxy.log")),

@@ -8,7 +8,7 @@ use std::convert::Infallible;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::ProxyConfig;
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures_util::StreamExt;
@@ -53,6 +53,7 @@ async fn proxy(upstream: &str, dir: &std::path::Path) -> String {
         listener,
         ProxyConfig {
             upstream: upstream.to_owned(),
+            openai_upstream: upstream.to_owned(),
             dir: dir.to_path_buf(),
             settings: json!({"contextPrune": {"enabled": true}}),
             query_tool: MCP_QUERY_TOOL.to_owned(),

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::{Credentials, SessionOptions, Sessions};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use serde_json::{json, Value};

@@ -17,10 +17,14 @@
 #![forbid(unsafe_code)]
 
 pub mod anthropic;
+pub mod openai;
 pub mod query_tool;
+pub mod render;
 pub mod server;
 pub mod session;
 pub mod sessions;
+pub mod usage;
+pub mod view;
 
 pub use server::{serve, ProxyConfig};
 pub use session::{Credentials, Prepared, ProxySession, SessionOptions};

@@ -24,12 +24,16 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpListener;
 
-use crate::anthropic::UsageTee;
+use crate::openai::Format;
 use crate::session::{Credentials, SessionOptions};
 use crate::sessions::Sessions;
+use crate::usage::UsageTee;
 
 /// The default upstream: Anthropic's API.
 pub const DEFAULT_UPSTREAM: &str = "https://api.anthropic.com";
+
+/// The default upstream for OpenAI's APIs.
+pub const DEFAULT_OPENAI_UPSTREAM: &str = "https://api.openai.com";
 
 /// The largest request body the proxy reads (a 1M-token conversation is
 /// a few MB); a larger one is refused with 413.
@@ -51,8 +55,10 @@ const HOP_BY_HOP: [&str; 9] = [
 /// How the proxy runs.
 #[derive(Debug, Clone)]
 pub struct ProxyConfig {
-    /// The upstream's base URL (no trailing slash needed).
+    /// The Anthropic upstream's base URL (no trailing slash needed).
     pub upstream: String,
+    /// The OpenAI upstream's base URL, without `/v1`.
+    pub openai_upstream: String,
     /// Where the session logs go.
     pub dir: PathBuf,
     /// The settings.json value (its `contextPrune` block).
@@ -67,6 +73,7 @@ struct Shared {
     sessions: Sessions,
     client: reqwest::Client,
     upstream: String,
+    openai_upstream: String,
     log: Option<PathBuf>,
 }
 
@@ -137,11 +144,13 @@ pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Resul
                 settings: config.settings,
                 query_tool: config.query_tool,
                 upstream: Some(config.upstream.trim_end_matches('/').to_owned()),
+                openai_upstream: Some(config.openai_upstream.trim_end_matches('/').to_owned()),
                 client: client.clone(),
             },
         ),
         client,
         upstream: config.upstream.trim_end_matches('/').to_owned(),
+        openai_upstream: config.openai_upstream.trim_end_matches('/').to_owned(),
         log: config.log,
     });
     loop {
@@ -174,23 +183,68 @@ pub async fn bind_and_serve(addr: SocketAddr, config: ProxyConfig) -> std::io::R
 }
 
 /// The session a body belongs to (after a panic, to close it).
-fn session_key_of(headers: &hyper::HeaderMap, body: &[u8]) -> Option<String> {
+fn session_key_of(route: Route, headers: &hyper::HeaderMap, body: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(body).ok()?;
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Route::OpenAi {
+        renders: Some(format),
+    } = route
+    {
+        let request = crate::openai::read_request(text, format).ok()?;
+        let units = crate::openai::units(&request);
+        return Some(crate::sessions::openai_session_key(
+            header("session-id"),
+            &request,
+            &units,
+        ));
+    }
     let request = crate::anthropic::read_request(text).ok()?;
-    let header = headers
-        .get("x-claude-code-session-id")
-        .and_then(|v| v.to_str().ok());
     Some(crate::sessions::session_key(
-        header,
+        header("x-claude-code-session-id"),
         &request,
         &crate::anthropic::units(&request),
     ))
 }
 
-/// Whether a request is a Messages API call whose history condense
-/// renders (not `count_tokens` or anything else).
-fn renders(method: &hyper::Method, path: &str) -> bool {
-    method == hyper::Method::POST && path == "/v1/messages"
+/// Where a request goes, and what condense does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    /// To the Anthropic upstream; a Messages API call is rendered.
+    Anthropic { renders: bool },
+    /// To the OpenAI upstream; a Responses or Chat Completions call is
+    /// rendered.
+    OpenAi { renders: Option<Format> },
+}
+
+impl Route {
+    fn renders(self) -> bool {
+        matches!(
+            self,
+            Route::Anthropic { renders: true } | Route::OpenAi { renders: Some(_) }
+        )
+    }
+}
+
+/// The route of a request: an OpenAI API path (`/v1/…` other than
+/// `/v1/messages…`, with no `anthropic-version` header) goes to the OpenAI
+/// upstream; everything else to Anthropic's.
+fn route(method: &hyper::Method, path: &str, headers: &hyper::HeaderMap) -> Route {
+    let post = method == hyper::Method::POST;
+    if path == "/v1/messages" {
+        return Route::Anthropic { renders: post };
+    }
+    let openai = path.starts_with("/v1/")
+        && !path.starts_with("/v1/messages")
+        && !headers.contains_key("anthropic-version");
+    if !openai {
+        return Route::Anthropic { renders: false };
+    }
+    let renders = match path {
+        "/v1/responses" if post => Some(Format::Responses),
+        "/v1/chat/completions" if post => Some(Format::Chat),
+        _ => None,
+    };
+    Route::OpenAi { renders }
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
@@ -199,10 +253,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             "condense": "proxy",
             "version": env!("CARGO_PKG_VERSION"),
             "upstream": shared.upstream,
+            "openaiUpstream": shared.openai_upstream,
         });
         return Ok(full(StatusCode::OK, body.to_string()));
     }
     let (parts, body) = req.into_parts();
+    let route = route(&parts.method, parts.uri.path(), &parts.headers);
     let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
         Ok(b) => b.to_bytes(),
         Err(e) => {
@@ -219,7 +275,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .to_owned();
     let mut out = body.clone();
     let mut session_key = None;
-    if renders(&parts.method, parts.uri.path()) {
+    if route.renders() {
         let text = |name: &str| {
             parts
                 .headers
@@ -227,7 +283,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned)
         };
-        let header = text("x-claude-code-session-id");
+        let header = match route {
+            Route::OpenAi { .. } => text("session-id"),
+            Route::Anthropic { .. } => text("x-claude-code-session-id"),
+        };
         let credentials = Credentials {
             api_key: text("x-api-key"),
             authorization: text("authorization"),
@@ -237,12 +296,21 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         let task_body = body.clone();
         let task = tokio::spawn(async move {
             let text = std::str::from_utf8(&task_body).ok()?;
-            Some(
-                task_shared
-                    .sessions
-                    .prepare(header.as_deref(), &credentials, text, now_ms())
-                    .await,
-            )
+            let sessions = &task_shared.sessions;
+            Some(match route {
+                Route::OpenAi {
+                    renders: Some(format),
+                } => {
+                    sessions
+                        .prepare_openai(header.as_deref(), &credentials, text, format, now_ms())
+                        .await
+                }
+                _ => {
+                    sessions
+                        .prepare(header.as_deref(), &credentials, text, now_ms())
+                        .await
+                }
+            })
         });
         match task.await {
             Ok(Some((key, prepared))) => {
@@ -259,20 +327,24 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
                 shared.notice(&format!(
                     "condense: request sent unchanged: the engine failed: {e}"
                 ));
-                if let Some(key) = session_key_of(&parts.headers, &body) {
+                if let Some(key) = session_key_of(route, &parts.headers, &body) {
                     shared.sessions.close(&key);
                 }
             }
         }
     }
 
-    let url = format!("{}{}", shared.upstream, path_and_query);
+    let upstream_root = match route {
+        Route::Anthropic { .. } => &shared.upstream,
+        Route::OpenAi { .. } => &shared.openai_upstream,
+    };
+    let url = format!("{upstream_root}{path_and_query}");
     let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes())
         .unwrap_or(reqwest::Method::POST);
     let mut upstream = shared.client.request(method, &url);
     // The answer to a rendered call comes uncompressed, so its usage can
     // be read on the way (the client takes either).
-    let rendered = renders(&parts.method, parts.uri.path());
+    let rendered = route.renders();
     for (name, value) in &parts.headers {
         if HOP_BY_HOP.contains(&name.as_str())
             || name == hyper::header::CONTENT_LENGTH
@@ -313,7 +385,13 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     // the session gets it once the answer has ended.
     let tee = session_key
         .filter(|_| answer.status().is_success())
-        .map(|key| (key, Arc::new(std::sync::Mutex::new(UsageTee::default()))));
+        .map(|key| {
+            let tee = match route {
+                Route::OpenAi { .. } => UsageTee::openai(),
+                Route::Anthropic { .. } => UsageTee::default(),
+            };
+            (key, Arc::new(std::sync::Mutex::new(tee)))
+        });
     let feed = tee.as_ref().map(|(_, t)| t.clone());
     let chunks = answer.bytes_stream().map(move |chunk| match chunk {
         Ok(bytes) => {

@@ -26,13 +26,15 @@ use condense_engine::{CallFacts, Engine, StartParams};
 use condense_store::append::{Appender, LockMode};
 use condense_store::session::Session;
 use condense_summarizer::{
-    Anthropic, AnthropicConfig, ApiKey, Extractive, FallbackController, Provider, Summarizer,
-    SummarizerSettings, Target, TokioClock,
+    Anthropic, AnthropicConfig, ApiKey, Extractive, FallbackController, OpenAiCompatible,
+    OpenAiConfig, Provider, Summarizer, SummarizerSettings, Target, TokioClock,
 };
 use serde_json::Value;
 
-use crate::anthropic::{self, HostList, Part, Unit, WireRequest};
+use crate::anthropic::{self, WireRequest};
 use crate::query_tool::QueryArgs;
+use crate::render::{self, Api, HostList, WireBody};
+use crate::view::{self, Part, Unit};
 
 /// The context window assumed for a turn's budget gates when the client
 /// does not say (Claude models' standard window).
@@ -82,9 +84,13 @@ pub struct SessionOptions {
     pub settings: Value,
     /// The query tool's name as the model sees it.
     pub query_tool: String,
-    /// Where summaries go (the proxy's upstream, with the client's
-    /// credentials); `None`: the extractive summarizer only.
+    /// Where an Anthropic conversation's summaries go (the proxy's
+    /// upstream, with the client's credentials); `None`: the extractive
+    /// summarizer only.
     pub upstream: Option<String>,
+    /// Where an OpenAI conversation's summaries go (the OpenAI upstream's
+    /// root, `/v1/chat/completions` appended); `None`: extractive only.
+    pub openai_upstream: Option<String>,
     /// The HTTP client summaries are sent with.
     pub client: reqwest::Client,
 }
@@ -96,6 +102,7 @@ impl SessionOptions {
             settings,
             query_tool: query_tool.to_owned(),
             upstream: None,
+            openai_upstream: None,
             client: reqwest::Client::new(),
         }
     }
@@ -104,6 +111,9 @@ impl SessionOptions {
 /// The summarizer model when `summarizerModel` is `default`: the provider's
 /// cheaper model.
 pub const DEFAULT_SUMMARIZER_MODEL: &str = "claude-haiku-4-5";
+
+/// [`DEFAULT_SUMMARIZER_MODEL`] for an OpenAI conversation.
+pub const DEFAULT_OPENAI_SUMMARIZER_MODEL: &str = "gpt-5-mini";
 
 /// The client's credentials of one request, for the summaries its flushes
 /// send upstream. Held in memory for that request only, never written.
@@ -135,13 +145,26 @@ impl Credentials {
     }
 }
 
-/// An Anthropic model's input price, by family, in dollars per million
-/// tokens (for the summarizer's price against the session model's).
+/// A model's input price, by family, in dollars per million tokens (for
+/// the summarizer's price against the session model's). The most specific
+/// family comes first.
 fn family_price(model: &str) -> Option<f64> {
-    [("opus", 5.0), ("sonnet", 3.0), ("haiku", 1.0)]
-        .iter()
-        .find(|(family, _)| model.contains(family))
-        .map(|(_, price)| *price)
+    [
+        ("opus", 5.0),
+        ("sonnet", 3.0),
+        ("haiku", 1.0),
+        ("gpt-5-nano", 0.05),
+        ("gpt-5-mini", 0.25),
+        ("gpt-5", 1.25),
+        ("gpt-4.1-nano", 0.1),
+        ("gpt-4.1-mini", 0.4),
+        ("gpt-4.1", 2.0),
+        ("gpt-4o-mini", 0.15),
+        ("gpt-4o", 2.5),
+    ]
+    .iter()
+    .find(|(family, _)| model.contains(family))
+    .map(|(_, price)| *price)
 }
 
 /// One conversation (see the module docs).
@@ -164,9 +187,11 @@ pub struct ProxySession {
     credentials: Credentials,
     /// What the last answer's call billed, for the assistant message the
     /// next request brings.
-    usage: Option<anthropic::Usage>,
+    usage: Option<view::Usage>,
     /// What the next request of the conversation reads after.
     memo: Option<Memo>,
+    /// The API the conversation speaks (where its summaries go).
+    api: Api,
     fallback: Arc<FallbackController>,
 }
 
@@ -261,6 +286,7 @@ impl ProxySession {
             credentials: Credentials::default(),
             usage: None,
             memo: None,
+            api: Api::default(),
             fallback: Arc::new(FallbackController::new(Arc::new(TokioClock::new()))),
         };
         let branch_leaf = session.log.leaf_id().map(str::to_owned);
@@ -302,7 +328,7 @@ impl ProxySession {
             .messages
             .iter()
             .zip(&self.held)
-            .map(|(m, h)| (!h.wire).then(|| anthropic::wire_text(m, &self.options.query_tool)))
+            .map(|(m, h)| (!h.wire).then(|| render::wire_text(m, &self.options.query_tool)))
             .collect();
         self.engine_len = 0;
         self.turn = None;
@@ -330,7 +356,11 @@ impl ProxySession {
     fn summarizer_model(&self) -> String {
         let spec = self.engine().config().summarizer_model.clone();
         if spec == "default" {
-            return DEFAULT_SUMMARIZER_MODEL.to_owned();
+            return match self.api {
+                Api::Anthropic => DEFAULT_SUMMARIZER_MODEL,
+                Api::OpenAi => DEFAULT_OPENAI_SUMMARIZER_MODEL,
+            }
+            .to_owned();
         }
         spec.split_once('/')
             .map_or(spec.clone(), |(_, id)| id.to_owned())
@@ -345,14 +375,29 @@ impl ProxySession {
             Arc::new(Extractive::new()),
             ModelRef::new("condense", "extractive"),
         );
-        let Some(upstream) = self
-            .options
-            .upstream
-            .as_ref()
-            .filter(|_| self.credentials.any())
-        else {
+        let upstream = match self.api {
+            Api::Anthropic => self.options.upstream.as_ref(),
+            Api::OpenAi => self.options.openai_upstream.as_ref(),
+        };
+        let Some(upstream) = upstream.filter(|_| self.credentials.any()) else {
             return Summarizer::new(extractive, settings);
         };
+        let provider: Arc<dyn Provider> = match self.api {
+            Api::Anthropic => Arc::new(self.anthropic_provider(upstream)),
+            Api::OpenAi => Arc::new(self.openai_provider(upstream)),
+        };
+        Summarizer::new(
+            Target::new(
+                provider,
+                ModelRef::new(self.api.provider(), self.summarizer_model()),
+            ),
+            settings,
+        )
+        .with_session_fallback(extractive, self.fallback.clone())
+    }
+
+    /// Anthropic's API with the request's credentials.
+    fn anthropic_provider(&self, upstream: &str) -> Anthropic {
         let mut extra = Vec::new();
         if let Some(a) = &self.credentials.authorization {
             extra.push(("authorization".to_owned(), a.clone()));
@@ -360,9 +405,9 @@ impl ProxySession {
                 extra.push(("anthropic-beta".to_owned(), b.clone()));
             }
         }
-        let provider = Anthropic::with_client(
+        Anthropic::with_client(
             AnthropicConfig {
-                base_url: upstream.clone(),
+                base_url: upstream.to_owned(),
                 api_key: self
                     .credentials
                     .api_key
@@ -372,13 +417,25 @@ impl ProxySession {
                 ..AnthropicConfig::default()
             },
             self.options.client.clone(),
-        );
-        let model: Arc<dyn Provider> = Arc::new(provider);
-        Summarizer::new(
-            Target::new(model, ModelRef::new("anthropic", self.summarizer_model())),
-            settings,
         )
-        .with_session_fallback(extractive, self.fallback.clone())
+    }
+
+    /// An OpenAI-compatible API with the request's bearer token.
+    fn openai_provider(&self, upstream: &str) -> OpenAiCompatible {
+        let token = self
+            .credentials
+            .authorization
+            .as_deref()
+            .map(|a| a.strip_prefix("Bearer ").unwrap_or(a).to_owned())
+            .or_else(|| self.credentials.api_key.clone());
+        OpenAiCompatible::with_client(
+            OpenAiConfig {
+                base_url: format!("{}/v1", upstream.trim_end_matches('/')),
+                api_key: token.map_or(ApiKey::None, ApiKey::Value),
+                pricing: None,
+            },
+            self.options.client.clone(),
+        )
     }
 
     /// The summarizer's input price over the call's model's, when both are
@@ -425,7 +482,7 @@ impl ProxySession {
                             );
                             if let Some(m) = m {
                                 self.texts
-                                    .push(Some(anthropic::wire_text(&m, &self.options.query_tool)));
+                                    .push(Some(render::wire_text(&m, &self.options.query_tool)));
                                 self.messages.push(m);
                                 self.held.push(Held {
                                     entry_id: id,
@@ -492,7 +549,7 @@ impl ProxySession {
                 return (at, u, None);
             }
             let held = &self.messages[h];
-            let same = anthropic::holds(held.json(), &unit.view)
+            let same = view::holds(held.json(), &unit.view)
                 || (unit.matches_by_call()
                     && held.is(&Role::ToolResult)
                     && held.skeleton().tool_call_id.as_deref() == unit.call_id.as_deref());
@@ -534,6 +591,22 @@ impl ProxySession {
         let (prepared, at) = self.prepare_with(&request, &mut units, &[], now_ms).await;
         self.credentials = Credentials::default();
         self.remember(request, units, at);
+        prepared
+    }
+
+    /// [`ProxySession::prepare`] of a request in any wire format, read
+    /// whole (no memo of the previous request).
+    pub async fn prepare_body(
+        &mut self,
+        request: &(dyn WireBody + Sync),
+        mut units: Vec<Unit>,
+        credentials: &Credentials,
+        now_ms: i64,
+    ) -> Prepared {
+        self.memo = None;
+        self.credentials = credentials.clone();
+        let (prepared, _) = self.prepare_with(request, &mut units, &[], now_ms).await;
+        self.credentials = Credentials::default();
         prepared
     }
 
@@ -595,11 +668,12 @@ impl ProxySession {
 
     async fn prepare_with(
         &mut self,
-        request: &WireRequest<'_>,
+        request: &(dyn WireBody + Sync),
         units: &mut [Unit],
         known: &[Option<usize>],
         now_ms: i64,
     ) -> (Prepared, Option<Vec<Option<usize>>>) {
+        self.api = request.api();
         let mut notices = Vec::new();
         let (mut at, mut first_new, diverged) = self.match_units(units, known);
         if let Some(h) = diverged {
@@ -620,7 +694,7 @@ impl ProxySession {
         let mut answers: HashMap<usize, String> = HashMap::new();
         for (u, unit) in units.iter().enumerate().take(first_new) {
             if let (Some(_), Some(h)) = (&unit.pending_query, at[u]) {
-                answers.insert(u, anthropic::text_of(&self.messages[h]));
+                answers.insert(u, render::text_of(&self.messages[h]));
             }
         }
         for u in first_new..units.len() {
@@ -630,9 +704,9 @@ impl ProxySession {
             if let Some(args) = units[u].pending_query.clone() {
                 let text = self.answer(&args);
                 let unit = &mut units[u];
-                unit.view = anthropic::result_view(
+                unit.view = view::result_view(
                     unit.call_id.as_deref().unwrap_or_default(),
-                    anthropic::MCP_QUERY_TOOL,
+                    view::MCP_QUERY_TOOL,
                     &[&text],
                     false,
                 );
@@ -648,18 +722,11 @@ impl ProxySession {
             } else {
                 None
             };
-            let json = anthropic::with_facts(&unit.view, usage.as_ref(), now_ms);
+            let json = view::with_facts(&unit.view, usage.as_ref(), now_ms);
             let Ok(message) = Message::from_json(&json) else {
                 continue;
             };
-            // A user's prompt starts a run; text Claude Code puts beside tool
-            // results (system reminders) and its `system` messages do not.
-            let beside_results = units
-                .iter()
-                .any(|x| x.message == unit.message && matches!(x.part, Part::Result(_)));
-            let starts_run = unit.part == Part::Prompt
-                && !beside_results
-                && request.messages[unit.message].role == "user";
+            let starts_run = unit.opens_run;
             if starts_run {
                 self.close_turn(now_ms, &mut notices).await;
                 let summarizer = self.summarizer();
@@ -723,8 +790,10 @@ impl ProxySession {
 
         let call = CallFacts {
             now_ms: Some(now_ms),
-            model: request.model.as_ref().map(|m| format!("anthropic/{m}")),
-            summarizer_price: self.summarizer_price(request.model.as_deref()),
+            model: request
+                .model()
+                .map(|m| format!("{}/{m}", request.api().provider())),
+            summarizer_price: self.summarizer_price(request.model()),
         };
         let keep = self.engine_len;
         let append = self.messages[keep..].to_vec();
@@ -756,28 +825,22 @@ impl ProxySession {
             units: &unit_of,
             texts: &self.texts[..held],
         };
-        let prepared = match anthropic::rebuild(
-            request,
-            units,
-            &host,
-            &steps,
-            &answers,
-            &self.options.query_tool,
-        ) {
-            Ok(body) => Prepared { body, notices },
-            Err(e) => {
-                notices.push(format!("condense: sent unchanged: {e}"));
-                Prepared {
-                    body: None,
-                    notices,
+        let prepared =
+            match request.rebuild(units, &host, &steps, &answers, &self.options.query_tool) {
+                Ok(body) => Prepared { body, notices },
+                Err(e) => {
+                    notices.push(format!("condense: sent unchanged: {e}"));
+                    Prepared {
+                        body: None,
+                        notices,
+                    }
                 }
-            }
-        };
+            };
         (prepared, Some(at))
     }
 
     /// Records what the last answer billed (the provider's own report).
-    pub fn record_usage(&mut self, usage: anthropic::Usage) {
+    pub fn record_usage(&mut self, usage: view::Usage) {
         self.usage = Some(usage);
     }
 

@@ -15,8 +15,10 @@ use std::sync::Arc;
 use serde::Deserialize;
 use sha1::{Digest, Sha1};
 
-use crate::anthropic::{self, Block, Unit, WireRequest};
+use crate::anthropic::{self, Block, WireRequest};
+use crate::openai;
 use crate::session::{Credentials, Prepared, ProxySession, SessionOptions};
+use crate::view::Unit;
 
 /// How many sessions stay open; past it, those no request is using are
 /// closed (a later request reopens one from its log).
@@ -88,6 +90,32 @@ pub fn session_key(header: Option<&str>, request: &WireRequest<'_>, units: &[Uni
             h.update(first.as_bytes());
             format!("h-{}", hex(&h.finalize(), 10))
         }
+    }
+}
+
+/// An OpenAI conversation's key (a file name): the client's id
+/// (`prompt_cache_key`, else the `session-id` header) and the view of its
+/// first prompts (through the first user message), or those alone.
+pub fn openai_session_key(
+    header: Option<&str>,
+    request: &openai::ItemsRequest<'_>,
+    units: &[Unit],
+) -> String {
+    let mut h = Sha1::new();
+    let head = units.iter().position(|u| u.opens_run).map_or(1, |p| p + 1);
+    for u in units.iter().take(head) {
+        h.update(u.view.as_bytes());
+        h.update([0]);
+    }
+    let id = request
+        .cache_key
+        .as_deref()
+        .or(header)
+        .map(sanitize)
+        .filter(|s| !s.is_empty());
+    match id {
+        Some(id) => format!("oa-{id}-{}", hex(&h.finalize(), 6)),
+        None => format!("oa-h-{}", hex(&h.finalize(), 10)),
     }
 }
 
@@ -244,6 +272,56 @@ impl Sessions {
         (Some(key), prepared)
     }
 
+    /// [`Sessions::prepare`] of an OpenAI body (`format`): the conversation
+    /// is keyed by the client's id (`prompt_cache_key`, else the
+    /// `session-id` header) and its first prompts.
+    pub async fn prepare_openai(
+        &self,
+        header: Option<&str>,
+        credentials: &Credentials,
+        body: &str,
+        format: openai::Format,
+        now_ms: i64,
+    ) -> (Option<String>, Prepared) {
+        let unchanged = |key: Option<String>, e: &dyn std::fmt::Display| {
+            (
+                key,
+                Prepared {
+                    body: None,
+                    notices: vec![format!("condense: request sent unchanged: {e}")],
+                },
+            )
+        };
+        let request = match openai::read_request(body, format) {
+            Ok(r) => r,
+            Err(e) => return unchanged(None, &e),
+        };
+        // Stubs are only shown a model that can page the originals back.
+        let offered = request.tool_search
+            || request
+                .tools
+                .iter()
+                .any(|t| t.ends_with(crate::query_tool::TOOL_NAME));
+        if !offered {
+            return (None, Prepared::default());
+        }
+        let units = openai::units(&request);
+        let key = openai_session_key(header, &request, &units);
+        let has_results = request.items.iter().any(|i| i.output.is_some());
+        if !self.dir.join(format!("{key}.jsonl")).exists() && !has_results {
+            return (None, Prepared::default());
+        }
+        let session = match self.session(&key, now_ms) {
+            Ok(s) => s,
+            Err(e) => return unchanged(Some(key), &e),
+        };
+        let mut session = session.lock().await;
+        let prepared = session
+            .prepare_body(&request, units, credentials, now_ms)
+            .await;
+        (Some(key), prepared)
+    }
+
     /// The session `key`, if it is open (never opened for this).
     fn if_open(&self, key: &str) -> Option<Arc<tokio::sync::Mutex<ProxySession>>> {
         self.open
@@ -255,7 +333,7 @@ impl Sessions {
 
     /// Records the usage an answer in the session `key` reported, if that
     /// session is open.
-    pub async fn record_usage(&self, key: &str, usage: crate::anthropic::Usage) {
+    pub async fn record_usage(&self, key: &str, usage: crate::view::Usage) {
         if let Some(s) = self.if_open(key) {
             s.lock().await.record_usage(usage);
         }

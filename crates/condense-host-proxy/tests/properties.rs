@@ -8,7 +8,7 @@
 
 mod support;
 
-use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::{Credentials, SessionOptions, Sessions};
 use proptest::prelude::*;
 use serde_json::{json, Value};

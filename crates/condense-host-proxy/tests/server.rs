@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::ProxyConfig;
 use futures_util::StreamExt;
 use http_body_util::{BodyExt, Full, StreamBody};
@@ -123,6 +123,7 @@ async fn proxy(upstream: &str, dir: &std::path::Path) -> String {
     let addr = listener.local_addr().unwrap();
     let config = ProxyConfig {
         upstream: upstream.to_owned(),
+        openai_upstream: upstream.to_owned(),
         dir: dir.to_path_buf(),
         settings: support::settings("reference"),
         query_tool: MCP_QUERY_TOOL.to_owned(),

@@ -6,7 +6,7 @@ mod support;
 
 use std::path::Path;
 
-use condense_host_proxy::anthropic::MCP_QUERY_TOOL;
+use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::{Credentials, SessionOptions, Sessions};
 use serde_json::Value;
 use support::{output, settings, Convo};

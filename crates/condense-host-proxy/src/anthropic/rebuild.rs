@@ -10,108 +10,12 @@
 
 use std::collections::HashMap;
 
-use condense_core::{Message, PlanStep, Role};
+use condense_core::PlanStep;
 use serde_json::Value;
 
-use super::view::{Part, Unit};
 use super::wire::{Block, WireRequest};
-
-/// Why a render could not be written onto the wire.
-#[derive(Debug, PartialEq, Eq)]
-pub struct RebuildError(pub String);
-
-impl std::fmt::Display for RebuildError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// The engine's list as the request holds it: for each message the engine
-/// holds, the view message it is ([`Unit`] index), or `None` for one
-/// condense wrote (a summary) that the client never sent.
-pub struct HostList<'a> {
-    /// The messages, in the engine's (host) coordinates.
-    pub messages: &'a [Message],
-    /// Each message's unit in the request.
-    pub units: &'a [Option<usize>],
-    /// The text of each message condense wrote, as the model is sent it
-    /// ([`wire_text`]); `None` for the others.
-    pub texts: &'a [Option<String>],
-}
-
-/// The text a message condense wrote is sent as: its text, the query tool
-/// named as the model sees it.
-pub fn wire_text(m: &Message, query_tool: &str) -> String {
-    name_query_tool(&text_of(m), query_tool)
-}
-
-/// One message of the output.
-enum Slot<'a> {
-    Unit(usize),
-    Synthetic(std::borrow::Cow<'a, str>),
-}
-
-/// The text of a message condense wrote: its content string, or its text
-/// blocks joined by newlines.
-pub(crate) fn text_of(m: &Message) -> String {
-    let v: Value = serde_json::from_str(m.json()).unwrap_or_default();
-    match v.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(blocks)) => blocks
-            .iter()
-            .filter_map(|b| b.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => v
-            .get("summary")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-    }
-}
-
-/// Arguments condense's error purge left (`{"_purged": "<purged-errored-args …/>"}`).
-fn purged_arguments(m: &Message) -> Vec<(String, String)> {
-    let v: Value = serde_json::from_str(m.json()).unwrap_or_default();
-    let Some(blocks) = v.get("content").and_then(Value::as_array) else {
-        return Vec::new();
-    };
-    blocks
-        .iter()
-        .filter(|b| b.get("type").and_then(Value::as_str) == Some("toolCall"))
-        .filter_map(|b| {
-            let id = b.get("id")?.as_str()?;
-            let args = b.get("arguments")?.as_object()?;
-            let purged = args.len() == 1
-                && args
-                    .get("_purged")
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| s.starts_with("<purged-errored-args"));
-            purged.then(|| (id.to_owned(), Value::Object(args.clone()).to_string()))
-        })
-        .collect()
-}
-
-/// Names the query tool as the model sees it in a text condense wrote.
-pub fn name_query_tool(text: &str, tool: &str) -> String {
-    if tool == condense_core::QUERY_TOOL_NAME {
-        return text.to_owned();
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(condense_core::QUERY_TOOL_NAME) {
-        let before = &rest[..at];
-        out.push_str(before);
-        if before.ends_with("mcp__condense__") {
-            out.push_str(condense_core::QUERY_TOOL_NAME);
-        } else {
-            out.push_str(tool);
-        }
-        rest = &rest[at + condense_core::QUERY_TOOL_NAME.len()..];
-    }
-    out.push_str(rest);
-    out
-}
+use crate::render::{layout, HostList, RebuildError, Slot};
+use crate::view::{Part, Unit};
 
 /// Writes `steps` (computed on `host`) onto `request`. `Ok(None)`: the
 /// output is the request as sent.
@@ -124,101 +28,27 @@ pub fn rebuild(
     query_tool: &str,
 ) -> Result<Option<String>, RebuildError> {
     let body = request.body;
-    let mut result_unit: HashMap<&str, usize> = HashMap::new();
-    let mut assistant_unit: HashMap<&str, usize> = HashMap::new();
-    for u in host.units.iter().flatten() {
-        let unit = &units[*u];
-        match unit.part {
-            Part::Result(_) => {
-                if let Some(c) = &unit.call_id {
-                    result_unit.insert(c, *u);
-                }
-            }
-            Part::Assistant => {
-                for (b, _) in &request.messages[unit.message].blocks {
-                    if let Block::ToolUse { id, .. } = b {
-                        assistant_unit.insert(id, *u);
-                    }
-                }
-            }
-            Part::Prompt => {}
-        }
-    }
-
-    let mut slots = Vec::new();
-    let mut content: HashMap<usize, String> = HashMap::new();
+    let plan = layout(units, host, steps, answers, query_tool);
+    let content = &plan.content;
     let mut inputs: HashMap<(usize, usize), String> = HashMap::new();
-    for step in steps {
-        match step {
-            PlanStep::Keep(r) => {
-                for h in r.clone().take_while(|h| *h < host.messages.len()) {
-                    match (host.units[h], host.texts.get(h).and_then(Option::as_deref)) {
-                        (Some(u), _) => slots.push(Slot::Unit(u)),
-                        (None, Some(text)) => slots.push(Slot::Synthetic(text.into())),
-                        (None, None) => slots.push(Slot::Synthetic(
-                            wire_text(&host.messages[h], query_tool).into(),
-                        )),
-                    }
+    for (u, purged) in &plan.purged {
+        let msg = units[*u].message;
+        for (b, (block, _)) in request.messages[msg].blocks.iter().enumerate() {
+            if let Block::ToolUse { id, .. } = block {
+                if let Some((_, args)) = purged.iter().find(|(c, _)| c == id) {
+                    inputs.insert((msg, b), args.clone());
                 }
-            }
-            PlanStep::New(m) => {
-                let call = m.skeleton().tool_call_id.as_deref();
-                if let Some(u) = call
-                    .filter(|_| m.is(&Role::ToolResult))
-                    .and_then(|c| result_unit.get(c))
-                {
-                    if !units[*u].frozen {
-                        content.insert(*u, name_query_tool(&text_of(m), query_tool));
-                    }
-                    slots.push(Slot::Unit(*u));
-                    continue;
-                }
-                if m.is(&Role::Assistant) {
-                    let purged = purged_arguments(m);
-                    let at = m
-                        .skeleton()
-                        .tool_calls
-                        .iter()
-                        .find_map(|c| assistant_unit.get(c.id.as_str()));
-                    if let Some(u) = at {
-                        let msg = units[*u].message;
-                        for (b, (block, _)) in request.messages[msg].blocks.iter().enumerate() {
-                            if let Block::ToolUse { id, .. } = block {
-                                if let Some((_, args)) = purged.iter().find(|(c, _)| c == id) {
-                                    inputs.insert((msg, b), args.clone());
-                                }
-                            }
-                        }
-                        slots.push(Slot::Unit(*u));
-                        continue;
-                    }
-                }
-                slots.push(Slot::Synthetic(wire_text(m, query_tool).into()));
             }
         }
-    }
-
-    // A query the proxy answered shows its answer wherever it is sent as is.
-    for (u, text) in answers {
-        content.entry(*u).or_insert_with(|| text.clone());
     }
 
     // The wire messages in output order, each with the blocks it keeps.
-    let in_host: Vec<bool> = {
-        let mut v = vec![false; units.len()];
-        for u in host.units.iter().flatten() {
-            v[*u] = true;
-        }
-        v
-    };
-    let mut present = vec![false; units.len()];
     let mut order: Vec<Emit> = Vec::new();
     let mut emitted = vec![false; request.messages.len()];
-    for slot in slots {
+    for slot in &plan.slots {
         match slot {
             Slot::Unit(u) => {
-                present[u] = true;
-                let m = units[u].message;
+                let m = units[*u].message;
                 if !emitted[m] {
                     emitted[m] = true;
                     order.push(Emit::Wire(m));
@@ -232,7 +62,7 @@ pub fn rebuild(
     // message before it.
     let mut holds_unit = vec![false; request.messages.len()];
     for (u, unit) in units.iter().enumerate() {
-        if in_host[u] {
+        if plan.in_host[u] {
             holds_unit[unit.message] = true;
         }
     }
@@ -274,8 +104,7 @@ pub fn rebuild(
             }
         }
     }
-    let block_kept =
-        |m: usize, b: usize| unit_of_block[m][b].is_none_or(|u| present[u] || !in_host[u]);
+    let block_kept = |m: usize, b: usize| unit_of_block[m][b].is_none_or(|u| plan.kept(u));
 
     // Pairing: each result answers a call of the assistant message just
     // before it; each call is answered in the next message.
@@ -450,7 +279,7 @@ pub fn rebuild(
 
 enum Emit<'a> {
     Wire(usize),
-    Synthetic(std::borrow::Cow<'a, str>),
+    Synthetic(&'a str),
 }
 
 /// A stub as the result's `content`, in the form the client used.
@@ -459,5 +288,26 @@ fn result_content(original: &str, text: &str) -> String {
         serde_json::json!([{"type": "text", "text": text}]).to_string()
     } else {
         Value::String(text.to_owned()).to_string()
+    }
+}
+
+impl crate::render::WireBody for WireRequest<'_> {
+    fn api(&self) -> crate::render::Api {
+        crate::render::Api::Anthropic
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    fn rebuild(
+        &self,
+        units: &[Unit],
+        host: &HostList<'_>,
+        steps: &[PlanStep],
+        answers: &HashMap<usize, String>,
+        query_tool: &str,
+    ) -> Result<Option<String>, RebuildError> {
+        rebuild(self, units, host, steps, answers, query_tool)
     }
 }

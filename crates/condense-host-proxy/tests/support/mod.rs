@@ -96,7 +96,7 @@ impl Convo {
         self.calls += 1;
         let id = format!("toolu_{:04}", self.calls);
         self.messages.push(json!({"role": "assistant", "content": [
-            {"type": "tool_use", "id": id, "name": condense_host_proxy::anthropic::MCP_QUERY_TOOL, "input": args}
+            {"type": "tool_use", "id": id, "name": condense_host_proxy::view::MCP_QUERY_TOOL, "input": args}
         ]}));
         self.messages.push(json!({"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": condense_host_proxy::query_tool::pending_text()}]}

@@ -1,20 +1,11 @@
-//! The usage a streamed (or whole) Messages API answer reports, read from
-//! the bytes as they pass through to the client, never holding them back.
+//! The usage a streamed (or whole) answer reports, read from the bytes as
+//! they pass through to the client, never holding them back: a Messages
+//! API answer, or an OpenAI one (Responses, Chat Completions), whose input
+//! count includes the cached tokens it reports apart.
 
 use serde::Deserialize;
 
-/// What one call billed, as the provider reports it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// Input tokens not read from or written to the cache.
-    pub input: u64,
-    /// Input tokens read from the cache.
-    pub cache_read: u64,
-    /// Input tokens written to the cache.
-    pub cache_write: u64,
-    /// Output tokens.
-    pub output: u64,
-}
+pub use crate::view::Usage;
 
 #[derive(Deserialize, Default)]
 struct WireUsage {
@@ -26,6 +17,20 @@ struct WireUsage {
     cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
     output_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+    #[serde(default)]
+    input_tokens_details: Option<Details>,
+    #[serde(default)]
+    prompt_tokens_details: Option<Details>,
+}
+
+#[derive(Deserialize, Default)]
+struct Details {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -34,12 +39,37 @@ struct Event {
     usage: Option<WireUsage>,
     #[serde(default)]
     message: Option<EventMessage>,
+    /// A Responses event's response (`response.completed`).
+    #[serde(default)]
+    response: Option<EventMessage>,
 }
 
 #[derive(Deserialize)]
 struct EventMessage {
     #[serde(default)]
     usage: Option<WireUsage>,
+}
+
+/// Merges what one event reports into `usage`.
+fn merge(usage: &mut Usage, u: &WireUsage, openai: bool) {
+    if openai {
+        let input = u.input_tokens.or(u.prompt_tokens);
+        let cached = u
+            .input_tokens_details
+            .as_ref()
+            .or(u.prompt_tokens_details.as_ref())
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0);
+        if let Some(n) = input {
+            usage.input = n.saturating_sub(cached);
+            usage.cache_read = cached.min(n);
+        }
+        if let Some(n) = u.output_tokens.or(u.completion_tokens) {
+            usage.output = n;
+        }
+        return;
+    }
+    usage.merge(u);
 }
 
 impl Usage {
@@ -72,9 +102,18 @@ pub struct UsageTee {
     whole: Vec<u8>,
     usage: Usage,
     seen: bool,
+    openai: bool,
 }
 
 impl UsageTee {
+    /// A tee for an OpenAI answer.
+    pub fn openai() -> UsageTee {
+        UsageTee {
+            openai: true,
+            ..UsageTee::default()
+        }
+    }
+
     /// Feeds a chunk of the answer.
     pub fn feed(&mut self, chunk: &[u8]) {
         if self.whole.len() < MAX_LINE {
@@ -112,12 +151,15 @@ impl UsageTee {
         let Ok(e) = serde_json::from_slice::<Event>(data) else {
             return;
         };
-        if let Some(u) = e.message.and_then(|m| m.usage) {
-            self.usage.merge(&u);
-            self.seen = true;
-        }
-        if let Some(u) = e.usage {
-            self.usage.merge(&u);
+        for u in [
+            e.message.and_then(|m| m.usage),
+            e.response.and_then(|m| m.usage),
+            e.usage,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            merge(&mut self.usage, &u, self.openai);
             self.seen = true;
         }
     }
@@ -153,6 +195,23 @@ mod tests {
                 })
             );
         }
+    }
+
+    #[test]
+    fn openai_usage_counts_cached_tokens_apart() {
+        let stream = "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\nevent: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":1000,\"input_tokens_details\":{\"cached_tokens\":800},\"output_tokens\":20,\"total_tokens\":1020}}}\n\n";
+        let mut tee = UsageTee::openai();
+        tee.feed(stream.as_bytes());
+        let want = Usage {
+            input: 200,
+            cache_read: 800,
+            cache_write: 0,
+            output: 20,
+        };
+        assert_eq!(tee.finish(), Some(want));
+        let mut tee = UsageTee::openai();
+        tee.feed(b"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1000,\"completion_tokens\":20,\"prompt_tokens_details\":{\"cached_tokens\":800}}}\n\ndata: [DONE]\n\n");
+        assert_eq!(tee.finish(), Some(want));
     }
 
     #[test]

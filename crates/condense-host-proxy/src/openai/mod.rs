@@ -1,0 +1,12 @@
+//! OpenAI's APIs on the wire: Responses (Codex) and Chat Completions (any
+//! OpenAI-compatible client), both a flat list of items read in place
+//! ([`read_request`], `wire.rs`), the engine's view of it ([`units`],
+//! `view.rs`), and the render written back ([`rebuild()`], `rebuild.rs`).
+
+mod rebuild;
+mod view;
+mod wire;
+
+pub use rebuild::rebuild;
+pub use view::units;
+pub use wire::{read_request, Call, Format, Item, ItemsRequest, Output, Side};

@@ -1,0 +1,374 @@
+//! Codex-shaped (Responses) and Chat Completions conversations through the
+//! proxy's sessions, in process: stubs in tool outputs that page back
+//! whole, the client's other bytes (reasoning with its encrypted content,
+//! tool-search items, developer messages) untouched, the query tool's
+//! placeholder answered, and a restart that renders the same.
+
+mod support;
+
+use std::path::Path;
+
+use condense_host_proxy::openai::Format;
+use condense_host_proxy::query_tool::{pending_text, PENDING_MARKER};
+use condense_host_proxy::view::MCP_QUERY_TOOL;
+use condense_host_proxy::{Credentials, SessionOptions, Sessions};
+use serde_json::{json, Value};
+use support::{output, settings};
+
+fn sessions(dir: &Path) -> Sessions {
+    Sessions::new(
+        dir.to_path_buf(),
+        SessionOptions::offline(settings("reference"), MCP_QUERY_TOOL),
+    )
+}
+
+/// A conversation as Codex sends it: developer and user context first,
+/// reasoning before each call, `exec_command` outputs with Codex's header,
+/// the MCP tool loaded through `tool_search`.
+#[derive(Default, Clone)]
+struct Codex {
+    items: Vec<Value>,
+    calls: usize,
+}
+
+impl Codex {
+    fn new() -> Codex {
+        let mut c = Codex::default();
+        c.items.push(json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions instructions>never</permissions instructions>"}]}));
+        c.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context><cwd>/w</cwd></environment_context>"}]}));
+        c
+    }
+
+    fn prompt(&mut self, text: &str) {
+        self.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}));
+    }
+
+    fn reasoning(&mut self) {
+        let n = self.items.len();
+        self.items.push(json!({"type": "reasoning", "summary": [], "content": null, "encrypted_content": format!("gAAAAB{n}secret+/=")}));
+    }
+
+    fn tools(&mut self, n: usize, chars: usize) {
+        self.reasoning();
+        let mut outputs = Vec::new();
+        for _ in 0..n {
+            self.calls += 1;
+            let id = format!("call_{:04}", self.calls);
+            let args = json!({"cmd": format!("make step{}", self.calls)}).to_string();
+            self.items.push(json!({"type": "function_call", "name": "exec_command", "arguments": args, "call_id": id}));
+            let text = format!("Chunk ID: a1\nWall time: 0.1 seconds\nProcess exited with code 0\nOriginal token count: 9\nOutput:\n{}", output(self.calls, chars));
+            outputs.push(json!({"type": "function_call_output", "call_id": id, "output": text}));
+        }
+        self.items.extend(outputs);
+    }
+
+    fn reply(&mut self, text: &str) {
+        self.reasoning();
+        self.items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+    }
+
+    /// The model loads the MCP tool through tool search, then calls it;
+    /// Codex answers with what the MCP server returned (the placeholder).
+    fn query(&mut self, args: Value) -> String {
+        self.calls += 1;
+        let search = format!("ts_{:04}", self.calls);
+        self.items.push(json!({"type": "tool_search_call", "call_id": search, "execution": "client", "arguments": {"query": "context_tree_query"}, "status": "completed"}));
+        self.items.push(json!({"type": "tool_search_output", "call_id": search, "execution": "client", "status": "completed", "tools": [{"type": "namespace", "name": "mcp__condense", "tools": [{"name": "context_tree_query"}]}]}));
+        self.calls += 1;
+        let id = format!("call_{:04}", self.calls);
+        self.items.push(json!({"type": "function_call", "name": "context_tree_query", "namespace": "mcp__condense", "arguments": args.to_string(), "call_id": id}));
+        self.items
+            .push(json!({"type": "function_call_output", "call_id": id, "output": pending_text()}));
+        id
+    }
+
+    fn body(&self) -> String {
+        json!({
+            "model": "gpt-5-codex",
+            "instructions": "",
+            "input": self.items,
+            "tools": [
+                {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+                {"type": "tool_search", "execution": "client"},
+            ],
+            "tool_choice": "auto",
+            "parallel_tool_calls": true,
+            "reasoning": {"effort": "medium"},
+            "store": false,
+            "stream": true,
+            "include": ["reasoning.encrypted_content"],
+            "prompt_cache_key": "019a-thread",
+        })
+        .to_string()
+    }
+}
+
+async fn sent(s: &Sessions, body: &str, format: Format, now: i64) -> (Option<String>, String) {
+    let (key, p) = s
+        .prepare_openai(None, &Credentials::default(), body, format, now)
+        .await;
+    (key, p.body.unwrap_or_else(|| body.to_owned()))
+}
+
+fn items(body: &str, field: &str) -> Vec<Value> {
+    let v: Value = serde_json::from_str(body).unwrap();
+    v[field].as_array().cloned().unwrap_or_default()
+}
+
+/// The bytes outside the item list.
+fn outside(body: &str, field: &str) -> (String, String) {
+    let at = body.find(&format!("\"{field}\":[")).unwrap();
+    let v: Value = serde_json::from_str(body).unwrap();
+    let list = serde_json::to_string(&v[field]).unwrap();
+    let end = at + field.len() + 3 + list.len() - 1;
+    (
+        body[..at].to_owned(),
+        body[end.min(body.len())..].to_owned(),
+    )
+}
+
+/// Every call's output follows it before the next message; every output
+/// answers a call.
+fn assert_paired(items: &[Value]) {
+    let mut open: Vec<String> = Vec::new();
+    for it in items {
+        let kind = it["type"].as_str().unwrap_or("message");
+        match kind {
+            "function_call" | "tool_search_call" => {
+                open.push(it["call_id"].as_str().unwrap().to_owned())
+            }
+            "function_call_output" | "tool_search_output" => {
+                let id = it["call_id"].as_str().unwrap();
+                assert!(open.iter().any(|o| o == id), "orphan output {id}");
+                open.retain(|o| o != id);
+            }
+            "reasoning" => {}
+            _ => assert!(open.is_empty(), "unanswered calls {open:?}"),
+        }
+    }
+    assert!(open.is_empty(), "unanswered calls {open:?}");
+}
+
+fn stubs(items: &[Value]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .filter_map(|i| {
+            let text = i["output"].as_str()?;
+            let rest = text.strip_prefix("[Summarized in pruner summary, ref `")?;
+            Some((
+                rest.split('`').next()?.to_owned(),
+                i["call_id"].as_str()?.to_owned(),
+            ))
+        })
+        .collect()
+}
+
+fn script() -> (Codex, Vec<String>) {
+    let mut c = Codex::new();
+    let mut bodies = Vec::new();
+    c.prompt("Build the project and fix what fails.");
+    bodies.push(c.body());
+    for task in 0..3 {
+        for _ in 0..2 {
+            c.tools(2, 6000);
+            bodies.push(c.body());
+        }
+        c.reply(&format!("Task {task} is done."));
+        c.prompt(&format!("Now task {}.", task + 1));
+        bodies.push(c.body());
+    }
+    (c, bodies)
+}
+
+#[tokio::test]
+async fn codex_outputs_become_stubs_that_page_back_whole_and_nothing_else_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path());
+    let (_, bodies) = script();
+    let mut last = String::new();
+    let mut key = None;
+    for (i, body) in bodies.iter().enumerate() {
+        (key, last) = sent(
+            &s,
+            body,
+            Format::Responses,
+            1_700_000_000_000 + i as i64 * 10_000,
+        )
+        .await;
+        assert_eq!(outside(&last, "input"), outside(body, "input"));
+        let out = items(&last, "input");
+        assert_paired(&out);
+        // Reasoning goes as the client wrote it, byte for byte.
+        for r in items(body, "input")
+            .iter()
+            .filter(|i| i["type"] == "reasoning")
+        {
+            let text = serde_json::to_string(r).unwrap();
+            assert!(last.contains(&text), "reasoning item changed: {text}");
+        }
+        // The developer and context messages stay first, unchanged.
+        assert_eq!(out[..2], items(body, "input")[..2]);
+    }
+    let stubbed = stubs(&items(&last, "input"));
+    assert!(
+        stubbed.len() >= 4,
+        "the first tasks' outputs are stubs: {stubbed:?}"
+    );
+    assert!(last.contains(MCP_QUERY_TOOL), "stubs name the MCP tool");
+    let key = key.expect("a session");
+    for (r, call) in &stubbed {
+        let n: usize = call.trim_start_matches("call_").parse().unwrap();
+        let answer = s
+            .query(&key, std::slice::from_ref(r), Default::default(), 0)
+            .await
+            .unwrap();
+        assert!(
+            answer["text"].as_str().unwrap().contains(&output(n, 6000)),
+            "{r} pages back output {n} whole"
+        );
+    }
+    // A restarted proxy renders the same bytes.
+    drop(s);
+    let s = sessions(dir.path());
+    let now = 1_700_000_000_000 + (bodies.len() - 1) as i64 * 10_000;
+    assert_eq!(
+        sent(&s, bodies.last().unwrap(), Format::Responses, now)
+            .await
+            .1,
+        last
+    );
+}
+
+#[tokio::test]
+async fn an_unchanged_codex_history_goes_byte_identical_and_no_tool_means_no_stubs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path());
+    let (_, bodies) = script();
+    for (i, body) in bodies.iter().take(3).enumerate() {
+        let (_, p) = s
+            .prepare_openai(
+                None,
+                &Credentials::default(),
+                body,
+                Format::Responses,
+                i as i64,
+            )
+            .await;
+        assert!(p.body.is_none(), "call {i} goes as sent");
+    }
+    // A client that offers no way to page an original back is never sent
+    // a stub.
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path());
+    for (i, body) in bodies.iter().enumerate() {
+        let body = body.replace(
+            r#"{"type":"tool_search","execution":"client"}"#,
+            r#"{"type":"web_search"}"#,
+        );
+        let (key, p) = s
+            .prepare_openai(
+                None,
+                &Credentials::default(),
+                &body,
+                Format::Responses,
+                i as i64 * 10_000,
+            )
+            .await;
+        assert!(p.body.is_none() && key.is_none(), "call {i} goes as sent");
+    }
+}
+
+#[tokio::test]
+async fn the_query_placeholder_becomes_the_answer_and_tool_search_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path());
+    let (mut c, bodies) = script();
+    let t = |i: usize| 1_700_000_000_000 + i as i64 * 10_000;
+    let mut last = String::new();
+    for (i, body) in bodies.iter().enumerate() {
+        last = sent(&s, body, Format::Responses, t(i)).await.1;
+    }
+    let (r, call) = stubs(&items(&last, "input"))[0].clone();
+    let n: usize = call.trim_start_matches("call_").parse().unwrap();
+    let id = c.query(json!({"toolCallIds": [r]}));
+    let body = c.body();
+    let out = sent(&s, &body, Format::Responses, t(bodies.len())).await.1;
+    let answer = items(&out, "input")
+        .into_iter()
+        .find(|i| i["type"] == "function_call_output" && i["call_id"] == id.as_str())
+        .unwrap();
+    let answer = answer["output"].as_str().unwrap();
+    assert!(!answer.contains(PENDING_MARKER));
+    assert!(answer.contains(&output(n, 6000)), "the original, whole");
+    for kind in ["tool_search_call", "tool_search_output"] {
+        let original = items(&body, "input")
+            .into_iter()
+            .find(|i| i["type"] == kind)
+            .unwrap();
+        assert!(
+            out.contains(&serde_json::to_string(&original).unwrap()),
+            "{kind} unchanged"
+        );
+    }
+    // The next call shows the same answer.
+    c.reply("Found it.");
+    c.prompt("Thanks.");
+    let next = sent(&s, &c.body(), Format::Responses, t(bodies.len() + 1))
+        .await
+        .1;
+    assert!(next.contains(&serde_json::to_string(&Value::String(answer.to_owned())).unwrap()));
+}
+
+#[tokio::test]
+async fn chat_completions_tool_messages_become_stubs() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path());
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Build it."}),
+    ];
+    let tools = json!([{"type": "function", "function": {"name": "bash", "parameters": {}}}, {"type": "function", "function": {"name": "context_tree_query", "parameters": {}}}]);
+    let mut last = String::new();
+    let mut n = 0;
+    for i in 0..8 {
+        for _ in 0..2 {
+            n += 1;
+            let id = format!("call_{n}");
+            messages.push(json!({"role": "assistant", "content": null, "tool_calls": [{"id": id, "type": "function", "function": {"name": "bash", "arguments": json!({"cmd": format!("make {n}")}).to_string()}}]}));
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": output(n, 6000)}));
+        }
+        messages.push(json!({"role": "assistant", "content": format!("Step {i} done.")}));
+        messages.push(json!({"role": "user", "content": format!("Now step {}.", i + 1)}));
+        let body = json!({"model": "gpt-4.1", "messages": messages, "tools": tools, "stream": true, "stream_options": {"include_usage": true}}).to_string();
+        last = sent(&s, &body, Format::Chat, 1_700_000_000_000 + i * 10_000)
+            .await
+            .1;
+        assert_eq!(outside(&last, "messages"), outside(&body, "messages"));
+    }
+    let out = items(&last, "messages");
+    let stubbed = out
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("[Summarized in pruner summary"))
+        })
+        .count();
+    assert!(stubbed >= 4, "tool messages became stubs: {stubbed}");
+    // Every tool message answers the assistant message's calls before it.
+    let mut open: Vec<String> = Vec::new();
+    for m in &out {
+        if m["role"] == "tool" {
+            let id = m["tool_call_id"].as_str().unwrap().to_owned();
+            assert!(open.contains(&id), "orphan {id}");
+            open.retain(|o| *o != id);
+        } else {
+            assert!(open.is_empty());
+            for c in m["tool_calls"].as_array().into_iter().flatten() {
+                open.push(c["id"].as_str().unwrap().to_owned());
+            }
+        }
+    }
+}
