@@ -6,11 +6,13 @@
 
 mod claude;
 mod claude_transcript;
+mod codex;
 mod compact;
 mod corpus;
 mod demo;
 mod generate;
 mod inspect;
+mod launch;
 mod load;
 mod mcp;
 mod opencode_export;
@@ -165,6 +167,10 @@ enum Command {
     /// Claude Code through condense: the proxy (reused or started), the
     /// MCP server registered, and `claude` with your arguments after `--`.
     Claude(claude::ClaudeArgs),
+    /// Codex through condense: the proxy (reused or started), `-c`
+    /// overrides adding it as the model provider and the MCP server, and
+    /// `codex` with your arguments after `--`.
+    Codex(codex::CodexArgs),
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -196,6 +202,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Proxy(args) => proxy::run(&args),
         Command::Mcp => mcp::run(),
         Command::Claude(args) => claude::run(&args).map(|_| ()),
+        Command::Codex(args) => codex::run(&args).map(|_| ()),
         Command::Query {
             mut args,
             latest,
@@ -227,9 +234,11 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    // `condense claude` ends with Claude Code's own exit code.
+    // `condense claude` and `condense codex` end with the agent's own exit
+    // code.
     let result = match &cli.command {
         Command::Claude(args) => claude::run(args).map(|code| u8::try_from(code).unwrap_or(1)),
+        Command::Codex(args) => codex::run(args).map(|code| u8::try_from(code).unwrap_or(1)),
         _ => run(cli).map(|()| 0),
     };
     match result {

@@ -24,7 +24,7 @@ pub const PENDING_MARKER: &str = "[condense: context_tree_query answer pending]"
 /// way).
 pub fn pending_text() -> String {
     format!(
-        "{PENDING_MARKER} The condense proxy puts the answer here before the model reads it. If you read this, requests are not going through the proxy: start the agent with `condense claude`, or point ANTHROPIC_BASE_URL at `condense proxy`."
+        "{PENDING_MARKER} The condense proxy puts the answer here before the model reads it. If you read this, requests are not going through the proxy: start the agent with `condense claude` or `condense codex`, or point its API base URL at `condense proxy`."
     )
 }
 

@@ -146,6 +146,9 @@ struct Tool<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     function: Option<ToolFunction<'a>>,
+    /// A namespace's tools (Codex's MCP servers: `mcp__<server>`).
+    #[serde(borrow, default)]
+    tools: Option<Vec<Tool<'a>>>,
 }
 
 #[derive(Deserialize)]
@@ -282,6 +285,15 @@ pub fn read_request(body: &str, format: Format) -> Result<ItemsRequest<'_>, Wire
         };
         if tool.kind.as_deref() == Some("tool_search") {
             tool_search = true;
+        }
+        if tool.kind.as_deref() == Some("namespace") {
+            let ns = tool.name.as_deref().unwrap_or_default();
+            for t in tool.tools.iter().flatten() {
+                if let Some(n) = &t.name {
+                    tools.push(format!("{ns}__{n}"));
+                }
+            }
+            continue;
         }
         if let Some(n) = tool.function.and_then(|f| f.name).or(tool.name) {
             tools.push(n.into_owned());
@@ -422,13 +434,16 @@ mod tests {
 
     #[test]
     fn a_responses_body_is_read_in_place() {
-        let body = r#"{"model":"gpt-5","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"rules"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},{"type":"reasoning","summary":[],"encrypted_content":"gAAA"},{"type":"function_call","call_id":"c1","name":"exec_command","arguments":"{\"cmd\":\"ls\"}"},{"type":"function_call_output","call_id":"c1","output":"a\nb"}],"prompt_cache_key":"th-1","tools":[{"type":"function","name":"exec_command"},{"type":"tool_search","execution":"client"}]}"#;
+        let body = r#"{"model":"gpt-5","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"rules"}]},{"type":"message","role":"user","content":[{"type":"input_text","text":"go"}]},{"type":"reasoning","summary":[],"encrypted_content":"gAAA"},{"type":"function_call","call_id":"c1","name":"exec_command","arguments":"{\"cmd\":\"ls\"}"},{"type":"function_call_output","call_id":"c1","output":"a\nb"}],"prompt_cache_key":"th-1","tools":[{"type":"function","name":"exec_command"},{"type":"tool_search","execution":"client"},{"type":"namespace","name":"mcp__condense","tools":[{"type":"function","name":"context_tree_query"}]}]}"#;
         let r = read_request(body, Format::Responses).unwrap();
         assert_eq!(r.items.len(), 5);
         assert_eq!(r.groups, vec![0..1, 1..2, 2..4, 4..5]);
         assert_eq!(r.cache_key.as_deref(), Some("th-1"));
         assert!(r.tool_search);
-        assert_eq!(r.tools, vec!["exec_command"]);
+        assert_eq!(
+            r.tools,
+            vec!["exec_command", "mcp__condense__context_tree_query"]
+        );
         let call = &r.items[3].calls[0];
         assert_eq!(call.arguments, r#"{"cmd":"ls"}"#);
         assert_eq!(&body[call.span.clone().unwrap()], r#""{\"cmd\":\"ls\"}""#);
