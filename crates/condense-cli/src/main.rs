@@ -7,6 +7,7 @@
 mod claude;
 mod claude_transcript;
 mod codex;
+mod codex_rollout;
 mod compact;
 mod corpus;
 mod demo;

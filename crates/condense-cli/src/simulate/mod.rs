@@ -372,10 +372,16 @@ fn is_export_file(path: &Path) -> bool {
     crate::opencode_export::looks_like_export(&head[..n])
 }
 
-/// A pi session file, or an OpenCode export or a Claude Code transcript
-/// read as one.
+/// A pi session file, or an OpenCode export, a Claude Code transcript or a
+/// Codex rollout read as one.
 fn open_session(path: &Path) -> Result<Session, String> {
     let bytes = read_regular_file(path).map_err(|e| e.to_string())?;
+    if crate::codex_rollout::looks_like_rollout(&bytes[..bytes.len().min(4096)]) {
+        let text = String::from_utf8_lossy(&bytes);
+        let jsonl = crate::codex_rollout::to_pi_session(&text)
+            .map_err(|e| format!("a Codex rollout, but {e}"))?;
+        return Ok(Session::parse(&jsonl));
+    }
     if crate::claude_transcript::looks_like_transcript(&bytes[..bytes.len().min(4096)]) {
         let text = String::from_utf8_lossy(&bytes);
         let jsonl = crate::claude_transcript::to_pi_session(&text)
