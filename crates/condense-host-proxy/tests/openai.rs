@@ -9,98 +9,17 @@ mod support;
 use std::path::Path;
 
 use condense_host_proxy::openai::Format;
-use condense_host_proxy::query_tool::{pending_text, PENDING_MARKER};
+use condense_host_proxy::query_tool::PENDING_MARKER;
 use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::{Credentials, SessionOptions, Sessions};
 use serde_json::{json, Value};
-use support::{output, settings};
+use support::{output, settings, Codex};
 
 fn sessions(dir: &Path) -> Sessions {
     Sessions::new(
         dir.to_path_buf(),
         SessionOptions::offline(settings("reference"), MCP_QUERY_TOOL),
     )
-}
-
-/// A conversation as Codex sends it: developer and user context first,
-/// reasoning before each call, `exec_command` outputs with Codex's header,
-/// the MCP tool loaded through `tool_search`.
-#[derive(Default, Clone)]
-struct Codex {
-    items: Vec<Value>,
-    calls: usize,
-}
-
-impl Codex {
-    fn new() -> Codex {
-        let mut c = Codex::default();
-        c.items.push(json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions instructions>never</permissions instructions>"}]}));
-        c.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context><cwd>/w</cwd></environment_context>"}]}));
-        c
-    }
-
-    fn prompt(&mut self, text: &str) {
-        self.items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}));
-    }
-
-    fn reasoning(&mut self) {
-        let n = self.items.len();
-        self.items.push(json!({"type": "reasoning", "summary": [], "content": null, "encrypted_content": format!("gAAAAB{n}secret+/=")}));
-    }
-
-    fn tools(&mut self, n: usize, chars: usize) {
-        self.reasoning();
-        let mut outputs = Vec::new();
-        for _ in 0..n {
-            self.calls += 1;
-            let id = format!("call_{:04}", self.calls);
-            let args = json!({"cmd": format!("make step{}", self.calls)}).to_string();
-            self.items.push(json!({"type": "function_call", "name": "exec_command", "arguments": args, "call_id": id}));
-            let text = format!("Chunk ID: a1\nWall time: 0.1 seconds\nProcess exited with code 0\nOriginal token count: 9\nOutput:\n{}", output(self.calls, chars));
-            outputs.push(json!({"type": "function_call_output", "call_id": id, "output": text}));
-        }
-        self.items.extend(outputs);
-    }
-
-    fn reply(&mut self, text: &str) {
-        self.reasoning();
-        self.items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}));
-    }
-
-    /// The model loads the MCP tool through tool search, then calls it;
-    /// Codex answers with what the MCP server returned (the placeholder).
-    fn query(&mut self, args: Value) -> String {
-        self.calls += 1;
-        let search = format!("ts_{:04}", self.calls);
-        self.items.push(json!({"type": "tool_search_call", "call_id": search, "execution": "client", "arguments": {"query": "context_tree_query"}, "status": "completed"}));
-        self.items.push(json!({"type": "tool_search_output", "call_id": search, "execution": "client", "status": "completed", "tools": [{"type": "namespace", "name": "mcp__condense", "tools": [{"name": "context_tree_query"}]}]}));
-        self.calls += 1;
-        let id = format!("call_{:04}", self.calls);
-        self.items.push(json!({"type": "function_call", "name": "context_tree_query", "namespace": "mcp__condense", "arguments": args.to_string(), "call_id": id}));
-        self.items
-            .push(json!({"type": "function_call_output", "call_id": id, "output": pending_text()}));
-        id
-    }
-
-    fn body(&self) -> String {
-        json!({
-            "model": "gpt-5-codex",
-            "instructions": "",
-            "input": self.items,
-            "tools": [
-                {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
-                {"type": "tool_search", "execution": "client"},
-            ],
-            "tool_choice": "auto",
-            "parallel_tool_calls": true,
-            "reasoning": {"effort": "medium"},
-            "store": false,
-            "stream": true,
-            "include": ["reasoning.encrypted_content"],
-            "prompt_cache_key": "019a-thread",
-        })
-        .to_string()
-    }
 }
 
 async fn sent(s: &Sessions, body: &str, format: Format, now: i64) -> (Option<String>, String) {

@@ -119,11 +119,16 @@ async fn upstream() -> Upstream {
 
 /// A proxy on 127.0.0.1 in front of `upstream`; its address.
 async fn proxy(upstream: &str, dir: &std::path::Path) -> String {
+    proxy_with(upstream, upstream, dir).await
+}
+
+/// A proxy with an OpenAI upstream of its own.
+async fn proxy_with(upstream: &str, openai: &str, dir: &std::path::Path) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = ProxyConfig {
         upstream: upstream.to_owned(),
-        openai_upstream: upstream.to_owned(),
+        openai_upstream: openai.to_owned(),
         dir: dir.to_path_buf(),
         settings: support::settings("reference"),
         query_tool: MCP_QUERY_TOOL.to_owned(),
@@ -280,4 +285,62 @@ async fn the_usage_an_answer_reports_is_logged_with_the_message_it_was() {
         "{assistant}"
     );
     assert!(!text.contains("sk-test"), "no secret is written");
+}
+
+#[tokio::test]
+async fn openai_paths_go_to_the_openai_upstream_and_stream_back() {
+    let anthropic = upstream().await;
+    let openai = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = proxy_with(
+        &format!("http://{}", anthropic.addr),
+        &format!("http://{}", openai.addr),
+        dir.path(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let body = serde_json::json!({
+        "model": "gpt-5-codex",
+        "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+        "tools": [{"type": "tool_search", "execution": "client"}],
+        "stream": true,
+        "prompt_cache_key": "th-1",
+    })
+    .to_string();
+    openai.release.notify_one();
+    let r = client
+        .post(format!("{base}/v1/responses"))
+        .header("authorization", "Bearer sk-oa")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    assert_eq!(text, format!("{FIRST}{SECOND}"), "the answer, as it came");
+    // `/v1/models` goes where its headers say.
+    openai.release.notify_one();
+    client
+        .get(format!("{base}/v1/models"))
+        .header("authorization", "Bearer sk-oa")
+        .send()
+        .await
+        .unwrap();
+    anthropic.release.notify_one();
+    client
+        .get(format!("{base}/v1/models"))
+        .header("anthropic-version", "2023-06-01")
+        .send()
+        .await
+        .unwrap();
+    let to_openai = openai.received.lock().unwrap().clone();
+    let to_anthropic = anthropic.received.lock().unwrap().clone();
+    let paths = |r: &[Received]| r.iter().map(|r| r.path.clone()).collect::<Vec<_>>();
+    assert_eq!(paths(&to_openai), ["/v1/responses", "/v1/models"]);
+    assert_eq!(paths(&to_anthropic), ["/v1/models"]);
+    assert_eq!(
+        to_openai[0].body,
+        body.as_bytes(),
+        "a history with no results goes as sent"
+    );
 }
