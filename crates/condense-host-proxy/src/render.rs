@@ -86,12 +86,16 @@ pub fn name_query_tool(text: &str, tool: &str) -> String {
     if tool == condense_core::QUERY_TOOL_NAME {
         return text.to_owned();
     }
+    let prefix = tool
+        .strip_suffix(condense_core::QUERY_TOOL_NAME)
+        .unwrap_or_default();
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find(condense_core::QUERY_TOOL_NAME) {
         let before = &rest[..at];
         out.push_str(before);
-        if before.ends_with("mcp__condense__") {
+        // A name already in the client's form stays as it is.
+        if before.ends_with("mcp__condense__") || (!prefix.is_empty() && before.ends_with(prefix)) {
             out.push_str(condense_core::QUERY_TOOL_NAME);
         } else {
             out.push_str(tool);
@@ -267,4 +271,32 @@ pub trait WireBody {
         answers: &HashMap<usize, String>,
         query_tool: &str,
     ) -> Result<Option<String>, RebuildError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MCP_QUERY: &str = crate::view::MCP_QUERY_TOOL;
+
+    #[test]
+    fn the_query_tool_is_named_as_the_client_lists_it_once() {
+        let text = "Use `context_tree_query`; mcp__condense__context_tree_query; condense_context_tree_query";
+        assert_eq!(
+            name_query_tool(text, "condense_context_tree_query"),
+            "Use `condense_context_tree_query`; mcp__condense__context_tree_query; condense_context_tree_query"
+        );
+        assert_eq!(
+            name_query_tool(
+                "Use `context_tree_query`; mcp__condense__context_tree_query",
+                MCP_QUERY
+            ),
+            "Use `mcp__condense__context_tree_query`; mcp__condense__context_tree_query"
+        );
+        assert!(crate::view::is_query_tool("condense_context_tree_query"));
+        assert!(crate::view::is_query_tool(
+            "mcp__condense__context_tree_query"
+        ));
+        assert!(!crate::view::is_query_tool("other_context_tree_query"));
+    }
 }

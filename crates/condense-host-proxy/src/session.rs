@@ -594,6 +594,20 @@ impl ProxySession {
         prepared
     }
 
+    /// Names the query tool as the client lists it, in what condense writes
+    /// from now on (stubs, summaries).
+    pub fn name_query_tool(&mut self, name: &str) {
+        if self.options.query_tool == name {
+            return;
+        }
+        self.options.query_tool = name.to_owned();
+        for h in 0..self.messages.len() {
+            if !self.held[h].wire {
+                self.texts[h] = Some(render::wire_text(&self.messages[h], name));
+            }
+        }
+    }
+
     /// [`ProxySession::prepare`] of a request in any wire format, read
     /// whole (no memo of the previous request).
     pub async fn prepare_body(

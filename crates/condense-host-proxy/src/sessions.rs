@@ -296,15 +296,21 @@ impl Sessions {
             Ok(r) => r,
             Err(e) => return unchanged(None, &e),
         };
-        // Stubs are only shown a model that can page the originals back.
-        let offered = request.tool_search
-            || request
-                .tools
-                .iter()
-                .any(|t| t.ends_with(crate::query_tool::TOOL_NAME));
-        if !offered {
+        // Stubs are only shown a model that can page the originals back,
+        // and name the tool as the client lists it (an MCP tool Codex
+        // defers behind tool search keeps its MCP name).
+        let listed = request
+            .tools
+            .iter()
+            .find(|t| crate::view::is_query_tool(t))
+            .cloned();
+        let Some(query_tool) = listed.or_else(|| {
+            request
+                .tool_search
+                .then(|| crate::view::MCP_QUERY_TOOL.to_owned())
+        }) else {
             return (None, Prepared::default());
-        }
+        };
         let units = openai::units(&request);
         let key = openai_session_key(header, &request, &units);
         let has_results = request.items.iter().any(|i| i.output.is_some());
@@ -316,6 +322,7 @@ impl Sessions {
             Err(e) => return unchanged(Some(key), &e),
         };
         let mut session = session.lock().await;
+        session.name_query_tool(&query_tool);
         let prepared = session
             .prepare_body(&request, units, credentials, now_ms)
             .await;

@@ -91,13 +91,24 @@ pub fn result_view(call_id: &str, tool_name: &str, texts: &[&str], is_error: boo
 
 /// The tool name the engine is shown: condense's own query tool under the
 /// name every host gives it, so its results get the grace and protection
-/// they get elsewhere.
+/// they get elsewhere. A client names an MCP server's tool its own way
+/// (`mcp__condense__context_tree_query` in Claude Code and Codex,
+/// `condense_context_tree_query` in OpenCode).
 pub(crate) fn engine_tool_name(name: &str) -> &str {
-    if name == MCP_QUERY_TOOL {
+    if is_query_tool(name) {
         condense_core::QUERY_TOOL_NAME
     } else {
         name
     }
+}
+
+/// Whether a client's tool name is condense's query tool.
+pub fn is_query_tool(name: &str) -> bool {
+    name == MCP_QUERY_TOOL
+        || name == condense_core::QUERY_TOOL_NAME
+        || name
+            .strip_suffix(condense_core::QUERY_TOOL_NAME)
+            .is_some_and(|server| server.ends_with("condense_") || server.ends_with("condense__"))
 }
 
 pub(crate) fn to_json(v: Value) -> String {

@@ -247,7 +247,7 @@ async fn chat_completions_tool_messages_become_stubs() {
         json!({"role": "system", "content": "You are a coding agent."}),
         json!({"role": "user", "content": "Build it."}),
     ];
-    let tools = json!([{"type": "function", "function": {"name": "bash", "parameters": {}}}, {"type": "function", "function": {"name": "context_tree_query", "parameters": {}}}]);
+    let tools = json!([{"type": "function", "function": {"name": "bash", "parameters": {}}}, {"type": "function", "function": {"name": "condense_context_tree_query", "parameters": {}}}]);
     let mut last = String::new();
     let mut n = 0;
     for i in 0..8 {
@@ -276,6 +276,13 @@ async fn chat_completions_tool_messages_become_stubs() {
         })
         .count();
     assert!(stubbed >= 4, "tool messages became stubs: {stubbed}");
+    // They name the query tool as the client lists it (OpenCode's MCP
+    // naming).
+    assert!(
+        last.contains("Use condense_context_tree_query"),
+        "{}",
+        &last[..last.len().min(400)]
+    );
     // Every tool message answers the assistant message's calls before it.
     let mut open: Vec<String> = Vec::new();
     for m in &out {

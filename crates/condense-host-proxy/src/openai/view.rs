@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use super::wire::{ItemsRequest, Side};
 use crate::query_tool::PENDING_MARKER;
-use crate::view::{engine_tool_name, result_view, to_json, Part, Unit, MCP_QUERY_TOOL};
+use crate::view::{engine_tool_name, is_query_tool, result_view, to_json, Part, Unit};
 
 /// The view of every item group of `request`, in order.
 pub fn units(request: &ItemsRequest<'_>) -> Vec<Unit> {
@@ -53,7 +53,7 @@ pub fn units(request: &ItemsRequest<'_>) -> Vec<Unit> {
                 let Some(o) = &first.output else { continue };
                 let (name, arguments) = calls.get(o.call_id.as_ref()).copied().unwrap_or(("", ""));
                 let pending =
-                    name == MCP_QUERY_TOOL && o.texts.iter().any(|t| t.contains(PENDING_MARKER));
+                    is_query_tool(name) && o.texts.iter().any(|t| t.contains(PENDING_MARKER));
                 let texts: Vec<&str> = o.texts.iter().map(AsRef::as_ref).collect();
                 let mut u = unit(
                     g,
