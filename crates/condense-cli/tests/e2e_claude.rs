@@ -8,9 +8,10 @@
 //! `ENABLE_TOOL_SEARCH=false`), with a recording relay in front of the
 //! proxy so what Claude Code sent can be compared with what went upstream.
 
-use std::io::{BufRead, BufReader};
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use condense_host_proxy::query_tool::PENDING_MARKER;
@@ -18,6 +19,7 @@ use condense_testkit::claude_env::{require_claude, ClaudeEnv, ClaudeRun};
 use condense_testkit::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use condense_testkit::relay::Relay;
 use serde_json::{json, Value};
+use support::ProxyProcess;
 
 const QUERY_TOOL: &str = "mcp__condense__context_tree_query";
 
@@ -256,50 +258,19 @@ fn condense_claude_prunes_at_a_cold_call_pages_back_through_tool_search_and_leav
     assert_eq!(report["sessions"][0]["recorded"]["calls"], calls);
 }
 
-/// `condense proxy` as its own process.
-struct ProxyProcess {
-    child: Child,
-    addr: String,
-}
-
-impl ProxyProcess {
-    fn start(upstream: &str, port: u16, dir: &Path, settings: &Path) -> ProxyProcess {
-        let mut child = Command::new(condense())
-            .args(["proxy", "--port", &port.to_string(), "--upstream", upstream])
-            .arg("--dir")
-            .arg(dir)
-            .arg("--settings")
-            .arg(settings)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line.trim().trim_start_matches("http://").to_owned();
-        assert!(
-            addr.starts_with("127.0.0.1:"),
-            "the proxy started: {line:?}"
-        );
-        ProxyProcess { child, addr }
-    }
-
-    fn port(&self) -> u16 {
-        self.addr.rsplit(':').next().unwrap().parse().unwrap()
-    }
-
-    /// Stops it; returns what it printed on standard error.
-    fn stop(mut self) -> String {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut e, &mut err);
-        }
-        err
-    }
+/// `condense proxy` as its own process, forwarding to `upstream`.
+fn start_proxy(upstream: &str, port: u16, dir: &Path, settings: &Path) -> ProxyProcess {
+    ProxyProcess::start(
+        port,
+        &[
+            "--upstream".as_ref(),
+            upstream.as_ref(),
+            "--dir".as_ref(),
+            dir.as_os_str(),
+            "--settings".as_ref(),
+            settings.as_os_str(),
+        ],
+    )
 }
 
 fn manual_args<'a>(prompt: &'a str, session: &'a str, resume: bool, mcp: &'a str) -> Vec<&'a str> {
@@ -364,7 +335,7 @@ fn the_manual_setup_forwards_unchanged_history_byte_for_byte_and_survives_a_prox
     write_notes(&env.project);
     let mcp = mcp_config();
     let session = "0f6d8e1c-3b9a-4c2e-8d7f-6a5b4c3d2e10";
-    let proxy = ProxyProcess::start(&upstream, 0, &env.logs, &env.settings);
+    let proxy = start_proxy(&upstream, 0, &env.logs, &env.settings);
     let port = proxy.port();
     let relay = Relay::start(proxy.addr.parse().unwrap());
 
@@ -390,7 +361,7 @@ fn the_manual_setup_forwards_unchanged_history_byte_for_byte_and_survives_a_prox
 
     // 4. A new proxy process on the same port, from the logs alone.
     proxy.stop();
-    let proxy = ProxyProcess::start(&upstream, port, &env.logs, &env.settings);
+    let proxy = start_proxy(&upstream, port, &env.logs, &env.settings);
     llm.push(Reply::tool_call(
         "toolu_q",
         QUERY_TOOL,
@@ -423,7 +394,7 @@ fn the_manual_setup_forwards_unchanged_history_byte_for_byte_and_survives_a_prox
         .unwrap();
     let before = llm.requests().last().unwrap().raw_body.clone();
     proxy.stop();
-    let proxy = ProxyProcess::start(&upstream, port, &env.logs, &env.settings);
+    let proxy = start_proxy(&upstream, port, &env.logs, &env.settings);
     llm.push(Reply::text("again"));
     let status = post(
         &proxy.addr,
@@ -466,7 +437,7 @@ fn two_sessions_at_once_through_one_proxy_do_not_mix() {
     );
     env.set_env("ENABLE_TOOL_SEARCH", "false");
     write_notes(&env.project);
-    let proxy = ProxyProcess::start(&upstream, 0, &env.logs, &env.settings);
+    let proxy = start_proxy(&upstream, 0, &env.logs, &env.settings);
     let base = format!("http://{}", proxy.addr);
     let mcp = mcp_config();
     // Both first calls are answered late, so each session takes one tool
@@ -530,7 +501,7 @@ fn a_proxy_whose_sessions_cannot_be_logged_fails_open() {
     // The log directory is a file: no session can be opened.
     let blocked = env.root.path().join("not-a-dir");
     std::fs::write(&blocked, "x").unwrap();
-    let proxy = ProxyProcess::start(&upstream, 0, &blocked, &env.settings);
+    let proxy = start_proxy(&upstream, 0, &blocked, &env.settings);
     let relay = Relay::start(proxy.addr.parse().unwrap());
     script_reading(&llm);
     let run = env.run_claude(

@@ -245,6 +245,23 @@ impl OpenCodeEnv {
         }
     }
 
+    /// Runs OpenCode without condense's plugin (for condense as a proxy in
+    /// front of its provider).
+    pub fn without_plugin(&self) {
+        fs::remove_file(self.config_dir.join("plugins/condense.ts"))
+            .expect("remove the workspace plugin file");
+    }
+
+    /// Adds a local MCP server `name` running `command` to `opencode.json`.
+    pub fn add_mcp_server(&self, name: &str, command: &[String]) {
+        let file = self.config_dir.join("opencode.json");
+        let mut config: Value =
+            serde_json::from_str(&fs::read_to_string(&file).expect("read opencode.json"))
+                .expect("opencode.json is JSON");
+        config["mcp"][name] = json!({"type": "local", "command": command, "enabled": true});
+        fs::write(&file, config.to_string()).expect("write opencode.json");
+    }
+
     /// Adds (or replaces) provider `id` in `opencode.json`.
     pub fn add_provider(&self, id: &str, provider: Value) {
         let file = self.config_dir.join("opencode.json");

@@ -5,8 +5,10 @@
 // Each test binary compiles this module and uses a different part of it.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
 
@@ -142,4 +144,51 @@ pub fn generate(dir: &Path, file: &Path, g: &Generated<'_>) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `condense proxy` as its own process, on 127.0.0.1.
+pub struct ProxyProcess {
+    child: Child,
+    /// `127.0.0.1:<port>`.
+    pub addr: String,
+}
+
+impl ProxyProcess {
+    /// `condense proxy --port <port> <args>`; waits for the address it
+    /// prints.
+    pub fn start(port: u16, args: &[&OsStr]) -> ProxyProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_condense"))
+            .args(["proxy", "--port", &port.to_string()])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line.trim().trim_start_matches("http://").to_owned();
+        assert!(
+            addr.starts_with("127.0.0.1:"),
+            "the proxy started: {line:?}"
+        );
+        ProxyProcess { child, addr }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.addr.rsplit(':').next().unwrap().parse().unwrap()
+    }
+
+    /// Stops it; returns what it printed on standard error.
+    pub fn stop(mut self) -> String {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut err = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
+        }
+        err
+    }
 }
