@@ -1,6 +1,7 @@
 //! The latency the proxy adds before a request goes upstream: a
 //! conversation's next call prepared (read, synced, rendered, written
-//! back), at 1M tokens and on a small warm conversation.
+//! back), at 1M tokens and on a small warm conversation, for Claude Code
+//! (Messages) and Codex (Responses).
 //!
 //! `cargo bench -p condense-host-proxy --bench prepare`
 
@@ -170,7 +171,95 @@ fn bench_small(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_small);
+/// A Codex-shaped (Responses) history of about `tokens` tokens.
+fn codex_history(tokens: usize) -> Vec<Value> {
+    let mut items = vec![
+        json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "<permissions instructions/>"}]}),
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Work through the backlog."}]}),
+    ];
+    let mut chars = 0;
+    let mut n = 0;
+    while chars < tokens * 4 {
+        n += 1;
+        let id = format!("call_{n:06}");
+        let out: String = (0..60)
+            .map(|i| format!("line {i} of output {n}: status {}\n", (i * n) % 7))
+            .collect::<String>()
+            .repeat(2);
+        chars += out.len();
+        items.push(
+            json!({"type": "reasoning", "summary": [], "encrypted_content": format!("gAAAA{n}")}),
+        );
+        items.push(json!({"type": "function_call", "name": "exec_command", "arguments": json!({"cmd": format!("make step{n}")}).to_string(), "call_id": id}));
+        items.push(json!({"type": "function_call_output", "call_id": id, "output": out}));
+        if n % 40 == 0 {
+            items.push(json!({"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Done with that part."}]}));
+            items.push(json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": format!("Next part {n}.")}]}));
+        }
+    }
+    items
+}
+
+fn codex_body(items: &[Value]) -> String {
+    json!({
+        "model": "gpt-5-codex",
+        "instructions": "",
+        "input": items,
+        "tools": [{"type": "function", "name": "exec_command"}, {"type": "tool_search", "execution": "client"}],
+        "store": false,
+        "stream": true,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "bench-thread",
+    })
+    .to_string()
+}
+
+/// A Codex conversation's next call adding an exchange: an OpenAI body is
+/// read whole each call (no incremental read), so this is the cost of the
+/// Responses route.
+fn bench_openai(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("responses_added_exchange");
+    group
+        .measurement_time(Duration::from_secs(8))
+        .sample_size(20);
+    for tokens in [20_000usize, 1_000_000] {
+        let dir = tempfile::tempdir().unwrap();
+        let sessions = Sessions::new(
+            dir.path().to_path_buf(),
+            SessionOptions::offline(json!({"contextPrune": {"enabled": true}}), MCP_QUERY_TOOL),
+        );
+        let mut items = codex_history(tokens);
+        let creds = Credentials::default();
+        let mut now = 1_700_000_000_000i64;
+        let format = condense_host_proxy::openai::Format::Responses;
+        runtime.block_on(sessions.prepare_openai(None, &creds, &codex_body(&items), format, now));
+        let mut n = 0usize;
+        group.bench_function(BenchmarkId::from_parameter(tokens), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    n += 1;
+                    let id = format!("call_next_{n}");
+                    items.push(json!({"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}", "call_id": id}));
+                    items.push(json!({"type": "function_call_output", "call_id": id, "output": format!("file{n}.txt")}));
+                    let next = codex_body(&items);
+                    now += 2_000;
+                    let start = std::time::Instant::now();
+                    runtime.block_on(sessions.prepare_openai(None, &creds, &next, format, now));
+                    total += start.elapsed();
+                }
+                total
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_small, bench_openai);
 criterion_main!(benches);
 
 #[allow(dead_code)]

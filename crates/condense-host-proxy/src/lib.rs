@@ -23,6 +23,7 @@ pub mod render;
 pub mod server;
 pub mod session;
 pub mod sessions;
+mod span;
 pub mod usage;
 pub mod view;
 

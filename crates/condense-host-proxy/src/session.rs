@@ -32,6 +32,7 @@ use condense_summarizer::{
 use serde_json::Value;
 
 use crate::anthropic::{self, WireRequest};
+use crate::openai;
 use crate::query_tool::QueryArgs;
 use crate::render::{self, Api, HostList, WireBody};
 use crate::view::{self, Part, Unit};
@@ -60,11 +61,18 @@ struct Turn {
 /// The conversation's previous request, as the next one reads after it.
 #[derive(Debug, Clone)]
 struct Memo {
-    wire: anthropic::WireMemo,
+    wire: WireMemo,
     /// Its units, without their views.
     units: Vec<Unit>,
     /// Where each unit is held.
     at: Vec<Option<usize>>,
+}
+
+/// The previous request's body and what was read of it, in its format.
+#[derive(Debug, Clone)]
+enum WireMemo {
+    Anthropic(anthropic::WireMemo),
+    OpenAi(openai::ItemsMemo),
 }
 
 /// What a request becomes.
@@ -608,19 +616,87 @@ impl ProxySession {
         }
     }
 
-    /// [`ProxySession::prepare`] of a request in any wire format, read
-    /// whole (no memo of the previous request).
-    pub async fn prepare_body(
+    /// [`ProxySession::prepare`] of an OpenAI request read whole, with
+    /// its units (all of them).
+    pub async fn prepare_read(
         &mut self,
-        request: &(dyn WireBody + Sync),
-        mut units: Vec<Unit>,
+        request: openai::ItemsRequest<'_>,
+        units: Vec<Unit>,
         credentials: &Credentials,
         now_ms: i64,
     ) -> Prepared {
         self.memo = None;
+        self.prepare_openai(request, units, Vec::new(), credentials, now_ms)
+            .await
+    }
+
+    /// [`ProxySession::prepare`] of an OpenAI body, read after the
+    /// conversation's previous request: the items it shares with that one
+    /// are neither read, viewed nor matched again.
+    pub async fn prepare_items(
+        &mut self,
+        body: &str,
+        format: openai::Format,
+        credentials: &Credentials,
+        now_ms: i64,
+    ) -> Result<Prepared, anthropic::WireError> {
+        let (wire, mut units, mut known) = match self.memo.take() {
+            Some(Memo {
+                wire: WireMemo::OpenAi(w),
+                units,
+                at,
+            }) => (Some(w), units, at),
+            _ => Default::default(),
+        };
+        let request = openai::read_request_after(body, format, wire)?;
+        let first_group = request
+            .groups
+            .iter()
+            .position(|g| g.start >= request.reused)
+            .unwrap_or(request.groups.len());
+        let n = units.iter().take_while(|u| u.message < first_group).count();
+        units.truncate(n);
+        known.truncate(n);
+        units.extend(openai::units_from(&request, first_group));
+        Ok(self
+            .prepare_openai(request, units, known, credentials, now_ms)
+            .await)
+    }
+
+    async fn prepare_openai(
+        &mut self,
+        request: openai::ItemsRequest<'_>,
+        mut units: Vec<Unit>,
+        known: Vec<Option<usize>>,
+        credentials: &Credentials,
+        now_ms: i64,
+    ) -> Prepared {
+        // Stubs are only shown a model that can page the originals back.
+        let Some(tool) = request.query_tool() else {
+            return Prepared::default();
+        };
+        self.name_query_tool(&tool);
         self.credentials = credentials.clone();
-        let (prepared, _) = self.prepare_with(request, &mut units, &[], now_ms).await;
+        let (prepared, at) = self
+            .prepare_with(&request, &mut units, &known, now_ms)
+            .await;
         self.credentials = Credentials::default();
+        // The items through the first user prompt identify the
+        // conversation (`sessions::openai_session_key`).
+        let head = units
+            .iter()
+            .find(|u| u.opens_run)
+            .map_or(1, |u| request.groups[u.message].end);
+        self.memo = at.map(|at| {
+            for u in &mut units {
+                u.view = String::new();
+            }
+            Memo {
+                wire: WireMemo::OpenAi(openai::ItemsMemo::from_request(request, head)),
+                units,
+                at,
+            }
+        });
         prepared
     }
 
@@ -634,8 +710,12 @@ impl ProxySession {
         now_ms: i64,
     ) -> Result<Prepared, anthropic::WireError> {
         let (wire, mut units, mut known) = match self.memo.take() {
-            Some(m) => (Some(m.wire), m.units, m.at),
-            None => Default::default(),
+            Some(Memo {
+                wire: WireMemo::Anthropic(w),
+                units,
+                at,
+            }) => (Some(w), units, at),
+            _ => Default::default(),
         };
         let request = anthropic::read_request_after(body, wire)?;
         let n = units
@@ -667,7 +747,7 @@ impl ProxySession {
                 u.view = String::new();
             }
             Memo {
-                wire: anthropic::WireMemo::from_request(request),
+                wire: WireMemo::Anthropic(anthropic::WireMemo::from_request(request)),
                 units,
                 at,
             }
@@ -677,7 +757,10 @@ impl ProxySession {
     /// The body's bytes through its first message, as the last request
     /// sent them (`None` before one).
     pub fn head(&self) -> Option<&str> {
-        self.memo.as_ref().map(|m| m.wire.head())
+        self.memo.as_ref().map(|m| match &m.wire {
+            WireMemo::Anthropic(w) => w.head(),
+            WireMemo::OpenAi(w) => w.head(),
+        })
     }
 
     async fn prepare_with(

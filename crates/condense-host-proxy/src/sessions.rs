@@ -179,13 +179,12 @@ impl Sessions {
     /// The conversation of the client's session `id` whose last request
     /// `body` continues (it starts with that request's bytes through its
     /// first message).
-    fn continued(&self, id: &str, body: &str) -> Option<String> {
-        let prefix = format!("{id}-");
+    fn continued(&self, prefix: &str, body: &str) -> Option<String> {
         self.heads
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .iter()
-            .filter(|(k, h)| k.starts_with(&prefix) && !h.is_empty())
+            .filter(|(k, h)| k.starts_with(prefix) && !h.is_empty())
             .find(|(_, h)| body.starts_with(h.as_str()))
             .map(|(k, _)| k.clone())
     }
@@ -219,7 +218,10 @@ impl Sessions {
     ) -> (Option<String>, Prepared) {
         // The fast way: a request continuing one this proxy prepared.
         let id = header.map(sanitize).filter(|h| !h.is_empty());
-        if let Some(key) = id.as_deref().and_then(|id| self.continued(id, body)) {
+        if let Some(key) = id
+            .as_deref()
+            .and_then(|id| self.continued(&format!("{id}-"), body))
+        {
             if let Ok(session) = self.session(&key, now_ms) {
                 let mut session = session.lock().await;
                 let prepared = session.prepare_text(body, credentials, now_ms).await;
@@ -274,7 +276,9 @@ impl Sessions {
 
     /// [`Sessions::prepare`] of an OpenAI body (`format`): the conversation
     /// is keyed by the client's id (`prompt_cache_key`, else the
-    /// `session-id` header) and its first prompts.
+    /// `session-id` header) and its first prompts. A body that continues a
+    /// conversation this proxy prepared (its session id, its first items)
+    /// is read after that conversation's previous request.
     pub async fn prepare_openai(
         &self,
         header: Option<&str>,
@@ -292,25 +296,28 @@ impl Sessions {
                 },
             )
         };
+        let id = header.map(sanitize).filter(|h| !h.is_empty());
+        let prefix = id.map_or_else(|| "oa-".to_owned(), |id| format!("oa-{id}-"));
+        if let Some(key) = self.continued(&prefix, body) {
+            if let Ok(session) = self.session(&key, now_ms) {
+                let mut session = session.lock().await;
+                let prepared = session
+                    .prepare_items(body, format, credentials, now_ms)
+                    .await;
+                self.note_head(&key, session.head());
+                return match prepared {
+                    Ok(p) => (Some(key), p),
+                    Err(e) => unchanged(Some(key), &e),
+                };
+            }
+        }
         let request = match openai::read_request(body, format) {
             Ok(r) => r,
             Err(e) => return unchanged(None, &e),
         };
-        // Stubs are only shown a model that can page the originals back,
-        // and name the tool as the client lists it (an MCP tool Codex
-        // defers behind tool search keeps its MCP name).
-        let listed = request
-            .tools
-            .iter()
-            .find(|t| crate::view::is_query_tool(t))
-            .cloned();
-        let Some(query_tool) = listed.or_else(|| {
-            request
-                .tool_search
-                .then(|| crate::view::MCP_QUERY_TOOL.to_owned())
-        }) else {
+        if request.query_tool().is_none() {
             return (None, Prepared::default());
-        };
+        }
         let units = openai::units(&request);
         let key = openai_session_key(header, &request, &units);
         let has_results = request.items.iter().any(|i| i.output.is_some());
@@ -322,10 +329,10 @@ impl Sessions {
             Err(e) => return unchanged(Some(key), &e),
         };
         let mut session = session.lock().await;
-        session.name_query_tool(&query_tool);
         let prepared = session
-            .prepare_body(&request, units, credentials, now_ms)
+            .prepare_read(request, units, credentials, now_ms)
             .await;
+        self.note_head(&key, session.head());
         (Some(key), prepared)
     }
 

@@ -298,3 +298,29 @@ async fn chat_completions_tool_messages_become_stubs() {
         }
     }
 }
+
+#[tokio::test]
+async fn a_request_read_after_the_previous_one_renders_as_one_read_whole() {
+    // One proxy reads each call after the previous one (only what it
+    // adds); the other is a new proxy each call (the log replayed, the
+    // body read whole). Same bytes out, through flushes and a query.
+    let fast_dir = tempfile::tempdir().unwrap();
+    let whole_dir = tempfile::tempdir().unwrap();
+    let fast = sessions(fast_dir.path());
+    let (mut c, mut bodies) = script();
+    c.query(json!({"toolCallIds": ["t2"]}));
+    bodies.push(c.body());
+    c.tools(1, 5000);
+    bodies.push(c.body());
+    let mut stubbed = 0;
+    for (i, body) in bodies.iter().enumerate() {
+        let t = 1_700_000_000_000 + i as i64 * 10_000;
+        let a = sent(&fast, body, Format::Responses, t).await.1;
+        let b = sent(&sessions(whole_dir.path()), body, Format::Responses, t)
+            .await
+            .1;
+        assert_eq!(a, b, "call {i}");
+        stubbed = stubs(&items(&a, "input")).len();
+    }
+    assert!(stubbed >= 4, "{stubbed}");
+}

@@ -8,6 +8,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use crate::span::{common_prefix, fields_after, rest_of_array, span_of};
+
 /// Why a body was not read (the proxy then forwards it unchanged).
 #[derive(Debug, PartialEq, Eq)]
 pub struct WireError(pub String);
@@ -289,21 +291,6 @@ impl WireMessage<'_> {
     }
 }
 
-/// The length of the bytes `a` and `b` start with alike.
-fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const CHUNK: usize = 4096;
-    let n = a.len().min(b.len());
-    let mut at = 0;
-    while at + CHUNK <= n && a[at..at + CHUNK] == b[at..at + CHUNK] {
-        at += CHUNK;
-    }
-    at + a[at..n]
-        .iter()
-        .zip(&b[at..n])
-        .take_while(|(x, y)| x == y)
-        .count()
-}
-
 /// Reads a body, carrying over the messages it shares byte for byte with
 /// the previous request of its conversation (`memo`): only the messages
 /// after them and the fields after the array are read, so a call costs
@@ -324,40 +311,15 @@ pub fn read_request_after(
     if k == 0 {
         return read_request(body);
     }
-    let bytes = body.as_bytes();
-    let mut pos = memo.messages[k - 1].span.end;
+    let pos = memo.messages[k - 1].span.end;
     let (model, messages_start) = (memo.model, memo.messages_start);
     let mut messages: Vec<WireMessage<'_>> = memo.messages;
     messages.truncate(k);
-    let skip_ws = |mut p: usize| {
-        while p < bytes.len() && bytes[p].is_ascii_whitespace() {
-            p += 1;
-        }
-        p
-    };
-    let end = loop {
-        pos = skip_ws(pos);
-        match bytes.get(pos) {
-            Some(b']') => break pos,
-            Some(b',') => pos = skip_ws(pos + 1),
-            _ => return Err(err("messages: expected `,` or `]`")),
-        }
-        let mut values = serde_json::Deserializer::from_str(&body[pos..]).into_iter::<&RawValue>();
-        let raw = match values.next() {
-            Some(Ok(raw)) => raw,
-            Some(Err(e)) => return Err(err(e)),
-            None => return Err(err("messages: a value expected")),
-        };
-        let message = read_message(body, raw)?;
-        pos = message.span.end;
-        messages.push(message);
-    };
-    let rest = body[end + 1..].trim_start();
-    let tail_json = match rest.strip_prefix(',') {
-        Some(fields) => format!("{{{fields}"),
-        None if rest.trim_end() == "}" => "{}".to_owned(),
-        None => return Err(err("a field or `}` expected after messages")),
-    };
+    let (raws, end) = rest_of_array(body, pos, "messages").map_err(err)?;
+    for raw in raws {
+        messages.push(read_message(body, raw)?);
+    }
+    let tail_json = fields_after(body, end, "messages").map_err(err)?;
     let tail: Tail<'_> = serde_json::from_str(&tail_json).map_err(err)?;
     Ok(WireRequest {
         body,
@@ -368,12 +330,6 @@ pub fn read_request_after(
         messages,
         reused: k,
     })
-}
-
-/// Where `inner` (a slice of `outer`) sits in it.
-fn span_of(outer: &str, inner: &str) -> Range<usize> {
-    let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
-    start..start + inner.len()
 }
 
 /// Reads a Messages API request body. Anything that is not the documented

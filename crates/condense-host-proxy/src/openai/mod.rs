@@ -8,5 +8,7 @@ mod view;
 mod wire;
 
 pub use rebuild::rebuild;
-pub use view::units;
-pub use wire::{read_request, Call, Format, Item, ItemsRequest, Output, Side};
+pub use view::{units, units_from};
+pub use wire::{
+    read_request, read_request_after, Call, Format, Item, ItemsMemo, ItemsRequest, Output, Side,
+};

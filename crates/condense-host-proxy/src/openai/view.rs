@@ -12,9 +12,22 @@ use crate::view::{engine_tool_name, is_query_tool, result_view, to_json, Part, U
 
 /// The view of every item group of `request`, in order.
 pub fn units(request: &ItemsRequest<'_>) -> Vec<Unit> {
+    units_from(request, 0)
+}
+
+/// The view of the groups of `request` from `first` on (those before it
+/// are only read for the calls their outputs answer).
+pub fn units_from(request: &ItemsRequest<'_>, first: usize) -> Vec<Unit> {
     let mut calls: HashMap<&str, (&str, &str)> = HashMap::new();
+    for group in &request.groups[..first.min(request.groups.len())] {
+        for item in &request.items[group.clone()] {
+            for c in &item.calls {
+                calls.insert(&c.id, (&c.name, &c.arguments));
+            }
+        }
+    }
     let mut out = Vec::new();
-    for (g, group) in request.groups.iter().enumerate() {
+    for (g, group) in request.groups.iter().enumerate().skip(first) {
         let items = &request.items[group.clone()];
         let first = &items[0];
         match first.side {

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::anthropic::WireError;
+use crate::span::{common_prefix, fields_after, rest_of_array, span_of};
 
 /// Which OpenAI API a body is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,15 +114,112 @@ pub struct ItemsRequest<'a> {
     /// The request offers deferred tools through a client-side
     /// `tool_search` (Codex's MCP tools).
     pub tool_search: bool,
+    /// How many leading items are the previous request's, carried over
+    /// unread ([`read_request_after`]): their texts are not kept.
+    pub reused: usize,
+}
+
+impl ItemsRequest<'_> {
+    /// The query tool as the request offers it to the model: a tool named
+    /// as condense's, or (Codex's MCP tools deferred behind a client-side
+    /// tool search) its MCP name. `None`: the model could not page an
+    /// original back, so it is sent no stub.
+    pub fn query_tool(&self) -> Option<String> {
+        let listed = self
+            .tools
+            .iter()
+            .find(|t| crate::view::is_query_tool(t))
+            .cloned();
+        listed.or_else(|| {
+            self.tool_search
+                .then(|| crate::view::MCP_QUERY_TOOL.to_owned())
+        })
+    }
+}
+
+/// What a read leaves for the next request of the same conversation: the
+/// body, and its items without their texts.
+#[derive(Debug, Clone)]
+pub struct ItemsMemo {
+    body: String,
+    format: Format,
+    model: Option<String>,
+    cache_key: Option<String>,
+    items_start: usize,
+    items: Vec<Item<'static>>,
+    head_end: usize,
+}
+
+impl ItemsMemo {
+    /// The memo of `request`, whose first `head` items identify its
+    /// conversation.
+    pub fn from_request(request: ItemsRequest<'_>, head: usize) -> ItemsMemo {
+        let head_end = request
+            .items
+            .get(head.min(request.items.len()).saturating_sub(1))
+            .map_or(0, |i| i.span.end);
+        ItemsMemo {
+            body: request.body.to_owned(),
+            format: request.format,
+            model: request.model,
+            cache_key: request.cache_key,
+            items_start: request.items_span.start,
+            items: request.items.into_iter().map(Item::into_stripped).collect(),
+            head_end,
+        }
+    }
+
+    /// The body's bytes through the items that identify the conversation
+    /// (what its next requests start with, [`crate::sessions`]).
+    pub fn head(&self) -> &str {
+        &self.body[..self.head_end]
+    }
+}
+
+/// `c` as `'static`: moved when owned, copied when borrowed.
+fn into_static(c: Cow<'_, str>) -> Cow<'static, str> {
+    Cow::Owned(c.into_owned())
+}
+
+impl Item<'_> {
+    /// The item without its texts (what a memo keeps): the calls keep
+    /// their ids and names, and the arguments of a query call (answered
+    /// when its output comes).
+    fn into_stripped(self) -> Item<'static> {
+        Item {
+            span: self.span,
+            side: self.side,
+            role: into_static(self.role),
+            texts: Vec::new(),
+            parts: Vec::new(),
+            reasoning: self.reasoning,
+            calls: self
+                .calls
+                .into_iter()
+                .map(|c| Call {
+                    id: into_static(c.id),
+                    arguments: if crate::view::is_query_tool(&c.name) {
+                        c.arguments
+                    } else {
+                        String::new()
+                    },
+                    name: c.name,
+                    span: c.span,
+                    free_form: c.free_form,
+                })
+                .collect(),
+            output: self.output.map(|o| Output {
+                call_id: into_static(o.call_id),
+                texts: Vec::new(),
+                span: o.span,
+                opaque: o.opaque,
+            }),
+        }
+    }
 }
 
 fn err(what: impl std::fmt::Display) -> WireError {
     WireError(what.to_string())
-}
-
-fn span_of(outer: &str, inner: &str) -> Range<usize> {
-    let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
-    start..start + inner.len()
 }
 
 #[derive(Deserialize)]
@@ -268,6 +366,23 @@ pub fn read_request(body: &str, format: Format) -> Result<ItemsRequest<'_>, Wire
         .into_iter()
         .map(|r| read_item(body, r, format))
         .collect::<Result<Vec<_>, _>>()?;
+    let (tools, tool_search) = offered_tools(top.tools.unwrap_or_default());
+    Ok(ItemsRequest {
+        body,
+        format,
+        model: top.model,
+        cache_key: top.prompt_cache_key,
+        items_span: span_of(body, raw.get()),
+        groups: groups_of(&items),
+        items,
+        tools,
+        tool_search,
+        reused: 0,
+    })
+}
+
+/// The groups of `items`: a run of assistant items, or one other item.
+fn groups_of(items: &[Item<'_>]) -> Vec<Range<usize>> {
     let mut groups: Vec<Range<usize>> = Vec::new();
     for (i, item) in items.iter().enumerate() {
         match groups.last_mut() {
@@ -277,9 +392,15 @@ pub fn read_request(body: &str, format: Format) -> Result<ItemsRequest<'_>, Wire
             _ => groups.push(i..i + 1),
         }
     }
+    groups
+}
+
+/// The function names a request's `tools` offer (a namespace's as
+/// `<namespace>__<name>`), and whether it has a client-side tool search.
+fn offered_tools(raw: Vec<&RawValue>) -> (Vec<String>, bool) {
     let mut tools = Vec::new();
     let mut tool_search = false;
-    for t in top.tools.unwrap_or_default() {
+    for t in raw {
         let Ok(tool) = serde_json::from_str::<Tool<'_>>(t.get()) else {
             continue;
         };
@@ -299,16 +420,52 @@ pub fn read_request(body: &str, format: Format) -> Result<ItemsRequest<'_>, Wire
             tools.push(n.into_owned());
         }
     }
+    (tools, tool_search)
+}
+
+/// Reads a body, carrying over the items it shares byte for byte with the
+/// previous request of its conversation (`memo`): only the items after
+/// them and the fields after the list are read, so a call costs what it
+/// adds. A body that shares none, or whose first new item joins the run
+/// of assistant items before it, is read whole.
+pub fn read_request_after(
+    body: &str,
+    format: Format,
+    memo: Option<ItemsMemo>,
+) -> Result<ItemsRequest<'_>, WireError> {
+    let Some(memo) = memo.filter(|m| m.format == format) else {
+        return read_request(body, format);
+    };
+    let same = common_prefix(body.as_bytes(), memo.body.as_bytes());
+    let k = memo.items.iter().take_while(|i| i.span.end <= same).count();
+    if k == 0 {
+        return read_request(body, format);
+    }
+    let pos = memo.items[k - 1].span.end;
+    let mut items: Vec<Item<'_>> = memo.items;
+    items.truncate(k);
+    let (raws, end) = rest_of_array(body, pos, "the items").map_err(err)?;
+    for raw in raws {
+        items.push(read_item(body, raw, format)?);
+    }
+    let groups = groups_of(&items);
+    if groups.iter().any(|g| g.start < k && k < g.end) {
+        return read_request(body, format);
+    }
+    let tail_json = fields_after(body, end, "the items").map_err(err)?;
+    let tail: Top<'_> = serde_json::from_str(&tail_json).map_err(err)?;
+    let (tools, tool_search) = offered_tools(tail.tools.unwrap_or_default());
     Ok(ItemsRequest {
         body,
         format,
-        model: top.model,
-        cache_key: top.prompt_cache_key,
-        items_span: span_of(body, raw.get()),
+        model: tail.model.or(memo.model),
+        cache_key: tail.prompt_cache_key.or(memo.cache_key),
+        items_span: memo.items_start..end + 1,
         items,
         groups,
         tools,
         tool_search,
+        reused: k,
     })
 }
 
@@ -475,6 +632,52 @@ mod tests {
             r.items[0].calls[0].name,
             "mcp__condense__context_tree_query"
         );
+    }
+
+    #[test]
+    fn a_read_after_the_previous_request_equals_a_whole_read() {
+        let item = |i: usize| {
+            format!(
+                r#"{{"type":"function_call","call_id":"c{i}","name":"exec_command","arguments":"{{}}"}},{{"type":"function_call_output","call_id":"c{i}","output":"out {i}"}}"#
+            )
+        };
+        let body = |n: usize| {
+            let items: Vec<String> = (0..n).map(item).collect();
+            format!(
+                r#"{{"model":"gpt-5","input":[{{"type":"message","role":"user","content":"go"}},{}],"tools":[{{"type":"tool_search"}}],"prompt_cache_key":"k{n}"}}"#,
+                items.join(",")
+            )
+        };
+        let first = body(3);
+        let r = read_request(&first, Format::Responses).unwrap();
+        let memo = ItemsMemo::from_request(r, 1);
+        assert_eq!(
+            memo.head(),
+            r#"{"model":"gpt-5","input":[{"type":"message","role":"user","content":"go"}"#
+        );
+        let next = body(5);
+        let after = read_request_after(&next, Format::Responses, Some(memo)).unwrap();
+        let whole = read_request(&next, Format::Responses).unwrap();
+        assert_eq!(after.reused, 7);
+        assert_eq!(after.items.len(), whole.items.len());
+        assert_eq!(after.groups, whole.groups);
+        assert_eq!(after.items_span, whole.items_span);
+        assert_eq!(after.cache_key.as_deref(), Some("k5"));
+        assert!(after.tool_search);
+        for (a, w) in after.items.iter().zip(&whole.items) {
+            assert_eq!(a.span, w.span);
+            assert_eq!(a.side, w.side);
+            assert_eq!(
+                a.output.as_ref().map(|o| o.span.clone()),
+                w.output.as_ref().map(|o| o.span.clone())
+            );
+        }
+        // Texts of the new items are read; the carried ones are not kept.
+        assert_eq!(after.items[8].output.as_ref().unwrap().texts, vec!["out 3"]);
+        assert!(after.items[2].output.as_ref().unwrap().texts.is_empty());
+        // Another format's memo is not used.
+        let memo = ItemsMemo::from_request(read_request(&first, Format::Responses).unwrap(), 1);
+        assert!(read_request_after(&next, Format::Chat, Some(memo)).is_err());
     }
 
     #[test]
