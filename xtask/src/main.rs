@@ -35,9 +35,10 @@ Commands:
              dist    cargo xtask dist (below): the packages e2e installs
              e2e     cargo test -p condense-host-pi -p condense-host-opencode
                      -p condense-cli -- --nocapture (end-to-end tests against
-                     real pi, OpenCode and Claude Code; installs Node 22 and
-                     20, pi 0.83, 1.6 and 0.73, opencode-ai 1.18.33,
-                     @anthropic-ai/claude-code 2.1.328 and verdaccio 6.8.0
+                     real pi, OpenCode, Claude Code and Codex; installs Node
+                     22 and 20, pi 0.83, 1.6 and 0.73, opencode-ai 1.18.33,
+                     @anthropic-ai/claude-code 2.1.328, @openai/codex 0.169.0
+                     and verdaccio 6.8.0
                      from the npm registry with the system npm; the install
                      tests publish target/dist/*.tgz to verdaccio on
                      127.0.0.1)

@@ -99,7 +99,8 @@ fn clippy(ctx: &Ctx) -> Result<(), StepError> {
 }
 
 /// The crates whose tests drive a real harness (pi, OpenCode, Claude Code
-/// through the CLI's `condense claude`); they run in the `e2e` step.
+/// and Codex through the CLI's `condense claude` and `condense codex`);
+/// they run in the `e2e` step.
 const E2E_PACKAGES: [&str; 3] = ["condense-host-pi", "condense-host-opencode", "condense-cli"];
 
 /// Environment variable naming the Node + pi cache of the end-to-end tests.
@@ -126,10 +127,10 @@ fn test(ctx: &Ctx) -> Result<(), StepError> {
 
 /// `cargo test -p condense-host-pi -p condense-host-opencode -p condense-cli
 /// -- --nocapture`: every test of those crates, including the end-to-end
-/// tests against real pi, real OpenCode and real Claude Code.
+/// tests against real pi, real OpenCode, real Claude Code and real Codex.
 ///
 /// The tests install Node (22 and 20), pi (0.83, 1.6, 0.73), OpenCode
-/// (1.18.33), Claude Code (2.1.328) and verdaccio (6.8.0) from the npm registry with the system `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
+/// (1.18.33), Claude Code (2.1.328), Codex (0.169.0) and verdaccio (6.8.0) from the npm registry with the system `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if
 /// already set) and fail if they cannot; `CONDENSE_SKIP_E2E` is removed so CI
 /// never skips them. The install tests (`e2e_install.rs`) install the
 /// packages the `dist` step packed.

@@ -31,6 +31,7 @@
 pub mod cache;
 pub mod claude_env;
 pub mod cli;
+pub mod codex_env;
 pub mod fake_llm;
 pub mod node_tests;
 pub mod npm_install;

@@ -26,6 +26,10 @@
 //! `POST …/messages` is Anthropic's Messages API, answered the same way from
 //! the same scripts: one message, or (`"stream": true`, what Claude Code
 //! sends) its server-sent events with text and `tool_use` blocks.
+//! `POST …/responses` is OpenAI's Responses API (what Codex sends): one
+//! `response` object, or its server-sent events, with reasoning (an opaque
+//! `encrypted_content`), a message and `function_call` items (a call named
+//! `mcp__<server>__<tool>` in the namespace `mcp__<server>`).
 //!
 //! Every request (any method and path) is recorded with its JSON body for
 //! assertions ([`FakeLlm::requests`]).

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::wire::{anthropic_message, completion_object, write_anthropic_sse, write_sse};
+use super::wire::{
+    anthropic_message, completion_object, response_object, write_anthropic_sse,
+    write_responses_sse, write_sse,
+};
 use super::{is_summary_request, lock, RecordedRequest, Reply, RequestKind, State, EXHAUSTED_TEXT};
 
 /// Read and write timeout of every connection.
@@ -93,10 +96,12 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
     let body_json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
 
     let path = head.path.split('?').next().unwrap_or("");
-    // Anthropic's Messages API (`POST …/messages`), streamed or not.
+    // Anthropic's Messages API (`POST …/messages`) and OpenAI's Responses
+    // API (`POST …/responses`), streamed or not.
     let anthropic = head.method == "POST" && path.ends_with("/messages");
+    let responses = head.method == "POST" && path.ends_with("/responses");
     let is_chat = head.method == "POST"
-        && (path.ends_with("/chat/completions") || anthropic)
+        && (path.ends_with("/chat/completions") || anthropic || responses)
         && body_json.is_object();
     let (kind, reply, exhausted) = if !is_chat {
         (RequestKind::Other, None, false)
@@ -162,6 +167,17 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
         return write_json(&mut out, *status, &error_body(message));
     }
     let id = format!("chatcmpl-fake-{seq}");
+    if responses {
+        let id = format!("resp_fake_{seq}");
+        if streaming {
+            return write_responses_sse(&mut out, &reply, &id, &model, body.len());
+        }
+        return write_json(
+            &mut out,
+            200,
+            &response_object(&reply, &id, &model, body.len()),
+        );
+    }
     if anthropic {
         if streaming {
             return write_anthropic_sse(&mut out, &reply, &id, &model, body.len());

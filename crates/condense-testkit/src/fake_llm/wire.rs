@@ -227,3 +227,123 @@ pub(super) fn completion_object(
         "usage": reply.usage_json(request_bytes),
     })
 }
+
+/// The output items of a Responses API answer for `reply`: reasoning (its
+/// summary, and an opaque `encrypted_content` the client must send back
+/// as it came), the text as a message, each call as a `function_call`. A
+/// call named `mcp__<server>__<tool>` is an MCP tool as Codex calls it:
+/// `<tool>` in the namespace `mcp__<server>`.
+fn responses_output(reply: &Reply, id: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    if let Some(reasoning) = &reply.reasoning {
+        items.push(json!({
+            "type": "reasoning", "id": format!("rs_{id}"),
+            "summary": [{"type": "summary_text", "text": reasoning}],
+            "encrypted_content": format!("enc:{id}:{}", reasoning.len()),
+        }));
+    }
+    if let Some(text) = &reply.text {
+        items.push(json!({
+            "type": "message", "id": format!("msg_{id}"), "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }));
+    }
+    for (n, call) in reply.tool_calls.iter().enumerate() {
+        let mut item = json!({
+            "type": "function_call", "id": format!("fc_{id}_{n}"), "status": "completed",
+            "call_id": call.id, "name": call.name, "arguments": call.arguments,
+        });
+        if let Some(rest) = call.name.strip_prefix("mcp__") {
+            if let Some((server, tool)) = rest.split_once("__") {
+                item["namespace"] = json!(format!("mcp__{server}"));
+                item["name"] = json!(tool);
+            }
+        }
+        items.push(item);
+    }
+    items
+}
+
+/// The Responses API usage of `reply`: input tokens include the cached.
+fn responses_usage(reply: &Reply, request_bytes: usize) -> Value {
+    let u = reply.usage_json(request_bytes);
+    let cached = u["prompt_tokens_details"]["cached_tokens"]
+        .as_u64()
+        .unwrap_or(0);
+    let input = u["prompt_tokens"].as_u64().unwrap_or(0);
+    let output = u["completion_tokens"].as_u64().unwrap_or(0);
+    json!({
+        "input_tokens": input + cached,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input + cached + output,
+    })
+}
+
+/// A whole Responses API `response` object for `reply`.
+pub(super) fn response_object(reply: &Reply, id: &str, model: &str, request_bytes: usize) -> Value {
+    json!({
+        "id": id, "object": "response", "created_at": 0, "status": "completed",
+        "model": model, "output": responses_output(reply, id),
+        "usage": responses_usage(reply, request_bytes),
+    })
+}
+
+/// A streamed Responses API answer (server-sent events, what Codex reads):
+/// `response.created`, each output item added (text as
+/// `response.output_text.delta` fragments) and done, `response.completed`
+/// with the usage.
+pub(super) fn write_responses_sse(
+    out: &mut TcpStream,
+    reply: &Reply,
+    id: &str,
+    model: &str,
+    request_bytes: usize,
+) -> io::Result<()> {
+    out.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n\
+          Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n",
+    )?;
+    let mut events = vec![json!({
+        "type": "response.created",
+        "response": {"id": id, "object": "response", "status": "in_progress", "model": model, "output": []},
+    })];
+    for (index, item) in responses_output(reply, id).into_iter().enumerate() {
+        let mut added = item.clone();
+        if item["type"] == "message" {
+            added["content"] = json!([]);
+        }
+        events.push(
+            json!({"type": "response.output_item.added", "output_index": index, "item": added}),
+        );
+        if item["type"] == "message" {
+            let text = item["content"][0]["text"].as_str().unwrap_or("");
+            for piece in fragments(text, reply.fragment_chars) {
+                events.push(json!({
+                    "type": "response.output_text.delta", "output_index": index,
+                    "item_id": item["id"], "content_index": 0, "delta": piece,
+                }));
+            }
+        }
+        events.push(
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        );
+    }
+    events.push(json!({
+        "type": "response.completed",
+        "response": response_object(reply, id, model, request_bytes),
+    }));
+    for event in events {
+        let text = format!(
+            "event: {}\ndata: {event}\n\n",
+            event["type"].as_str().unwrap_or("")
+        );
+        write!(out, "{:x}\r\n{text}\r\n", text.len())?;
+        out.flush()?;
+    }
+    out.write_all(b"0\r\n\r\n")?;
+    out.flush()?;
+    let _ = out.shutdown(std::net::Shutdown::Write);
+    Ok(())
+}
