@@ -139,8 +139,9 @@ fn npx_condense_codex_runs_from_the_registry_without_rust() {
     assert_eq!(run.agent_messages(), ["Read it."], "{}", run.report());
     let main = llm.main_requests();
     assert_eq!(main.len(), 2, "both calls went through the installed proxy");
+    // Codex names the MCP servers it connected (as deferred namespaces).
     assert!(
-        main[0].body["tools"].to_string().contains("mcp__condense"),
+        main[0].body["input"].to_string().contains("mcp__condense"),
         "the installed condense mcp is Codex's MCP server"
     );
     assert_eq!(

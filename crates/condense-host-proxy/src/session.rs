@@ -37,9 +37,34 @@ use crate::query_tool::QueryArgs;
 use crate::render::{self, Api, HostList, WireBody};
 use crate::view::{self, Part, Unit};
 
-/// The context window assumed for a turn's budget gates when the client
-/// does not say (Claude models' standard window).
+/// The context window assumed for a turn's budget gates when the model
+/// does not say otherwise (Claude models' standard window).
 const CONTEXT_WINDOW: u64 = 200_000;
+
+/// The context window of a request's model: a Claude model asked for its
+/// 1M window (the `context-1m` beta, or a `[1m]` model id), an OpenAI
+/// model by family, else [`CONTEXT_WINDOW`].
+fn context_window(api: Api, model: Option<&str>, beta: Option<&str>) -> u64 {
+    let model = model.unwrap_or_default();
+    match api {
+        Api::Anthropic => {
+            if beta.is_some_and(|b| b.contains("context-1m")) || model.contains("[1m]") {
+                1_000_000
+            } else {
+                CONTEXT_WINDOW
+            }
+        }
+        Api::OpenAi => [
+            ("gpt-4.1", 1_047_576),
+            ("gpt-4o", 128_000),
+            ("gpt-5", 400_000),
+            ("gpt-6", 400_000),
+        ]
+        .iter()
+        .find(|(family, _)| model.starts_with(family))
+        .map_or(CONTEXT_WINDOW, |(_, window)| *window),
+    }
+}
 
 /// A message the engine's list holds.
 #[derive(Debug, Clone)]
@@ -200,6 +225,8 @@ pub struct ProxySession {
     memo: Option<Memo>,
     /// The API the conversation speaks (where its summaries go).
     api: Api,
+    /// The context window of the model the last request named.
+    context_window: u64,
     fallback: Arc<FallbackController>,
 }
 
@@ -295,6 +322,7 @@ impl ProxySession {
             usage: None,
             memo: None,
             api: Api::default(),
+            context_window: CONTEXT_WINDOW,
             fallback: Arc::new(FallbackController::new(Arc::new(TokioClock::new()))),
         };
         let branch_leaf = session.log.leaf_id().map(str::to_owned);
@@ -521,7 +549,7 @@ impl ProxySession {
                 message: &turn.message,
                 results: &turn.results,
                 tokens: turn.tokens,
-                context_window: CONTEXT_WINDOW,
+                context_window: self.context_window,
                 now: now_ms,
             },
             || summarizer,
@@ -771,6 +799,8 @@ impl ProxySession {
         now_ms: i64,
     ) -> (Prepared, Option<Vec<Option<usize>>>) {
         self.api = request.api();
+        self.context_window =
+            context_window(self.api, request.model(), self.credentials.beta.as_deref());
         let mut notices = Vec::new();
         let (mut at, mut first_new, diverged) = self.match_units(units, known);
         if let Some(h) = diverged {
@@ -956,5 +986,36 @@ impl ProxySession {
     /// `context_tree_query`'s answer in this session.
     pub fn query(&self, ids: &[String], page: condense_core::PageRequest) -> Value {
         self.engine().query(ids, page)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_context_window_follows_the_model() {
+        assert_eq!(
+            context_window(Api::Anthropic, Some("claude-sonnet-4-5"), None),
+            200_000
+        );
+        assert_eq!(
+            context_window(
+                Api::Anthropic,
+                Some("claude-sonnet-4-5"),
+                Some("oauth-2025-04-20,context-1m-2025-08-07")
+            ),
+            1_000_000
+        );
+        assert_eq!(
+            context_window(Api::Anthropic, Some("claude-opus-4-7[1m]"), None),
+            1_000_000
+        );
+        assert_eq!(context_window(Api::OpenAi, Some("gpt-5.5"), None), 400_000);
+        assert_eq!(
+            context_window(Api::OpenAi, Some("gpt-4.1-mini"), None),
+            1_047_576
+        );
+        assert_eq!(context_window(Api::OpenAi, Some("llama-3"), None), 200_000);
     }
 }

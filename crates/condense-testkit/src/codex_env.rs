@@ -18,8 +18,10 @@ use crate::process::{run_bounded, BoundedOutput};
 
 /// The Codex release the tests pin.
 pub const CODEX_VERSION: &str = "0.169.0";
-/// The model the config names (the fake server answers any).
-pub const MODEL: &str = "gpt-5-codex";
+/// The model the config names: one Codex knows (with an unknown one it
+/// lists MCP tools directly instead of deferring them behind its
+/// `tool_search`).
+pub const MODEL: &str = "gpt-5.5";
 /// The environment variable the key is read from.
 pub const KEY_ENV: &str = "OPENAI_API_KEY";
 

@@ -29,7 +29,8 @@
 //! `POST …/responses` is OpenAI's Responses API (what Codex sends): one
 //! `response` object, or its server-sent events, with reasoning (an opaque
 //! `encrypted_content`), a message and `function_call` items (a call named
-//! `mcp__<server>__<tool>` in the namespace `mcp__<server>`).
+//! `mcp__<server>__<tool>` in the namespace `mcp__<server>`; one named
+//! `tool_search` as a client-side `tool_search_call`).
 //!
 //! Every request (any method and path) is recorded with its JSON body for
 //! assertions ([`FakeLlm::requests`]).

@@ -232,7 +232,9 @@ pub(super) fn completion_object(
 /// summary, and an opaque `encrypted_content` the client must send back
 /// as it came), the text as a message, each call as a `function_call`. A
 /// call named `mcp__<server>__<tool>` is an MCP tool as Codex calls it:
-/// `<tool>` in the namespace `mcp__<server>`.
+/// `<tool>` in the namespace `mcp__<server>`; a call named `tool_search`
+/// is a client-side `tool_search_call` (Codex loads deferred MCP tools
+/// with it), its arguments an object.
 fn responses_output(reply: &Reply, id: &str) -> Vec<Value> {
     let mut items = Vec::new();
     if let Some(reasoning) = &reply.reasoning {
@@ -249,6 +251,14 @@ fn responses_output(reply: &Reply, id: &str) -> Vec<Value> {
         }));
     }
     for (n, call) in reply.tool_calls.iter().enumerate() {
+        if call.name == "tool_search" {
+            let arguments: Value = serde_json::from_str(&call.arguments).unwrap_or(json!({}));
+            items.push(json!({
+                "type": "tool_search_call", "id": format!("ts_{id}_{n}"), "status": "completed",
+                "call_id": call.id, "execution": "client", "arguments": arguments,
+            }));
+            continue;
+        }
         let mut item = json!({
             "type": "function_call", "id": format!("fc_{id}_{n}"), "status": "completed",
             "call_id": call.id, "name": call.name, "arguments": call.arguments,
