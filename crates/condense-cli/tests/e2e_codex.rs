@@ -323,8 +323,7 @@ fn the_manual_setup_forwards_unchanged_history_byte_for_byte_and_survives_a_prox
     let asked = relay
         .requests()
         .into_iter()
-        .filter(|r| r.path.ends_with("/responses"))
-        .last()
+        .rfind(|r| r.path.ends_with("/responses"))
         .unwrap()
         .body;
     assert_ne!(before, asked, "the first prompt's outputs are stubs now");
