@@ -27,7 +27,7 @@ use condense_summarizer::{
 };
 
 use crate::load::{load, load_at, load_config, rebuild, resolve, Loaded};
-use crate::output::write_all;
+use crate::stdout::write_all;
 use crate::{CliError, SessionArg};
 
 /// Which summarizer answers.

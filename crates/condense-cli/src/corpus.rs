@@ -29,7 +29,9 @@ use condense_core::{Message, Role};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 
-use crate::output::write_all;
+use crate::files::{session_files, NOT_A_SESSION};
+use crate::jobs::{percentile, worker_threads};
+use crate::stdout::write_all;
 use crate::{CliError, SessionArg};
 
 /// Options of `condense corpus`.
@@ -80,35 +82,6 @@ struct Figures {
 enum Outcome {
     Read(Figures),
     Unreadable(String),
-}
-
-/// Every `*.jsonl` below `dir`, sorted by path.
-pub(crate) fn session_files(dir: &Path) -> Vec<PathBuf> {
-    files_named(dir, "jsonl")
-}
-
-/// Every file below `dir` whose extension is `ext`, sorted by path.
-/// Symlinked directories are not followed, so the walk is bounded by the
-/// real tree: a link cycle (`loop -> ..`) cannot make it run forever.
-pub(crate) fn files_named(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == ext) {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 /// The distinct, non-empty ids a `context_tree_query` call asks for.
@@ -193,9 +166,6 @@ fn walk(messages: &[Message], state: &State, f: &mut Figures) {
     f.user_turn_groups = utg;
 }
 
-/// Why a file with neither a session header nor an entry is not measured.
-pub(crate) const NOT_A_SESSION: &str = "not a pi session (no session header, no entry)";
-
 /// Reads and measures one session.
 fn analyze(path: &Path, config: &Config, protection: &Protection) -> Outcome {
     let session = match condense_store::session::Session::open(path) {
@@ -245,15 +215,6 @@ fn analyze(path: &Path, config: &Config, protection: &Protection) -> Outcome {
         protection,
     );
     Outcome::Read(f)
-}
-
-/// The nearest-rank `p`-th percentile of sorted values.
-pub(crate) fn percentile<T: Copy>(sorted: &[T], p: u32) -> Option<T> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (u64::from(p) * sorted.len() as u64).div_ceil(100).max(1) as usize;
-    Some(sorted[rank.min(sorted.len()) - 1])
 }
 
 fn share(count: usize, of: usize) -> Value {
@@ -535,7 +496,7 @@ pub fn scan(args: &CorpusArgs) -> Result<Value, CliError> {
     };
     let outcomes = match args.jobs {
         Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(crate::simulate::worker_threads(n, files.len()))
+            .num_threads(worker_threads(n, files.len()))
             .build()
             .map_err(|e| CliError::Data(format!("starting {n} worker threads: {e}")))?
             .install(work),

@@ -42,7 +42,7 @@ use serde_json::{json, Value};
 
 use crate::compact::{CompactArgs, ProviderKind};
 use crate::load::load;
-use crate::output::write_all;
+use crate::stdout::write_all;
 use crate::{CliError, SessionArg};
 
 /// Options of `condense demo`.

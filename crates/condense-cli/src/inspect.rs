@@ -8,7 +8,7 @@ use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use serde_json::{json, Value};
 
 use crate::load::Loaded;
-use crate::output::write_all;
+use crate::stdout::write_all;
 use crate::CliError;
 
 /// `$0.003`, or `<$0.001` for a positive amount below a tenth of a cent.

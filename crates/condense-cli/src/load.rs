@@ -46,7 +46,7 @@ pub fn agent_dir() -> PathBuf {
 pub fn resolve(arg: &SessionArg) -> Result<PathBuf, CliError> {
     let sessions = agent_dir().join("sessions");
     if arg.latest {
-        return crate::corpus::session_files(&sessions)
+        return crate::files::session_files(&sessions)
             .into_iter()
             .filter_map(|p| {
                 let meta = std::fs::metadata(&p).ok().filter(|m| m.is_file())?;
@@ -70,7 +70,7 @@ pub fn resolve(arg: &SessionArg) -> Result<PathBuf, CliError> {
         }
         return Ok(as_path);
     }
-    let matches: Vec<PathBuf> = crate::corpus::session_files(&sessions)
+    let matches: Vec<PathBuf> = crate::files::session_files(&sessions)
         .into_iter()
         .filter(|p| {
             p.file_stem()

@@ -11,8 +11,10 @@ mod codex_rollout;
 mod compact;
 mod corpus;
 mod demo;
+mod files;
 mod generate;
 mod inspect;
+mod jobs;
 mod launch;
 mod load;
 mod mcp;
@@ -21,6 +23,7 @@ mod output;
 mod progress;
 mod proxy;
 mod simulate;
+mod stdout;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

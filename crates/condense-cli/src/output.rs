@@ -1,12 +1,11 @@
 //! What the commands print.
 
-use std::io::Write;
-
 use condense_core::PageRequest;
 use condense_core::{render as render_branch, RenderSettings};
 use condense_core::{Message, Role};
 
 use crate::load::Loaded;
+use crate::stdout::write_all;
 use crate::CliError;
 
 /// How `render` prints.
@@ -18,24 +17,6 @@ pub enum RenderMode {
     Pretty,
     /// Per-message sizes before and after.
     Diff,
-}
-
-fn out() -> std::io::StdoutLock<'static> {
-    std::io::stdout().lock()
-}
-
-pub fn write_all(text: &str) -> Result<(), CliError> {
-    let mut o = out();
-    o.write_all(text.as_bytes())
-        .and_then(|()| o.flush())
-        .or_else(|e| {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })
-        .map_err(|e| CliError::Data(format!("writing output: {e}")))
 }
 
 fn excerpt(m: &Message) -> String {

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::replay::SimCall;
 use super::tokens::{fit_two, Coefficients};
 use super::SessionSim;
-use crate::corpus::percentile;
+use crate::jobs::percentile;
 
 /// Simulated against recorded prompt sizes.
 #[derive(Debug, Clone, PartialEq)]

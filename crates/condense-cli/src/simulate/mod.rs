@@ -23,11 +23,10 @@ use condense_core::{PriceProfile, ProfileOverrides};
 use condense_store::session::{read_regular_file, Session};
 use rayon::prelude::*;
 
-use crate::output::write_all;
+use crate::stdout::write_all;
 use crate::{CliError, SessionArg};
 use compaction::CompactionSettings;
-use engine_policy::SummaryModel;
-use policy::PolicySetup;
+use engine_policy::{builtin_settings, EnginePolicy, SummaryModel};
 use replay::PolicyRun;
 use tokens::{Chars, Coefficients, Measure, TokenCount, TokenModel, DEFAULT_COEFFICIENTS};
 
@@ -173,27 +172,24 @@ impl SimulateArgs {
 
     fn policy_names(&self, setup: &PolicySetup) -> Result<Vec<String>, CliError> {
         if self.policies.is_empty() {
-            let mut names: Vec<String> = policy::POLICY_NAMES
-                .iter()
-                .map(|s| (*s).to_owned())
-                .collect();
+            let mut names: Vec<String> = POLICY_NAMES.iter().map(|s| (*s).to_owned()).collect();
             if setup.settings_file.is_some() {
-                names.push(policy::SETTINGS_POLICY.to_owned());
+                names.push(SETTINGS_POLICY.to_owned());
             }
             return Ok(names);
         }
         let mut names: Vec<String> = Vec::new();
         for name in &self.policies {
-            if name == policy::SETTINGS_POLICY && setup.settings_file.is_none() {
+            if name == SETTINGS_POLICY && setup.settings_file.is_none() {
                 return Err(CliError::Usage(
                     "the policy `settings` needs --settings FILE".into(),
                 ));
             }
-            if policy::policy(name, setup).is_none() {
+            if policy(name, setup).is_none() {
                 return Err(CliError::Usage(format!(
                     "unknown policy `{name}` (known: {}, {})",
-                    policy::POLICY_NAMES.join(", "),
-                    policy::SETTINGS_POLICY
+                    POLICY_NAMES.join(", "),
+                    SETTINGS_POLICY
                 )));
             }
             if !names.contains(name) {
@@ -320,7 +316,7 @@ pub fn simulate_file(
         return Err(format!(
             "{}: {}",
             path.display(),
-            crate::corpus::NOT_A_SESSION
+            crate::files::NOT_A_SESSION
         ));
     }
     // What condense or pi-condense wrote while the session was recorded is
@@ -341,7 +337,7 @@ pub fn simulate_file(
         .par_iter()
         .map(|name| {
             let mut source =
-                policy::policy(name, setup).ok_or_else(|| format!("unknown policy `{name}`"))?;
+                policy(name, setup).ok_or_else(|| format!("unknown policy `{name}`"))?;
             replay::replay(
                 &branch,
                 source.as_mut(),
@@ -406,9 +402,9 @@ const CONDENSE_PREFIX: &str = "context-prune-";
 fn target_files(target: &str) -> Result<(Vec<PathBuf>, bool), CliError> {
     let path = PathBuf::from(target);
     if path.is_dir() {
-        let mut files = crate::corpus::session_files(&path);
+        let mut files = crate::files::session_files(&path);
         files.extend(
-            crate::corpus::files_named(&path, "json")
+            crate::files::files_named(&path, "json")
                 .into_iter()
                 .filter(|f| is_export_file(f)),
         );
@@ -454,7 +450,7 @@ fn simulate_all(
     let out = match jobs {
         Some(0) => return Err(CliError::Usage("--jobs must be at least 1".into())),
         Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(worker_threads(n, files.len()))
+            .num_threads(crate::jobs::worker_threads(n, files.len()))
             .build()
             .map_err(|e| CliError::Data(format!("starting {n} worker threads: {e}")))?
             .install(work),
@@ -471,11 +467,44 @@ pub const MAX_TOKENS_PER_CHAR: f64 = 16.0;
 /// The largest `--tokens-per-message`.
 pub const MAX_TOKENS_PER_MESSAGE: f64 = 100_000.0;
 
-/// The threads `--jobs N` starts: no more than there are files to work on
-/// or cores to run them (more only wait, and a huge N would never start).
-pub fn worker_threads(jobs: usize, files: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    jobs.min(files.max(1)).min(cores).max(1)
+/// The built-in policies, by name, in report order.
+pub const POLICY_NAMES: [&str; 3] = ["none", "reference", "cache-aware"];
+
+/// The name a settings file's policy goes by.
+pub const SETTINGS_POLICY: &str = "settings";
+
+/// What every policy of a run shares.
+#[derive(Debug, Clone)]
+pub struct PolicySetup {
+    /// The models' context window, for the budget gates and pressure.
+    pub context_window: u64,
+    /// What the summarizer answers.
+    pub summaries: SummaryModel,
+    /// The settings.json of `--settings`, when given.
+    pub settings_file: Option<serde_json::Value>,
+    /// pi's auto-compaction (`None`: `--no-compaction`).
+    pub compaction: Option<CompactionSettings>,
+    /// The `economy` keys of the run's price terms, which the built-in
+    /// policies plan with (a settings file is simulated as it is).
+    pub economy: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A fresh instance of the policy called `name` (one per session replayed).
+pub fn policy(name: &str, setup: &PolicySetup) -> Option<Box<dyn policy::PromptSource + Send>> {
+    let engine = |settings| -> Box<dyn policy::PromptSource + Send> {
+        Box::new(EnginePolicy::new(
+            name,
+            settings,
+            setup.summaries,
+            setup.context_window,
+        ))
+    };
+    match name {
+        "none" => Some(Box::new(policy::NoPruning)),
+        "reference" | "cache-aware" => Some(engine(builtin_settings(name, &setup.economy))),
+        SETTINGS_POLICY => setup.settings_file.clone().map(engine),
+        _ => None,
+    }
 }
 
 /// `condense simulate`.

@@ -9,17 +9,16 @@
 //! with the rendered messages and the summarizer work it did on the way.
 //!
 //! `none` is [`NoPruning`]. The engine-driven policies (`reference`,
-//! `cache-aware`, a settings file) are [`EnginePolicy`]: a
+//! `cache-aware`, a settings file) are `engine_policy::EnginePolicy`: a
 //! `condense_engine::drive::Driver` fed the entries, which makes the live
-//! sidecar's calls and flushes through the engine's own driver.
+//! sidecar's calls and flushes through the engine's own driver. Which
+//! policy a name means is `super::policy` (the registry, in `mod.rs`).
 
 use std::borrow::Cow;
 
 use condense_core::Message;
 use condense_store::session::Entry;
 
-use super::compaction::CompactionSettings;
-use super::engine_policy::{builtin_settings, EnginePolicy, SummaryModel};
 use super::tokens::TokenCount;
 
 /// Everything a policy may look at before one call.
@@ -112,45 +111,5 @@ impl PromptSource for NoPruning {
             messages: Cow::Borrowed(call.context),
             summarizer: SummarizerWork::default(),
         })
-    }
-}
-
-/// The built-in policies, by name, in report order.
-pub const POLICY_NAMES: [&str; 3] = ["none", "reference", "cache-aware"];
-
-/// The name a settings file's policy goes by.
-pub const SETTINGS_POLICY: &str = "settings";
-
-/// What every policy of a run shares.
-#[derive(Debug, Clone)]
-pub struct PolicySetup {
-    /// The models' context window, for the budget gates and pressure.
-    pub context_window: u64,
-    /// What the summarizer answers.
-    pub summaries: SummaryModel,
-    /// The settings.json of `--settings`, when given.
-    pub settings_file: Option<serde_json::Value>,
-    /// pi's auto-compaction (`None`: `--no-compaction`).
-    pub compaction: Option<CompactionSettings>,
-    /// The `economy` keys of the run's price terms, which the built-in
-    /// policies plan with (a settings file is simulated as it is).
-    pub economy: serde_json::Map<String, serde_json::Value>,
-}
-
-/// A fresh instance of the policy called `name` (one per session replayed).
-pub fn policy(name: &str, setup: &PolicySetup) -> Option<Box<dyn PromptSource + Send>> {
-    let engine = |settings| -> Box<dyn PromptSource + Send> {
-        Box::new(EnginePolicy::new(
-            name,
-            settings,
-            setup.summaries,
-            setup.context_window,
-        ))
-    };
-    match name {
-        "none" => Some(Box::new(NoPruning)),
-        "reference" | "cache-aware" => Some(engine(builtin_settings(name, &setup.economy))),
-        SETTINGS_POLICY => setup.settings_file.clone().map(engine),
-        _ => None,
     }
 }

@@ -8,7 +8,7 @@ use super::fidelity::Fidelity;
 use super::replay::{recorded_totals, PolicyRun, SimCall};
 use super::tokens::Coefficients;
 use super::SessionSim;
-use crate::corpus::percentile;
+use crate::jobs::percentile;
 
 /// How far the no-pruning replay's total may be from the recorded prompts
 /// before the report suggests `--calibrate` (the pi-mono sessions land
