@@ -87,6 +87,9 @@ struct Turn {
 #[derive(Debug, Clone)]
 struct Memo {
     wire: WireMemo,
+    /// What was sent for it (`None`: the body as the client wrote it): a
+    /// retry of the same body is sent the same bytes.
+    sent: Option<String>,
     /// Its units, without their views.
     units: Vec<Unit>,
     /// Where each unit is held.
@@ -98,6 +101,16 @@ struct Memo {
 enum WireMemo {
     Anthropic(anthropic::WireMemo),
     OpenAi(openai::ItemsMemo),
+}
+
+impl WireMemo {
+    /// The previous request's body.
+    fn body(&self) -> &str {
+        match self {
+            WireMemo::Anthropic(w) => w.body(),
+            WireMemo::OpenAi(w) => w.body(),
+        }
+    }
 }
 
 /// What a request becomes.
@@ -622,11 +635,14 @@ impl ProxySession {
         credentials: &Credentials,
         now_ms: i64,
     ) -> Prepared {
+        if let Some(retry) = self.retry(request.body) {
+            return retry;
+        }
         self.memo = None;
         self.credentials = credentials.clone();
         let (prepared, at) = self.prepare_with(&request, &mut units, &[], now_ms).await;
         self.credentials = Credentials::default();
-        self.remember(request, units, at);
+        self.remember(request, units, at, &prepared);
         prepared
     }
 
@@ -653,6 +669,9 @@ impl ProxySession {
         credentials: &Credentials,
         now_ms: i64,
     ) -> Prepared {
+        if let Some(retry) = self.retry(request.body) {
+            return retry;
+        }
         self.memo = None;
         self.prepare_openai(request, units, Vec::new(), credentials, now_ms)
             .await
@@ -668,11 +687,15 @@ impl ProxySession {
         credentials: &Credentials,
         now_ms: i64,
     ) -> Result<Prepared, anthropic::WireError> {
+        if let Some(retry) = self.retry(body) {
+            return Ok(retry);
+        }
         let (wire, mut units, mut known) = match self.memo.take() {
             Some(Memo {
                 wire: WireMemo::OpenAi(w),
                 units,
                 at,
+                ..
             }) => (Some(w), units, at),
             _ => Default::default(),
         };
@@ -721,6 +744,7 @@ impl ProxySession {
             }
             Memo {
                 wire: WireMemo::OpenAi(openai::ItemsMemo::from_request(request, head)),
+                sent: prepared.body.clone(),
                 units,
                 at,
             }
@@ -737,11 +761,15 @@ impl ProxySession {
         credentials: &Credentials,
         now_ms: i64,
     ) -> Result<Prepared, anthropic::WireError> {
+        if let Some(retry) = self.retry(body) {
+            return Ok(retry);
+        }
         let (wire, mut units, mut known) = match self.memo.take() {
             Some(Memo {
                 wire: WireMemo::Anthropic(w),
                 units,
                 at,
+                ..
             }) => (Some(w), units, at),
             _ => Default::default(),
         };
@@ -758,8 +786,20 @@ impl ProxySession {
             .prepare_with(&request, &mut units, &known, now_ms)
             .await;
         self.credentials = Credentials::default();
-        self.remember(request, units, at);
+        self.remember(request, units, at, &prepared);
         Ok(prepared)
+    }
+
+    /// A retry: the body the previous request carried, byte for byte, is
+    /// sent what that one was. The engine is not asked again (the first
+    /// send is a fact it has learnt from; a client retrying after an error
+    /// must not get other bytes, nor turn events twice).
+    fn retry(&self, body: &str) -> Option<Prepared> {
+        let memo = self.memo.as_ref()?;
+        (memo.wire.body() == body).then(|| Prepared {
+            body: memo.sent.clone(),
+            notices: Vec::new(),
+        })
     }
 
     /// Keeps what the next request of the conversation reads after: the
@@ -769,6 +809,7 @@ impl ProxySession {
         request: WireRequest<'_>,
         mut units: Vec<Unit>,
         at: Option<Vec<Option<usize>>>,
+        prepared: &Prepared,
     ) {
         self.memo = at.map(|at| {
             for u in &mut units {
@@ -776,6 +817,7 @@ impl ProxySession {
             }
             Memo {
                 wire: WireMemo::Anthropic(anthropic::WireMemo::from_request(request)),
+                sent: prepared.body.clone(),
                 units,
                 at,
             }

@@ -3,7 +3,7 @@
 //! tool search, idle gaps, either policy) keep every byte outside `input`,
 //! reasoning byte for byte beside the item it came with, the pairing of calls and outputs, stubs that
 //! page their originals back whole, and the same bytes for the same
-//! request; requests of any shape, in either format, are prepared without
+//! request sent again; requests of any shape, in either format, are prepared without
 //! a panic.
 
 mod support;
@@ -151,6 +151,9 @@ proptest! {
                 let answer = runtime.block_on(sessions.query(key.as_deref().unwrap(), &[r.to_owned()], Default::default(), now)).unwrap();
                 prop_assert!(answer["text"].as_str().unwrap_or("").contains(first.as_str()), "{} does not page back {}", r, id);
             }
+            // The same request again (a client's retry): the same bytes.
+            let (_, again) = runtime.block_on(sessions.prepare_openai(Some("prop"), &Credentials::default(), &body, Format::Responses, now));
+            prop_assert_eq!(again.body.unwrap_or_else(|| body.clone()), sent);
         }
     }
 }

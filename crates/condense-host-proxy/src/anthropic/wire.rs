@@ -185,6 +185,11 @@ impl WireMemo {
         }
     }
 
+    /// The request's body.
+    pub fn body(&self) -> &str {
+        &self.body
+    }
+
     /// The body's bytes through its first message (what identifies the
     /// conversation's next requests, [`crate::sessions`]).
     pub fn head(&self) -> &str {

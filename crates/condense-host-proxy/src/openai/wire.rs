@@ -169,6 +169,11 @@ impl ItemsMemo {
         }
     }
 
+    /// The request's body.
+    pub fn body(&self) -> &str {
+        &self.body
+    }
+
     /// The body's bytes through the items that identify the conversation
     /// (what its next requests start with, [`crate::sessions`]).
     pub fn head(&self) -> &str {
