@@ -1,6 +1,6 @@
 //! What every wire format's rebuild shares: the engine's list as the
 //! request holds it ([`HostList`]), the texts condense writes, and the
-//! layout of a plan ([`layout`]): which view message goes where, which
+//! layout of a plan (`layout`): which view message goes where, which
 //! results show new text, which calls lost their arguments.
 
 use std::borrow::Cow;

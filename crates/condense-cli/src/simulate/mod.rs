@@ -1,7 +1,7 @@
 //! `condense simulate SESSION|DIR`: replays recorded sessions call by call
 //! under each pruning policy and prices every call (issue 12).
 //!
-//! [`policy`] is the plug-in point (a [`policy::PromptSource`] per policy),
+//! [`policy`](mod@policy) is the plug-in point (a [`policy::PromptSource`] per policy),
 //! [`replay`] the loop over a branch, [`compaction`] pi's auto-compaction in
 //! it, [`tokens`] the token model,
 //! [`fidelity`] how closely the no-pruning replay reproduces the usage a

@@ -86,6 +86,8 @@ pub struct Driver {
     turn_index: i64,
     /// The recorded entries fed so far, as their lines.
     fed: Vec<String>,
+    /// Where each entry fed is in `fed`, by id.
+    fed_at: FxHashMap<String, usize>,
     now: i64,
     context_window: u64,
     written: Vec<Written>,
@@ -161,6 +163,7 @@ impl Driver {
             turn: None,
             turn_index: 0,
             fed: Vec::new(),
+            fed_at: FxHashMap::default(),
             now: 0,
             context_window: 0,
             written: Vec::new(),
@@ -279,8 +282,9 @@ impl Driver {
                 // whose `context` closed the turn already; then rebuilds its
                 // list and emits `session_compact` with it.
                 self.end_turn(runs_start);
-                self.fed.push(entry.raw().to_owned());
-                let list = self.rebuild_pi_list();
+                self.keep_line(entry);
+                let kept = self.kept_from(entry);
+                let list = self.rebuild_pi_list(kept);
                 self.compacted(list);
                 continue;
             }
@@ -317,22 +321,24 @@ impl Driver {
                 self.recorded_messages += adds;
             }
             let Some(message) = entry.message.as_ref() else {
-                self.fed.push(entry.raw().to_owned());
+                self.keep_line(entry);
                 continue;
             };
             if let Some(ts) = message.timestamp() {
                 self.now = self.now.max(ts);
             }
             if message.is(&Role::ToolResult) {
-                if let Some(turn) = self.turn.as_mut() {
-                    self.fed.push(entry.raw().to_owned());
-                    turn.results.push(message.clone());
+                if self.turn.is_some() {
+                    self.keep_line(entry);
+                    if let Some(turn) = self.turn.as_mut() {
+                        turn.results.push(message.clone());
+                    }
                     continue;
                 }
             }
             self.end_turn(runs_start);
             if !message.is(&Role::Assistant) {
-                self.fed.push(entry.raw().to_owned());
+                self.keep_line(entry);
             } else {
                 // pi persists the reply after `message_end`: what a flush
                 // there appends comes before it, in the file and in the
@@ -346,7 +352,7 @@ impl Driver {
                 ));
                 self.keep(effects);
                 self.recorded_messages += adds;
-                self.fed.push(entry.raw().to_owned());
+                self.keep_line(entry);
                 self.turn = Some(Turn {
                     message: message.clone(),
                     results: Vec::new(),
@@ -427,11 +433,30 @@ impl Driver {
         self.keep(effects);
     }
 
+    /// Keeps a recorded entry's line.
+    fn keep_line(&mut self, entry: &Entry) {
+        self.fed_at.insert(entry.id.clone(), self.fed.len());
+        self.fed.push(entry.raw().to_owned());
+    }
+
+    /// Where in `fed` the list pi rebuilds at `compaction` starts: its
+    /// first kept entry (nothing before it is in the list), or the start
+    /// when that entry is not a recorded one.
+    fn kept_from(&self, compaction: &Entry) -> usize {
+        serde_json::from_str::<serde_json::Value>(compaction.raw())
+            .ok()
+            .and_then(|v| v.get("firstKeptEntryId")?.as_str().map(str::to_owned))
+            .and_then(|id| self.fed_at.get(&id).copied())
+            .unwrap_or(0)
+    }
+
     /// After a compaction pi rebuilds its list from the session file: the
     /// messages the run's entries added after the kept point are in it,
-    /// wherever they were delivered. Returns that list.
-    fn rebuild_pi_list(&mut self) -> Vec<Message> {
-        let (lines, written_ids) = branch_lines(&self.fed, &self.written);
+    /// wherever they were delivered. Returns that list. Only the entries
+    /// from `from` (the first kept) on are read: reading the whole session
+    /// at every compaction made a replay quadratic in them.
+    fn rebuild_pi_list(&mut self, from: usize) -> Vec<Message> {
+        let (lines, written_ids) = branch_lines(&self.fed, &self.written, from);
         let session = parse_branch(&crate::jsonl(lines));
         let branch: Vec<&Entry> = session.entries.iter().collect();
         let ctx = condense_store::context::build_context(&branch);
@@ -451,7 +476,7 @@ impl Driver {
         // The recorded messages as the caller's contexts hold them: the
         // relinked lines above were re-serialized (`9e-6` for `0.000009`),
         // and the engine's copy must match what the next `context` sends.
-        let fed = parse_branch(&crate::jsonl(&self.fed));
+        let fed = parse_branch(&crate::jsonl(&self.fed[from..]));
         let fed: Vec<&Entry> = fed.entries.iter().collect();
         let recorded: Vec<Message> = condense_store::context::build_context(&fed)
             .messages

@@ -28,6 +28,6 @@ impl Driver {
             tree: false,
         });
         *self.engine.engine() = engine;
-        self.rebuild_pi_list();
+        self.rebuild_pi_list(0);
     }
 }

@@ -114,14 +114,16 @@ impl Written {
 /// a session file without its header (what
 /// [`StartParams::branch`](crate::StartParams::branch) takes).
 pub fn branch_with_written(recorded: &[String], written: &[Written]) -> String {
-    crate::jsonl(branch_lines(recorded, written).0)
+    crate::jsonl(branch_lines(recorded, written, 0).0)
 }
 
-/// [`branch_with_written`]'s lines, and the ids given to the written
+/// [`branch_with_written`]'s lines from the recorded entry `from` on (the
+/// written entries before it left out), and the ids given to the written
 /// entries.
 pub(super) fn branch_lines(
     recorded: &[String],
     written: &[Written],
+    from: usize,
 ) -> (Vec<String>, HashSet<String>) {
     fn push(lines: &mut Vec<String>, v: Value, parent: &mut Value) {
         // JSON that is not an object is no entry: the branch leaves it out.
@@ -139,10 +141,10 @@ pub(super) fn branch_lines(
             ids.insert(id);
         }
     };
-    let mut lines = Vec::with_capacity(recorded.len() + written.len());
+    let mut lines = Vec::with_capacity(recorded.len().saturating_sub(from) + written.len());
     let mut parent = Value::Null;
-    let mut next = written.iter().peekable();
-    for (n, line) in recorded.iter().enumerate() {
+    let mut next = written.iter().filter(|w| w.after > from).peekable();
+    for (n, line) in recorded.iter().enumerate().skip(from) {
         while let Some(w) = next.next_if(|w| w.after <= n) {
             push_written(&mut lines, w, &mut parent);
         }
@@ -220,7 +222,7 @@ mod tests {
             r#"{"type":"message","id":"b","parentId":"a","cost":0.000009}"#.to_owned(),
             r#"{"type":"message","id":"c","parentId":"b","cost":0.000009}"#.to_owned(),
         ];
-        let (lines, ids) = branch_lines(&recorded, &[written(2)]);
+        let (lines, ids) = branch_lines(&recorded, &[written(2)], 0);
         assert_eq!(lines.len(), 4);
         assert_eq!(lines[1], recorded[1]);
         let w: Value = serde_json::from_str(&lines[2]).unwrap();
@@ -247,7 +249,7 @@ mod tests {
             r#"{"type":"message","id":"a","parentId":null}"#.to_owned(),
             r#"{"type":"message","id":"b","parentId":"z"}"#.to_owned(),
         ];
-        let (lines, _) = branch_lines(&recorded, &[]);
+        let (lines, _) = branch_lines(&recorded, &[], 0);
         let b: Value = serde_json::from_str(&lines[1]).unwrap();
         assert_eq!(b["parentId"], json!("a"));
     }
@@ -262,7 +264,7 @@ mod tests {
             r#""text""#.to_owned(),
             r#"{"type":"message","id":"b","parentId":"z"}"#.to_owned(),
         ];
-        let (lines, _) = branch_lines(&recorded, &[]);
+        let (lines, _) = branch_lines(&recorded, &[], 0);
         assert_eq!(lines.len(), 2);
         let b: Value = serde_json::from_str(&lines[1]).unwrap();
         assert_eq!((&b["id"], &b["parentId"]), (&json!("b"), &json!("a")));
