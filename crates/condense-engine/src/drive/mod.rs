@@ -327,14 +327,12 @@ impl Driver {
             if let Some(ts) = message.timestamp() {
                 self.now = self.now.max(ts);
             }
-            if message.is(&Role::ToolResult) {
-                if self.turn.is_some() {
-                    self.keep_line(entry);
-                    if let Some(turn) = self.turn.as_mut() {
-                        turn.results.push(message.clone());
-                    }
-                    continue;
+            if message.is(&Role::ToolResult) && self.turn.is_some() {
+                self.keep_line(entry);
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.results.push(message.clone());
                 }
+                continue;
             }
             self.end_turn(runs_start);
             if !message.is(&Role::Assistant) {
