@@ -451,8 +451,8 @@ impl Driver {
     /// After a compaction pi rebuilds its list from the session file: the
     /// messages the run's entries added after the kept point are in it,
     /// wherever they were delivered. Returns that list. Only the entries
-    /// from `from` (the first kept) on are read: reading the whole session
-    /// at every compaction made a replay quadratic in them.
+    /// from `from` (the first kept) on are read, so a replay stays linear
+    /// in the compactions it meets.
     fn rebuild_pi_list(&mut self, from: usize) -> Vec<Message> {
         let (lines, written_ids) = branch_lines(&self.fed, &self.written, from);
         let session = parse_branch(&crate::jsonl(lines));
