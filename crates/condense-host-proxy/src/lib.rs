@@ -30,3 +30,4 @@ pub mod view;
 pub use server::{serve, ProxyConfig};
 pub use session::{Credentials, Prepared, ProxySession, SessionOptions};
 pub use sessions::Sessions;
+pub use span::WireError;

@@ -54,11 +54,13 @@ fn context_window(api: Api, model: Option<&str>, beta: Option<&str>) -> u64 {
                 CONTEXT_WINDOW
             }
         }
+        // What a prompt may hold, not the model's total: the gpt-5 family's
+        // 400k includes 128k kept for output (Codex reports 95% of the rest,
+        // 258,400, as its window).
         Api::OpenAi => [
             ("gpt-4.1", 1_047_576),
             ("gpt-4o", 128_000),
-            ("gpt-5", 400_000),
-            ("gpt-6", 400_000),
+            ("gpt-5", 272_000),
         ]
         .iter()
         .find(|(family, _)| model.starts_with(family))
@@ -686,7 +688,7 @@ impl ProxySession {
         format: openai::Format,
         credentials: &Credentials,
         now_ms: i64,
-    ) -> Result<Prepared, anthropic::WireError> {
+    ) -> Result<Prepared, crate::WireError> {
         if let Some(retry) = self.retry(body) {
             return Ok(retry);
         }
@@ -760,7 +762,7 @@ impl ProxySession {
         body: &str,
         credentials: &Credentials,
         now_ms: i64,
-    ) -> Result<Prepared, anthropic::WireError> {
+    ) -> Result<Prepared, crate::WireError> {
         if let Some(retry) = self.retry(body) {
             return Ok(retry);
         }
@@ -1053,7 +1055,7 @@ mod tests {
             context_window(Api::Anthropic, Some("claude-opus-4-7[1m]"), None),
             1_000_000
         );
-        assert_eq!(context_window(Api::OpenAi, Some("gpt-5.5"), None), 400_000);
+        assert_eq!(context_window(Api::OpenAi, Some("gpt-5.5"), None), 272_000);
         assert_eq!(
             context_window(Api::OpenAi, Some("gpt-4.1-mini"), None),
             1_047_576

@@ -1,10 +1,27 @@
-//! Reading a body in place, whatever its format: where a slice of it sits,
-//! how much of it a conversation's previous request shares, and the values
-//! of a JSON array read one at a time from where the shared part ends.
+//! Reading and rewriting a body in place, whatever its format: where a
+//! slice of it sits, how much of it a conversation's previous request
+//! shares, the values of a JSON array read one at a time from where the
+//! shared part ends, and the body written back with that array changed.
 
 use std::ops::Range;
 
 use serde_json::value::RawValue;
+
+/// Why a body was not read (the proxy then forwards it unchanged).
+#[derive(Debug, PartialEq, Eq)]
+pub struct WireError(pub String);
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WireError {}
+
+pub(crate) fn wire_error(what: impl std::fmt::Display) -> WireError {
+    WireError(what.to_string())
+}
 
 /// Where `inner` (a slice of `outer`) sits in it.
 pub(crate) fn span_of(outer: &str, inner: &str) -> Range<usize> {
@@ -69,5 +86,77 @@ pub(crate) fn fields_after(body: &str, end: usize, what: &str) -> Result<String,
         Some(fields) => Ok(format!("{{{fields}")),
         None if rest.trim_end() == "}" => Ok("{}".to_owned()),
         None => Err(format!("a field or `}}` expected after {what}")),
+    }
+}
+
+/// A body written again with one of its JSON arrays changed: the bytes
+/// before and after the array are the client's, and values kept as they
+/// were in their order are copied as one slice, separators included, so an
+/// untouched stretch costs one copy however many values it holds.
+pub(crate) struct ArrayWriter<'a> {
+    body: &'a str,
+    array_end: usize,
+    out: String,
+    first: bool,
+    /// The kept values not yet written: the last one's index and the bytes
+    /// from the first one's start to the last one's end.
+    run: Option<(usize, Range<usize>)>,
+}
+
+impl<'a> ArrayWriter<'a> {
+    /// `array` is the array's span in `body`, its brackets included.
+    pub(crate) fn new(body: &'a str, array: Range<usize>) -> Self {
+        let mut out = String::with_capacity(body.len() + 1024);
+        out.push_str(&body[..array.start]);
+        out.push('[');
+        ArrayWriter {
+            body,
+            array_end: array.end,
+            out,
+            first: true,
+            run: None,
+        }
+    }
+
+    /// Keep the array's value number `index`, at `span`, as it is.
+    pub(crate) fn keep(&mut self, index: usize, span: Range<usize>) {
+        match &mut self.run {
+            Some((last, run)) if *last + 1 == index => {
+                *last = index;
+                run.end = span.end;
+            }
+            _ => {
+                self.flush();
+                self.run = Some((index, span));
+            }
+        }
+    }
+
+    /// Write a value of condense's own, or a changed one.
+    pub(crate) fn push(&mut self, value: &str) {
+        self.flush();
+        self.separate();
+        self.out.push_str(value);
+    }
+
+    /// The body as it is to be sent.
+    pub(crate) fn finish(mut self) -> String {
+        self.flush();
+        self.out.push(']');
+        self.out.push_str(&self.body[self.array_end..]);
+        self.out
+    }
+
+    fn flush(&mut self) {
+        if let Some((_, run)) = self.run.take() {
+            self.separate();
+            self.out.push_str(&self.body[run]);
+        }
+    }
+
+    fn separate(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(',');
+        }
     }
 }

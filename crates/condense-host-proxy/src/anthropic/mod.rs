@@ -8,6 +8,4 @@ mod wire;
 
 pub use rebuild::rebuild;
 pub use view::{units, units_from};
-pub use wire::{
-    read_request, read_request_after, Block, WireError, WireMemo, WireMessage, WireRequest,
-};
+pub use wire::{read_request, read_request_after, Block, WireMemo, WireMessage, WireRequest};

@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::wire::{Block, WireRequest};
 use crate::render::{layout, HostList, RebuildError, Slot};
+use crate::span::ArrayWriter;
 use crate::view::{Part, Unit};
 
 /// Writes `steps` (computed on `host`) onto `request`. `Ok(None)`: the
@@ -173,36 +174,11 @@ pub fn rebuild(
     }
 
     let block_unit = |m: usize, b: usize| unit_of_block[m][b];
-    let span = &request.messages_span;
-    let mut out = String::with_capacity(body.len() + 1024);
-    out.push_str(&body[..span.start]);
-    out.push('[');
-    let mut first = true;
-    let mut push = |out: &mut String, item: &str| {
-        if !std::mem::take(&mut first) {
-            out.push(',');
-        }
-        out.push_str(item);
-    };
-    // A run of messages sent as they are, in their order, is copied as one
-    // slice of the body (separators included).
-    let mut run: Option<(usize, usize)> = None;
-    let flush = |out: &mut String,
-                 run: &mut Option<(usize, usize)>,
-                 push: &mut dyn FnMut(&mut String, &str)| {
-        if let Some((a, b)) = run.take() {
-            push(
-                out,
-                &body[request.messages[a].span.start..request.messages[b].span.end],
-            );
-        }
-    };
+    let mut out = ArrayWriter::new(body, request.messages_span.clone());
     for e in order {
         match e {
             Emit::Synthetic(text) => {
-                flush(&mut out, &mut run, &mut push);
-                push(
-                    &mut out,
+                out.push(
                     &serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}]})
                         .to_string(),
                 );
@@ -218,16 +194,9 @@ pub fn rebuild(
                         || block_unit(m, b).is_some_and(|u| content.contains_key(&u))
                 });
                 if keeps.iter().all(|k| *k) && !edited {
-                    run = match run {
-                        Some((a, b)) if b + 1 == m => Some((a, m)),
-                        _ => {
-                            flush(&mut out, &mut run, &mut push);
-                            Some((m, m))
-                        }
-                    };
+                    out.keep(m, w.span.clone());
                     continue;
                 }
-                flush(&mut out, &mut run, &mut push);
                 let mut blocks = Vec::new();
                 for (b, (block, bspan)) in w.blocks.iter().enumerate() {
                     if !keeps[b] {
@@ -259,22 +228,16 @@ pub fn rebuild(
                 } else {
                     format!("[{}]", blocks.join(","))
                 };
-                push(
-                    &mut out,
-                    &format!(
-                        "{}{}{}",
-                        &body[w.span.start..w.content.start],
-                        content_text,
-                        &body[w.content.end..w.span.end]
-                    ),
-                );
+                out.push(&format!(
+                    "{}{}{}",
+                    &body[w.span.start..w.content.start],
+                    content_text,
+                    &body[w.content.end..w.span.end]
+                ));
             }
         }
     }
-    flush(&mut out, &mut run, &mut push);
-    out.push(']');
-    out.push_str(&body[span.end..]);
-    Ok(Some(out))
+    Ok(Some(out.finish()))
 }
 
 enum Emit<'a> {

@@ -8,23 +8,9 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::span::{common_prefix, fields_after, rest_of_array, span_of};
-
-/// Why a body was not read (the proxy then forwards it unchanged).
-#[derive(Debug, PartialEq, Eq)]
-pub struct WireError(pub String);
-
-impl std::fmt::Display for WireError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for WireError {}
-
-fn err(what: impl std::fmt::Display) -> WireError {
-    WireError(what.to_string())
-}
+use crate::span::{
+    common_prefix, fields_after, rest_of_array, span_of, wire_error as err, WireError,
+};
 
 #[derive(Deserialize)]
 struct Top<'a> {

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use super::wire::{Format, ItemsRequest, Side};
 use crate::render::{layout, Api, HostList, RebuildError, Slot, WireBody};
+use crate::span::ArrayWriter;
 use crate::view::Unit;
 
 enum Emit<'a> {
@@ -168,35 +169,11 @@ pub fn rebuild(
         return Ok(None);
     }
 
-    let span = &request.items_span;
-    let mut out = String::with_capacity(body.len() + 1024);
-    out.push_str(&body[..span.start]);
-    out.push('[');
-    let mut first = true;
-    let mut push = |out: &mut String, item: &str| {
-        if !std::mem::take(&mut first) {
-            out.push(',');
-        }
-        out.push_str(item);
-    };
-    // A run of items sent as they are, in their order, is one slice of the
-    // body (separators included).
-    let mut run: Option<(usize, usize)> = None;
-    let flush = |out: &mut String,
-                 run: &mut Option<(usize, usize)>,
-                 push: &mut dyn FnMut(&mut String, &str)| {
-        if let Some((a, b)) = run.take() {
-            push(
-                out,
-                &body[request.items[a].span.start..request.items[b].span.end],
-            );
-        }
-    };
+    let mut out = ArrayWriter::new(body, request.items_span.clone());
     for e in order {
         let g = match e {
             Emit::Synthetic(text) => {
-                flush(&mut out, &mut run, &mut push);
-                push(&mut out, &user_message(request.format, text));
+                out.push(&user_message(request.format, text));
                 continue;
             }
             Emit::Group(g) => g,
@@ -224,16 +201,9 @@ pub fn rebuild(
                 }
             }
             if edits.is_empty() {
-                run = match run {
-                    Some((a, b)) if b + 1 == i => Some((a, i)),
-                    _ => {
-                        flush(&mut out, &mut run, &mut push);
-                        Some((i, i))
-                    }
-                };
+                out.keep(i, item.span.clone());
                 continue;
             }
-            flush(&mut out, &mut run, &mut push);
             edits.sort_by_key(|(r, _)| r.start);
             let mut text = String::with_capacity(item.span.len());
             let mut at = item.span.start;
@@ -243,13 +213,10 @@ pub fn rebuild(
                 at = r.end;
             }
             text.push_str(&body[at..item.span.end]);
-            push(&mut out, &text);
+            out.push(&text);
         }
     }
-    flush(&mut out, &mut run, &mut push);
-    out.push(']');
-    out.push_str(&body[span.end..]);
-    Ok(Some(out))
+    Ok(Some(out.finish()))
 }
 
 impl WireBody for ItemsRequest<'_> {

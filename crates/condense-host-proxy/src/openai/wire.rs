@@ -15,8 +15,9 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::anthropic::WireError;
-use crate::span::{common_prefix, fields_after, rest_of_array, span_of};
+use crate::span::{
+    common_prefix, fields_after, rest_of_array, span_of, wire_error as err, WireError,
+};
 
 /// Which OpenAI API a body is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,10 +222,6 @@ impl Item<'_> {
             }),
         }
     }
-}
-
-fn err(what: impl std::fmt::Display) -> WireError {
-    WireError(what.to_string())
 }
 
 #[derive(Deserialize)]
