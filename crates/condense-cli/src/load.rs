@@ -169,6 +169,10 @@ pub fn rebuild(
     }
     let protection = protection(&config);
     let economy = condense_store::economy::session_economy(&branch);
+    let refused = condense_store::economy::refused_usage(&branch);
+    if let Some(p) = condense_store::economy::refused_usage_problem(&refused) {
+        eprintln!("condense: {}: {p}", path.display());
+    }
     let session_id = session
         .header
         .as_ref()

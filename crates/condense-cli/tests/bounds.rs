@@ -174,4 +174,20 @@ fn u64_sized_usage_does_not_wrap_the_status_figures() {
     let text = String::from_utf8_lossy(&status.stdout);
     assert!(!text.contains("18446744073709"), "{text}");
     assert!(!text.contains("saved -"), "{text}");
+    // Left out, and said so: not silently.
+    let problems = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        problems.contains("call(s) left out of the economics"),
+        "{problems}"
+    );
+    let clean = Command::new(env!("CARGO_BIN_EXE_condense"))
+        .args(["status", &s])
+        .env("PI_CODING_AGENT_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        !String::from_utf8_lossy(&clean.stderr).contains("left out of the economics"),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
 }

@@ -174,5 +174,6 @@ pub use rustc_hash::{FxHashMap, FxHashSet};
 pub use economy::{
     bill_call, prompt_units, recorded_bill, AgainstNoPruning, BillTotals, CacheTerms, CallBill,
     CallTokens, EconomyReport, NoPruningBound, PreviousCall, PriceProfile, ProfileError,
-    ProfileOverrides, PromptShape, RecordedUsage, SessionEconomy, SwitchRecord, PROFILE_NAMES,
+    ProfileOverrides, PromptShape, RecordedUsage, SessionEconomy, SwitchRecord,
+    MAX_RECORDED_TOKENS, PROFILE_NAMES,
 };

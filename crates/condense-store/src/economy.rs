@@ -39,3 +39,24 @@ pub fn session_economy(branch: &[&Entry]) -> SessionEconomy {
     }
     economy
 }
+
+/// The ids of `branch`'s assistant messages whose recorded usage is refused
+/// ([`RecordedUsage::refused`]), so left out of [`session_economy`].
+pub fn refused_usage<'a>(branch: &[&'a Entry]) -> Vec<&'a str> {
+    branch
+        .iter()
+        .filter(|e| e.message.as_ref().is_some_and(RecordedUsage::refused))
+        .map(|e| e.id.as_str())
+        .collect()
+}
+
+/// A problem line for the calls [`refused_usage`] names.
+pub fn refused_usage_problem(ids: &[&str]) -> Option<String> {
+    let first = ids.first()?;
+    Some(format!(
+        "{} call(s) left out of the economics: their recorded usage is not a whole number of \
+         tokens up to {} (first: entry {first})",
+        ids.len(),
+        condense_core::MAX_RECORDED_TOKENS
+    ))
+}

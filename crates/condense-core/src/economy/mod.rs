@@ -22,4 +22,4 @@ pub use ledger::{AgainstNoPruning, EconomyReport, SessionEconomy, SwitchRecord};
 pub use price::{
     CacheTerms, PriceProfile, ProfileError, ProfileOverrides, MAX_OVERRIDE, PROFILE_NAMES,
 };
-pub use recorded::{recorded_bill, RecordedUsage};
+pub use recorded::{recorded_bill, RecordedUsage, MAX_RECORDED_TOKENS};

@@ -85,6 +85,24 @@ impl RecordedUsage {
             .all(|n| *n <= MAX_RECORDED_TOKENS)
             .then_some(usage)
     }
+
+    /// An assistant message that records a `usage` [`of_message`] refuses
+    /// (a count that is negative, not a whole number, or past
+    /// [`MAX_RECORDED_TOKENS`]): the call is left out of the economics, and
+    /// whoever shows them says so instead of leaving it out silently.
+    ///
+    /// [`of_message`]: RecordedUsage::of_message
+    pub fn refused(message: &Message) -> bool {
+        #[derive(Deserialize)]
+        struct AnyUsage {
+            #[serde(default)]
+            usage: Option<serde_json::Value>,
+        }
+        message.is(&Role::Assistant)
+            && serde_json::from_str::<AnyUsage>(message.json())
+                .is_ok_and(|m| m.usage.is_some_and(|u| !u.is_null()))
+            && Self::of_message(message).is_none()
+    }
 }
 
 /// The largest token count a recorded usage is read with.
@@ -132,8 +150,14 @@ mod tests {
         let absurd =
             assistant(r#"{"input":18446744073709551615,"output":4,"cacheRead":5,"cacheWrite":6}"#);
         assert_eq!(RecordedUsage::of_message(&absurd), None);
+        assert!(RecordedUsage::refused(&absurd));
         let big = assistant(r#"{"input":1000000000,"output":4,"cacheRead":5,"cacheWrite":6}"#);
         assert!(RecordedUsage::of_message(&big).is_some());
+        assert!(!RecordedUsage::refused(&big));
+        assert!(RecordedUsage::refused(&assistant(r#"{"input":-3}"#)));
+        assert!(!RecordedUsage::refused(&assistant("null")));
+        let no_usage = Message::from_json(r#"{"role":"assistant","content":[]}"#).expect("message");
+        assert!(!RecordedUsage::refused(&no_usage));
     }
 
     #[test]

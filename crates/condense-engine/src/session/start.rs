@@ -85,6 +85,10 @@ impl Engine {
         let (state, _problems) = condense_store::replay::replay_branch(&branch);
         self.state = state;
         self.economy = condense_store::economy::session_economy(&branch);
+        let refused = condense_store::economy::refused_usage(&branch);
+        if let Some(p) = condense_store::economy::refused_usage_problem(&refused) {
+            out.push(Effect::warning(format!("condense: {p}")));
+        }
         self.cost_baseline = self.state.stats().clone();
         // The id is the session's to claim: named as the CLI names it, so a
         // crafted or over-long one cannot move spills out of the session

@@ -63,6 +63,12 @@ impl Engine {
         self.sync_turn(assistant, results);
         if let Some(usage) = RecordedUsage::of_message(assistant) {
             self.economy.add_call(usage);
+        } else if RecordedUsage::refused(assistant) {
+            out.push(Effect::warning(format!(
+                "condense: this call's recorded usage is left out of the economics: a count \
+                 that is not a whole number of tokens up to {}",
+                condense_core::MAX_RECORDED_TOKENS
+            )));
         }
         if !self.config.enabled {
             return (out, None);
