@@ -40,7 +40,12 @@ pub fn dist_tarballs() -> Vec<PathBuf> {
         .filter(|v| !v.is_empty())
         .map(|d| workspace_root().join(d))
         .unwrap_or_else(|| workspace_root().join("target"));
-    let dist = target.join("dist");
+    dist_tarballs_in(&target.join("dist"))
+}
+
+/// [`dist_tarballs`] from the directory `dist`; panics, saying in one line
+/// what to run, when one is missing or stale.
+fn dist_tarballs_in(dist: &Path) -> Vec<PathBuf> {
     let version = env!("CARGO_PKG_VERSION");
     let platform = node_platform();
     let tarballs: Vec<PathBuf> = [
@@ -62,6 +67,25 @@ pub fn dist_tarballs() -> Vec<PathBuf> {
     }
     assert_fresh(&dist.join("packages"));
     tarballs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkout_without_packages_is_told_what_to_run() {
+        let empty = tempfile::tempdir().unwrap();
+        let message =
+            std::panic::catch_unwind(|| dist_tarballs_in(empty.path())).expect_err("no packages");
+        let message = message
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
+        assert!(message.contains("run it first"), "{message}");
+        assert!(message.contains("`cargo xtask dist`"), "{message}");
+        assert_eq!(message.lines().count(), 1, "{message}");
+    }
 }
 
 /// Panics if the packed TypeScript is not the workspace's: packages left
