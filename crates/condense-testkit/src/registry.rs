@@ -69,25 +69,6 @@ fn dist_tarballs_in(dist: &Path) -> Vec<PathBuf> {
     tarballs
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_checkout_without_packages_is_told_what_to_run() {
-        let empty = tempfile::tempdir().unwrap();
-        let message =
-            std::panic::catch_unwind(|| dist_tarballs_in(empty.path())).expect_err("no packages");
-        let message = message
-            .downcast_ref::<String>()
-            .cloned()
-            .unwrap_or_default();
-        assert!(message.contains("run it first"), "{message}");
-        assert!(message.contains("`cargo xtask dist`"), "{message}");
-        assert_eq!(message.lines().count(), 1, "{message}");
-    }
-}
-
 /// Panics if the packed TypeScript is not the workspace's: packages left
 /// from an older checkout would test old code. (The sidecars are not
 /// compared: a release build of the same source differs from nothing the
@@ -386,5 +367,24 @@ impl Drop for Registry {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkout_without_packages_is_told_what_to_run() {
+        let empty = tempfile::tempdir().unwrap();
+        let message =
+            std::panic::catch_unwind(|| dist_tarballs_in(empty.path())).expect_err("no packages");
+        let message = message
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default();
+        assert!(message.contains("run it first"), "{message}");
+        assert!(message.contains("`cargo xtask dist`"), "{message}");
+        assert_eq!(message.lines().count(), 1, "{message}");
     }
 }
