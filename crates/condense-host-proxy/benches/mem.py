@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
 """Resident memory of `condense proxy` holding one conversation.
 
-Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS [SETTINGS]
+Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS [SETTINGS] [--responses]
 (after `cargo build --release -p condense-cli`; SETTINGS a settings file
 for the proxy, e.g. one with `"enabled": false` to see the proxy's own
 share). Starts a scripted upstream
 on 127.0.0.1, the proxy in front of it, sends a Claude Code-shaped history
-of about TOKENS tokens, then five calls that each add an exchange, and
-prints the body size, VmRSS and VmHWM.
+(with `--responses`, a Codex-shaped Responses input) of about TOKENS
+tokens, then five calls that each add an exchange, and prints the body
+size, VmRSS and VmHWM.
 """
 import http.server, json, os, subprocess, sys, tempfile, threading, time, urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
+RESPONSES = "--responses" in sys.argv
+ANSWER_RESPONSES = b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r","status":"completed","output":[],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"total_tokens":11}}}\n\n'
 ANSWER = b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'
 
 
@@ -20,12 +23,24 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         self.rfile.read(int(self.headers.get("content-length", 0)))
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(ANSWER)))
+        answer = ANSWER_RESPONSES if RESPONSES else ANSWER
+        self.send_header("content-length", str(len(answer)))
         self.end_headers()
-        self.wfile.write(ANSWER)
+        self.wfile.write(answer)
 
     def log_message(self, *args):
         pass
+
+
+def exchange(messages, tid, command, out):
+    """Appends a call and its output, in the wire's shape."""
+    if RESPONSES:
+        messages.append({"type": "function_call", "call_id": tid, "name": "exec_command",
+                         "arguments": json.dumps({"cmd": command})})
+        messages.append({"type": "function_call_output", "call_id": tid, "output": out})
+    else:
+        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": command}}]})
+        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": out}]})
 
 
 def main():
@@ -33,10 +48,12 @@ def main():
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     logs = tempfile.mkdtemp()
-    settings = ["--settings", sys.argv[2]] if len(sys.argv) > 2 else []
+    args = [a for a in sys.argv[1:] if a != "--responses"]
+    settings = ["--settings", args[1]] if len(args) > 1 else []
     proxy = subprocess.Popen(
         [os.path.join(ROOT, "target/release/condense"), "proxy", "--port", "0",
-         "--upstream", "http://127.0.0.1:%d" % upstream.server_port, "--dir", logs] + settings,
+         "--upstream", "http://127.0.0.1:%d" % upstream.server_port,
+         "--openai-upstream", "http://127.0.0.1:%d" % upstream.server_port, "--dir", logs] + settings,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     addr = proxy.stdout.readline().strip()
 
@@ -46,29 +63,38 @@ def main():
                 if l.startswith(("VmRSS", "VmHWM"))}
 
     idle = status()
-    messages = [{"role": "user", "content": [{"type": "text", "text": "Work through the backlog."}]}]
+    if RESPONSES:
+        messages = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Work through the backlog."}]}]
+    else:
+        messages = [{"role": "user", "content": [{"type": "text", "text": "Work through the backlog."}]}]
     chars, n = 0, 0
     while chars < tokens * 4:
         n += 1
         out = "".join("line %d of output %d: status %d\n" % (i, n, (i * n) % 7) for i in range(60)) * 2
         chars += len(out)
         tid = "toolu_%06d" % n
-        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": "make step%d" % n}}]})
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": out}]})
+        exchange(messages, tid, "make step%d" % n, out)
 
     def send():
-        body = json.dumps({"model": "claude-sonnet-4-5", "messages": messages, "max_tokens": 1000, "stream": True}).encode()
-        req = urllib.request.Request(addr + "/v1/messages", data=body, headers={
-            "x-claude-code-session-id": "mem", "x-api-key": "k", "content-type": "application/json"})
+        if RESPONSES:
+            # Codex offers condense's MCP tool behind its tool search.
+            tools = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+                     {"type": "tool_search", "execution": "client"}]
+            body = json.dumps({"model": "gpt-5.5", "instructions": "", "input": messages, "tools": tools, "stream": True,
+                               "store": False, "prompt_cache_key": "mem"}).encode()
+            req = urllib.request.Request(addr + "/v1/responses", data=body, headers={
+                "session-id": "mem", "authorization": "Bearer k", "content-type": "application/json"})
+        else:
+            body = json.dumps({"model": "claude-sonnet-4-5", "messages": messages, "max_tokens": 1000, "stream": True}).encode()
+            req = urllib.request.Request(addr + "/v1/messages", data=body, headers={
+                "x-claude-code-session-id": "mem", "x-api-key": "k", "content-type": "application/json"})
         start = time.time()
         urllib.request.urlopen(req).read()
         return len(body), time.time() - start
 
     size, first = send()
     for i in range(5):
-        tid = "toolu_next_%d" % i
-        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": tid, "name": "Bash", "input": {"command": "ls"}}]})
-        messages.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": tid, "content": "ok"}]})
+        exchange(messages, "toolu_next_%d" % i, "ls", "ok")
         size, _ = send()
     now = status()
     print("tokens %d: body %.1f MB, first call %.2f s, VmRSS %s, VmHWM %s (idle %s)"
