@@ -1,6 +1,6 @@
 //! What the proxy adds on the wire: time to the first byte of a streamed
-//! answer through the proxy against straight to the upstream, and 50
-//! conversations' calls at once.
+//! answer through the proxy against straight to the upstream (Messages, and
+//! Responses as Codex sends it), and 50 conversations' calls at once.
 //!
 //! `cargo bench -p condense-host-proxy --bench http`
 
@@ -20,7 +20,10 @@ use tokio::net::TcpListener;
 
 const ANSWER: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 
-/// An upstream answering every call at once with a short event stream.
+const RESPONSES_ANSWER: &str = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"status\":\"completed\",\"output\":[],\"usage\":{\"input_tokens\":10,\"input_tokens_details\":{\"cached_tokens\":0},\"output_tokens\":1,\"total_tokens\":11}}}\n\n";
+
+/// An upstream answering every call at once with a short event stream in
+/// the API the path names.
 async fn upstream() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -32,9 +35,14 @@ async fn upstream() -> String {
             tokio::spawn(async move {
                 let service =
                     hyper::service::service_fn(|req: Request<hyper::body::Incoming>| async move {
+                        let answer = if req.uri().path().starts_with("/v1/responses") {
+                            RESPONSES_ANSWER
+                        } else {
+                            ANSWER
+                        };
                         let _ = req.into_body().collect().await;
                         Ok::<_, Infallible>(Response::new(Full::new(Bytes::from_static(
-                            ANSWER.as_bytes(),
+                            answer.as_bytes(),
                         ))))
                     });
                 let _ = hyper::server::conn::http1::Builder::new()
@@ -81,11 +89,38 @@ fn body(messages: &[Value]) -> String {
         .to_string()
 }
 
+/// A Codex-shaped Responses body: the input items, with condense's tool
+/// offered behind tool search.
+fn responses_body(session: &str, items: &[Value]) -> String {
+    json!({
+        "model": "gpt-5.5",
+        "instructions": "",
+        "input": items,
+        "tools": [
+            {"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
+            {"type": "tool_search", "execution": "client"}
+        ],
+        "stream": true,
+        "store": false,
+        "prompt_cache_key": session
+    })
+    .to_string()
+}
+
+/// A call and its output as Responses input items.
+fn responses_exchange(id: &str, output: &str) -> [Value; 2] {
+    [
+        json!({"type": "function_call", "call_id": id, "name": "exec_command", "arguments": "{\"cmd\":\"ls\"}"}),
+        json!({"type": "function_call_output", "call_id": id, "output": output}),
+    ]
+}
+
 async fn first_byte(client: &reqwest::Client, url: &str, session: &str, body: String) -> Duration {
     let start = Instant::now();
     let answer = client
         .post(url)
         .header("x-claude-code-session-id", session)
+        .header("session-id", session)
         .header("x-api-key", "sk-bench")
         .body(body)
         .send()
@@ -139,6 +174,33 @@ fn bench(c: &mut Criterion) {
                     &format!("{via}/v1/messages"),
                     &session,
                     body(&messages),
+                ));
+            }
+            total
+        })
+    });
+    // The same through the Responses route: a Codex conversation of 20
+    // tool turns, an exchange added each call.
+    let mut items = vec![
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Task of codex."}]}),
+    ];
+    for t in 0..20 {
+        items.extend(responses_exchange(
+            &format!("call_{t}"),
+            &"a\nb\nc\n".repeat(50),
+        ));
+    }
+    group.bench_function("responses_through_the_proxy", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                n += 1;
+                items.extend(responses_exchange(&format!("call_next_{n}"), "ok"));
+                total += runtime.block_on(first_byte(
+                    &client,
+                    &format!("{via}/v1/responses"),
+                    "codex",
+                    responses_body("codex", &items),
                 ));
             }
             total
