@@ -30,11 +30,10 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::collections::HashSet;
 
-use serde::Deserialize;
-use serde_json::value::RawValue;
+#[cfg(test)]
 use serde_json::Value;
 
-use crate::message::{CallArgs, Message, Role};
+use crate::message::{Message, Role};
 use crate::occurrence::OccurrenceKey;
 use crate::protect::Protection;
 use crate::state::State;
@@ -350,66 +349,6 @@ pub(crate) fn select_eligible_among<'c>(
                     .middle_occurrence_keys
                     .iter()
                     .any(|k| in_grace.contains(k))
-        })
-        .collect()
-}
-
-// ---- tool-call arguments ------------------------------------------------------
-
-#[derive(Deserialize)]
-struct ContentDe<'a> {
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct CallDe<'a> {
-    #[serde(borrow, default, rename = "type")]
-    kind: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    name: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    input: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
-}
-
-fn raw_string(raw: Option<&RawValue>) -> Option<String> {
-    let raw = raw?;
-    if !raw.get().starts_with('"') {
-        return None;
-    }
-    serde_json::from_str(raw.get()).ok()
-}
-
-/// `(id, name, arguments)` of each `toolCall` block of a message that has a
-/// non-empty string id, in order. The arguments are `input` when present and
-/// not null, else `arguments`, else null (pi-condense reads
-/// `block.input ?? block.arguments` for protection). Parses the message's
-/// content; [`Message::call_args`] keeps the result.
-pub(crate) fn parse_tool_call_args(message: &Message) -> Vec<CallArgs> {
-    let Ok(de) = serde_json::from_str::<ContentDe>(message.json()) else {
-        return Vec::new();
-    };
-    let Some(content) = de.content.filter(|c| c.get().starts_with('[')) else {
-        return Vec::new();
-    };
-    let Ok(blocks) = serde_json::from_str::<Vec<CallDe>>(content.get()) else {
-        return Vec::new();
-    };
-    blocks
-        .into_iter()
-        .filter(|b| b.kind.map(RawValue::get) == Some("\"toolCall\""))
-        .filter_map(|b| {
-            let id = raw_string(b.id).filter(|id| !id.is_empty())?;
-            let name = raw_string(b.name).unwrap_or_default();
-            let raw = b.input.filter(|r| r.get() != "null").or(b.arguments);
-            let args = raw
-                .and_then(|r| serde_json::from_str(r.get()).ok())
-                .unwrap_or(Value::Null);
-            Some((id, name, args))
         })
         .collect()
 }

@@ -61,6 +61,7 @@ mod flush;
 mod format;
 mod js;
 mod js_json;
+mod ledger;
 mod message;
 mod metrics;
 mod metrics_memo;
@@ -78,6 +79,7 @@ mod state_builder;
 mod surrogates;
 mod text;
 mod thinking_level;
+mod token_estimate;
 
 /// Tool-call ids a lookup scans before it hashes them: an assistant opens
 /// a handful of calls, where a scan beats hashing, and a hostile message
@@ -108,12 +110,13 @@ pub use records::{
 };
 pub use state::{State, SummaryBody};
 pub use state_builder::StateBuilder;
+pub use token_estimate::chars_to_tokens;
 
 // Rendering what the model sees.
 pub use diagnostics::{Diagnostic, DiagnosticKind, DiagnosticSink};
 pub use render::{
-    apply_steps, array_chars, chars_to_tokens, in_grace_keys, neutralize_closing_tags, render,
-    render_after_switch, PlanStep, Render, RenderPlan, RenderSettings,
+    apply_steps, array_chars, in_grace_keys, neutralize_closing_tags, render, render_after_switch,
+    PlanStep, Render, RenderPlan, RenderSettings,
 };
 
 // Recovery: `context_tree_query`.
@@ -149,11 +152,12 @@ pub use budget::{
 pub use metrics::{compute_context_metrics, ContextMetrics};
 
 // The display policy: when flushed content is shown (cache economics).
+pub use config::Policy;
 pub use policy::{
     budget_threshold, call_history, calls_before_compaction, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, switch_sizes, under_pressure, ColdEvent,
-    Policy, SummarizeDecision, SummarizeInputs, SwitchDecision, SwitchInputs, SwitchReason,
-    SwitchSizes, BUDGET_HEADROOM, COMPACTION_RESERVE_TOKENS, EXPECTED_CALLS_FACTOR,
+    SummarizeDecision, SummarizeInputs, SwitchDecision, SwitchInputs, SwitchReason, SwitchSizes,
+    BUDGET_HEADROOM, COMPACTION_RESERVE_TOKENS, EXPECTED_CALLS_FACTOR,
 };
 
 // What the user is told, and how numbers read.
@@ -172,8 +176,8 @@ pub use rustc_hash::{FxHashMap, FxHashSet};
 
 // Prompt-cache economics: price profiles and what each call bills.
 pub use economy::{
-    bill_call, prompt_units, recorded_bill, AgainstNoPruning, BillTotals, CacheTerms, CallBill,
-    CallTokens, EconomyReport, NoPruningBound, PreviousCall, PriceProfile, ProfileError,
-    ProfileOverrides, PromptShape, RecordedUsage, SessionEconomy, SwitchRecord,
-    MAX_RECORDED_TOKENS, PROFILE_NAMES,
+    bill_call, prompt_units, recorded_bill, BillTotals, CacheTerms, CallBill, CallTokens,
+    NoPruningBound, PreviousCall, PriceProfile, ProfileError, ProfileOverrides, PromptShape,
+    RecordedUsage, MAX_RECORDED_TOKENS, PROFILE_NAMES,
 };
+pub use ledger::{AgainstNoPruning, EconomyReport, SessionEconomy, SwitchRecord};

@@ -30,6 +30,7 @@ use crate::message::Role;
 use crate::protect::Protection;
 use crate::records::Frontier;
 use crate::state::State;
+use crate::token_estimate::chars_to_tokens;
 
 /// A snapshot of the three metrics. Serializes with pi-condense's field
 /// names (the `metrics` object of a `context-prune-flush-metrics` entry).
@@ -47,9 +48,9 @@ pub struct ContextMetrics {
     pub frontier_gap_tokens: u64,
 }
 
-/// `Math.round(chars / 4)` on an integer count (exact: `x.5` rounds up).
+/// [`chars_to_tokens`] on the `u64` counts this module sums in.
 pub(crate) fn tokens(chars: u64) -> u64 {
-    (chars + 2) / 4
+    chars_to_tokens(chars as usize)
 }
 
 /// `Math.round(100 * part / total)` on integers; `0` when `total` is 0.

@@ -12,45 +12,12 @@
 //! live sidecar and the simulator call the same functions. Cache prices are
 //! the economy module's [`CacheTerms`].
 
+use crate::config::Policy;
 use crate::economy::CacheTerms;
 #[cfg(doc)]
 use crate::economy::NoPruningBound;
 use crate::message::{Message, Role};
-use crate::render::chars_to_tokens;
-
-/// Which display policy renders the session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    /// pi-condense's behaviour: everything summarized is shown immediately;
-    /// switch entries are ignored.
-    Reference,
-    /// Summaries are pending until a switch entry; switches are scheduled by
-    /// [`decide_switch`].
-    CacheAware,
-}
-
-impl Policy {
-    /// Every policy, default first.
-    pub const ALL: [Policy; 2] = [Policy::CacheAware, Policy::Reference];
-
-    /// The settings spelling: `reference` or `cache-aware`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Policy::Reference => "reference",
-            Policy::CacheAware => "cache-aware",
-        }
-    }
-
-    /// Parses the settings spelling (case-sensitive); `None` for anything else.
-    pub fn from_name(name: &str) -> Option<Policy> {
-        Self::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// True when pending content waits for a switch entry.
-    pub fn gates_on_switch(self) -> bool {
-        self == Policy::CacheAware
-    }
-}
+use crate::token_estimate::chars_to_tokens;
 
 /// Why the cache is cold at this call regardless of what condense does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

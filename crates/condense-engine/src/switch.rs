@@ -378,10 +378,11 @@ fn calls_ahead(prompt_tokens: u64, calls_so_far: u64, context_window: Option<u64
         .map_or(expected, |c| c.min(expected))
 }
 
-/// Decides at one call, `unpruned` the same call with nothing pruned; on
-/// a switch returns the entry to persist (the caller records it in the
-/// state and appends it, then reports the prompt it sent with
-/// [`CallLog::sent`]). When `user_asked` (the user's `/pruner now` or
+/// Decides at one call, `unpruned` the same call with nothing pruned and
+/// `profile` the prices it was priced at (the bound weighs both sides at
+/// the same prices, and the caller prices once); on a switch returns the
+/// entry to persist (the caller records it in the state and appends it,
+/// then reports the prompt it sent with [`CallLog::sent`]). When `user_asked` (the user's `/pruner now` or
 /// `/pruner compact` ran since the last call), anything pending is shown
 /// whatever it costs.
 pub(crate) fn decide(
@@ -390,7 +391,7 @@ pub(crate) fn decide(
     settings: &RenderSettings<'_>,
     log: &CallLog,
     call: &CallFacts,
-    unpruned: &Unpruned,
+    (profile, unpruned): (&PriceProfile, &Unpruned),
     user_asked: bool,
 ) -> Option<SwitchEntryData> {
     if state.pending_count() == 0 && !purge_pending(messages, state, settings) {
@@ -403,10 +404,9 @@ pub(crate) fn decide(
         let (calls, cold) = call_history(messages, prices.ttl_ms);
         let cold_event = log.cold_event(call);
         let within_bound = {
-            let profile = log.profile(settings.config);
             let before = log.last_prompt.as_deref();
-            let with = log.units(&profile, &shown, before, call);
-            let without = log.units(&profile, &current, before, call);
+            let with = log.units(profile, &shown, before, call);
+            let without = log.units(profile, &current, before, call);
             log.bound(settings.config)
                 .allows_call(with, without, unpruned.units)
         };

@@ -23,14 +23,15 @@
 //! written back over the one loaded.
 
 use crate::economy::{PriceProfile, ProfileOverrides};
-use crate::policy::Policy;
 
 mod load;
 mod nested;
+mod policy;
 mod save;
 mod values;
 
 pub use load::ConfigWarning;
+pub use policy::Policy;
 pub use save::replace_context_prune;
 
 /// The key of the condense block in pi's `settings.json`.

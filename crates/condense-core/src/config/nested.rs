@@ -7,11 +7,11 @@ use serde_json::{Map, Value};
 use super::load::{to_u32, Normalizer};
 use super::save::{fraction_value, number_value};
 use super::values::{BelowMin, IntRule};
+use super::Policy;
 use super::{
     ChainCompressionConfig, Config, EconomyConfig, PurgeErrorsConfig, ThinkingStripConfig,
 };
 use crate::economy::{PriceProfile, ProfileOverrides};
-use crate::policy::Policy;
 
 /// The largest `economy.maxExcess`.
 const MAX_EXCESS: f64 = 1_000_000.0;

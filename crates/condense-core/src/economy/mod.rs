@@ -5,20 +5,21 @@
 //! the prefix it shares with the previous call's prompt, and the time since
 //! that call. Counting tokens and deciding what each prompt holds are the
 //! caller's (the simulator's) business. [`recorded`] prices what a session
-//! recorded instead (pi's `usage` per call), and [`ledger`] adds a branch's
-//! recorded calls and switches up for the status commands. [`bound`] keeps
+//! recorded instead (pi's `usage` per call). [`bound`] keeps
 //! the cache-aware policy's promise that pruning never bills more than not
 //! pruning.
+//!
+//! Nothing here reads the configuration, so the configuration can name
+//! price profiles; adding a session's calls up under the configured policy
+//! is the `ledger` module's.
 
 mod bill;
 mod bound;
-mod ledger;
 mod price;
 mod recorded;
 
 pub use bill::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall};
 pub use bound::{prompt_units, NoPruningBound, PromptShape};
-pub use ledger::{AgainstNoPruning, EconomyReport, SessionEconomy, SwitchRecord};
 pub use price::{
     CacheTerms, PriceProfile, ProfileError, ProfileOverrides, MAX_OVERRIDE, PROFILE_NAMES,
 };

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use crate::js::js_len;
 
+mod call_args;
 mod result_text;
 mod skeleton;
 
@@ -270,7 +271,7 @@ impl Message {
     pub(crate) fn call_args(&self) -> &[CallArgs] {
         self.0
             .call_args
-            .get_or_init(|| crate::chains::parse_tool_call_args(self))
+            .get_or_init(|| call_args::parse_tool_call_args(self))
     }
 
     /// The message's JSON text.

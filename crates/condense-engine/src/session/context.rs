@@ -65,14 +65,14 @@ impl Engine {
             (profile, unpruned)
         });
         let user_asked = std::mem::take(&mut self.user_asked);
-        if let Some((_, unpruned)) = &priced {
+        if let Some((profile, unpruned)) = &priced {
             if let Some(switch) = crate::switch::decide(
                 &self.messages,
                 &self.state,
                 &settings,
                 &self.calls,
                 call,
-                unpruned,
+                (profile, unpruned),
                 user_asked,
             ) {
                 self.state.record_switch(self.messages.len());
@@ -81,10 +81,6 @@ impl Engine {
                 out.push(Effect::entry(switch_entry(&switch), Delivery::Runtime));
             }
         }
-        let settings = RenderSettings {
-            config: &self.config,
-            protection: &self.protection,
-        };
         let r = render(&self.messages, &self.state, &settings);
         self.report_diagnostics(&r.diagnostics, &mut out);
         if let Some((profile, unpruned)) = priced {

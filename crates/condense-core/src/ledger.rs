@@ -6,12 +6,9 @@
 //! asked for, so a profile changed in the settings reprices the whole
 //! session.
 
-use super::bill::BillTotals;
-use super::price::PriceProfile;
-use super::recorded::{recorded_bill, RecordedUsage};
-use crate::config::EconomyConfig;
+use crate::config::{EconomyConfig, Policy};
+use crate::economy::{recorded_bill, BillTotals, PriceProfile, RecordedUsage};
 use crate::format::format_count;
-use crate::policy::Policy;
 
 /// One `context-prune-switch` entry's figures (those it carries; older or
 /// foreign entries may lack some).
