@@ -15,8 +15,10 @@
 use std::collections::HashMap;
 
 use condense_host_proxy::anthropic;
-use condense_host_proxy::view::{self, Part, Usage};
-use condense_store::time::{format_iso, parse_iso};
+use condense_host_proxy::view::{Part, Usage};
+
+use crate::pi_session;
+use condense_store::time::parse_iso;
 use serde_json::{json, Value};
 
 /// Whether `head` (the start of a file) is a Claude Code transcript: its
@@ -165,42 +167,24 @@ pub fn to_pi_session(text: &str) -> Result<String, String> {
     let units = anthropic::units(&request);
 
     let first_at = turns.first().map_or(0, |t| t.at);
-    let header = json!({
-        "type": "session",
-        "version": 3,
-        "id": session,
-        "timestamp": format_iso(first_at),
-        "cwd": "",
-    });
-    let mut out = vec![header.to_string()];
-    let mut parent: Option<String> = None;
     let mut last_assistant = None;
-    for (n, unit) in units.iter().enumerate() {
+    let recorded = units.iter().map(|unit| {
         let turn = &turns[unit.message];
+        // A message Claude Code split into several units carries its
+        // call's usage once, on the first.
         let usage = (unit.part == Part::Assistant && last_assistant != Some(unit.message))
             .then_some(turn.usage)
             .flatten();
         if unit.part == Part::Assistant {
             last_assistant = Some(unit.message);
         }
-        let message = view::with_facts(&unit.view, usage.as_ref(), turn.at);
-        let id = format!("{n:08x}");
-        let raw: Box<serde_json::value::RawValue> =
-            serde_json::value::RawValue::from_string(message)
-                .map_err(|e| format!("converting a message: {e}"))?;
-        out.push(
-            json!({
-                "type": "message",
-                "id": id,
-                "parentId": parent,
-                "timestamp": format_iso(turn.at),
-                "message": raw,
-            })
-            .to_string(),
-        );
-        parent = Some(id);
-    }
-    Ok(out.join("\n") + "\n")
+        pi_session::Recorded {
+            view: &unit.view,
+            usage,
+            at: turn.at,
+        }
+    });
+    pi_session::write(&session, first_at, recorded)
 }
 
 #[cfg(test)]

@@ -11,8 +11,10 @@
 //! message it answered with (pi's `usage`, what `--calibrate` fits).
 
 use condense_host_proxy::openai::{self, Format, Side};
-use condense_host_proxy::view::{self, Part, Usage};
-use condense_store::time::{format_iso, parse_iso};
+use condense_host_proxy::view::{Part, Usage};
+
+use crate::pi_session;
+use condense_store::time::parse_iso;
 use serde_json::{json, Value};
 
 /// Whether `head` (the start of a file) is a Codex rollout: its first line
@@ -106,39 +108,14 @@ pub fn to_pi_session(text: &str) -> Result<String, String> {
     }
 
     let first_at = at.first().copied().unwrap_or(0);
-    let header = json!({
-        "type": "session",
-        "version": 3,
-        "id": session,
-        "timestamp": format_iso(first_at),
-        "cwd": "",
-    });
-    let mut out = vec![header.to_string()];
-    let mut parent: Option<String> = None;
-    for (n, unit) in units.iter().enumerate() {
-        let group = &request.groups[unit.message];
-        let ts = at[group.start];
-        let usage = (unit.part == Part::Assistant)
+    let recorded = units.iter().map(|unit| pi_session::Recorded {
+        view: &unit.view,
+        usage: (unit.part == Part::Assistant)
             .then(|| usage_of_group[unit.message])
-            .flatten();
-        let message = view::with_facts(&unit.view, usage.as_ref(), ts);
-        let id = format!("{n:08x}");
-        let raw: Box<serde_json::value::RawValue> =
-            serde_json::value::RawValue::from_string(message)
-                .map_err(|e| format!("converting a message: {e}"))?;
-        out.push(
-            json!({
-                "type": "message",
-                "id": id,
-                "parentId": parent,
-                "timestamp": format_iso(ts),
-                "message": raw,
-            })
-            .to_string(),
-        );
-        parent = Some(id);
-    }
-    Ok(out.join("\n") + "\n")
+            .flatten(),
+        at: at[request.groups[unit.message].start],
+    });
+    pi_session::write(&session, first_at, recorded)
 }
 
 #[cfg(test)]

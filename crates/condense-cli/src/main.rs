@@ -20,6 +20,7 @@ mod load;
 mod mcp;
 mod opencode_export;
 mod output;
+mod pi_session;
 mod progress;
 mod proxy;
 mod simulate;
