@@ -199,7 +199,7 @@ pub fn plan_flush(batches: Vec<CapturedBatch>, state: &State, config: &Config) -
         if config.dedup_by_content_hash {
             remaining.calls.retain(|c| {
                 let key = c.key();
-                match state.lookup_by_hash(&content_hash(&c.tool_name, &c.result_text)) {
+                match state.lookup_by_hash(&content_hash(&c.tool_name, &c.result_text.to_str())) {
                     Some(orig) if *orig != key => {
                         plan.aliases.push((key, orig.clone()));
                         false
@@ -270,7 +270,7 @@ fn records_of(batch: &CapturedBatch) -> Vec<ToolCallRecord> {
             tool_call_id: c.tool_call_id.clone(),
             tool_name: c.tool_name.clone(),
             args: serde_json::Value::clone(&c.args),
-            result_text: c.result_text.clone().into(),
+            result_text: c.result_text.clone(),
             is_error: c.is_error,
             turn_index: batch.turn_index,
             timestamp: batch.timestamp,
@@ -539,11 +539,12 @@ pub struct SpillPlan {
 pub fn plan_spill(batch: &CapturedBatch, state: &State, config: &Config) -> SpillPlan {
     let mut plan = SpillPlan::default();
     for (i, c) in batch.calls.iter().enumerate() {
-        if (js_len(&c.result_text) as u64) < config.spill_threshold {
+        if (c.result_text.js_len() as u64) < config.spill_threshold {
             continue;
         }
         if config.dedup_by_content_hash {
-            if let Some(orig) = state.lookup_by_hash(&content_hash(&c.tool_name, &c.result_text)) {
+            let text = c.result_text.to_str();
+            if let Some(orig) = state.lookup_by_hash(&content_hash(&c.tool_name, &text)) {
                 if *orig != c.key() {
                     plan.aliases.push((c.key(), orig.clone()));
                     continue;
@@ -608,6 +609,7 @@ pub fn apply_spill(
         let Some(c) = batch.calls.get(w.call) else {
             continue;
         };
+        let text = c.result_text.to_str();
         let record = ToolCallRecord {
             tool_call_id: c.tool_call_id.clone(),
             tool_name: c.tool_name.clone(),
@@ -620,9 +622,9 @@ pub fn apply_spill(
             spill_path: Some(w.path.clone()),
             spill_bytes: Some(w.bytes),
             result_preview: Some(
-                head_preview(&c.result_text, config.spill_preview_bytes as usize).to_owned(),
+                head_preview(&text, config.spill_preview_bytes as usize).to_owned(),
             ),
-            content_hash: Some(content_hash(&c.tool_name, &c.result_text)),
+            content_hash: Some(content_hash(&c.tool_name, &text)),
             extra: Default::default(),
         };
         state.add_record(record.clone(), true);

@@ -6,17 +6,19 @@
 //! anyway (messages are windows on it), and most record texts are never
 //! read again after a reload: only a query, a flush's dedup lookup or a
 //! spill reads them, one at a time. Copying each into its own `String` on
-//! replay made records cost about 0.4× the file; a window costs 32 bytes.
+//! replay made records cost about 0.4× the file; a window costs 56 bytes.
 //!
 //! Reading a text is therefore not free: a literal with escapes (nearly every
 //! multi-line output has `\n`) is decoded into a fresh `String` on each read,
-//! and nothing is cached, so the decoded copy lives only as long as the
-//! caller keeps it.
+//! and only its lengths are cached (a pending output's length is weighed at
+//! every ask), so the decoded copy lives only as long as the caller keeps
+//! it. An owned text is shared too: a clone (a record made from a captured
+//! call, a record copied out of the index) costs a reference count.
 
 use std::borrow::Cow;
 use std::fmt;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -29,11 +31,20 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// share); [`ToolCallRecord::from_shared`](crate::ToolCallRecord::from_shared) makes
 /// a record whose text is a shared one.
 #[derive(Clone)]
-pub struct SharedText(Repr);
+pub struct SharedText(Repr, OnceLock<Lengths>);
+
+/// A text's length in UTF-16 units and in chars: they differ only by the
+/// astral chars, so their difference tells whether a prefix's length can be
+/// had without reading the text.
+#[derive(Clone, Copy)]
+struct Lengths {
+    units: usize,
+    chars: usize,
+}
 
 #[derive(Clone)]
 enum Repr {
-    Owned(Box<str>),
+    Owned(Arc<str>),
     /// `buf[contents]` is the literal between its quotes; `escaped` when it
     /// holds a backslash (and so must be decoded to be read).
     Literal {
@@ -46,7 +57,7 @@ enum Repr {
 impl SharedText {
     /// An empty text.
     pub fn new() -> SharedText {
-        SharedText(Repr::Owned(Box::default()))
+        SharedText::owned(Arc::from(""))
     }
 
     /// A text whose JSON string literal (quotes included) is `buf[range]`,
@@ -92,11 +103,14 @@ impl SharedText {
             // decodes them here, which also reports a lone one as it would.
             return serde_json::from_str::<String>(literal).map(SharedText::from);
         }
-        Ok(SharedText(Repr::Literal {
-            buf: Arc::clone(buf),
-            contents,
-            escaped: escapes.any,
-        }))
+        Ok(SharedText(
+            Repr::Literal {
+                buf: Arc::clone(buf),
+                contents,
+                escaped: escapes.any,
+            },
+            OnceLock::new(),
+        ))
     }
 
     /// The text: borrowed when it is owned or a literal without escapes,
@@ -121,7 +135,7 @@ impl SharedText {
     /// The text as an owned `String`.
     pub fn into_string(self) -> String {
         match self.0 {
-            Repr::Owned(s) => s.into_string(),
+            Repr::Owned(s) => String::from(&*s),
             Repr::Literal { .. } => self.to_str().into_owned(),
         }
     }
@@ -133,6 +147,43 @@ impl SharedText {
             Repr::Owned(s) => s.is_empty(),
             Repr::Literal { contents, .. } => contents.is_empty(),
         }
+    }
+
+    /// The text's length in UTF-16 units (what `String.length` gives),
+    /// read once and then remembered.
+    pub fn js_len(&self) -> usize {
+        self.lengths().units
+    }
+
+    /// `js_len(js_prefix(text, units))`: without reading the text when it
+    /// holds no astral char (each char is then one unit).
+    pub fn js_prefix_len(&self, units: usize) -> usize {
+        let lengths = self.lengths();
+        if lengths.units == lengths.chars {
+            units.min(lengths.units)
+        } else {
+            crate::js::js_len(crate::js::js_prefix(&self.to_str(), units))
+        }
+    }
+
+    fn lengths(&self) -> Lengths {
+        *self.1.get_or_init(|| {
+            let text = self.to_str();
+            if text.is_ascii() {
+                return Lengths {
+                    units: text.len(),
+                    chars: text.len(),
+                };
+            }
+            Lengths {
+                units: crate::js::js_len(&text),
+                chars: text.chars().count(),
+            }
+        })
+    }
+
+    fn owned(s: Arc<str>) -> SharedText {
+        SharedText(Repr::Owned(s), OnceLock::new())
     }
 
     /// True when the text is a window on a shared buffer rather than its
@@ -182,13 +233,13 @@ impl Default for SharedText {
 
 impl From<String> for SharedText {
     fn from(s: String) -> Self {
-        SharedText(Repr::Owned(s.into_boxed_str()))
+        SharedText::owned(Arc::from(s))
     }
 }
 
 impl From<&str> for SharedText {
     fn from(s: &str) -> Self {
-        SharedText(Repr::Owned(Box::from(s)))
+        SharedText::owned(Arc::from(s))
     }
 }
 
@@ -277,6 +328,25 @@ mod tests {
         SharedText::from_shared(&buf, 0..buf.len()).unwrap()
     }
 
+    proptest::proptest! {
+        /// The remembered lengths are the decoded text's, whether the text
+        /// is a window (escaped or not) or owned, astral chars included.
+        #[test]
+        fn lengths_are_the_decoded_texts(
+            text in "[a-z\\n\"\\\\é日😀]{0,40}",
+            units in 0usize..50,
+        ) {
+            let literal = serde_json::to_string(&text).unwrap();
+            for t in [shared(&literal), SharedText::from(text.as_str())] {
+                proptest::prop_assert_eq!(t.js_len(), crate::js::js_len(&text));
+                proptest::prop_assert_eq!(
+                    t.js_prefix_len(units),
+                    crate::js::js_len(crate::js::js_prefix(&text, units))
+                );
+            }
+        }
+    }
+
     #[test]
     fn plain_literal_is_borrowed_from_the_buffer() {
         let t = shared(r#""hello world""#);
@@ -339,7 +409,7 @@ mod tests {
     #[test]
     fn a_window_is_small() {
         // What a replayed record pays for its text instead of a copy.
-        assert_eq!(std::mem::size_of::<SharedText>(), 32);
+        assert_eq!(std::mem::size_of::<SharedText>(), 56);
     }
 
     #[test]

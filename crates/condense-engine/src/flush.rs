@@ -109,7 +109,7 @@ pub fn spill_batch(
         let Some(c) = batch.calls.get(i) else {
             continue;
         };
-        match blobs.write(&c.key(), &c.result_text, i) {
+        match blobs.write(&c.key(), &c.result_text.to_str(), i) {
             Ok(w) => written.push(w),
             Err(e) => failures.push(format!(
                 "spill of {} failed ({e}); it stays inline",

@@ -539,7 +539,7 @@ impl FlushEstimate {
         let calls = prompts.iter().flat_map(|p| p.iter()).flat_map(|b| &b.calls);
         let outputs: u64 = calls
             .clone()
-            .map(|c| chars_to_tokens(js_len(&c.result_text)))
+            .map(|c| chars_to_tokens(c.result_text.js_len()))
             .sum();
         // The user message holds the instructions: the request has no
         // system prompt.
@@ -691,7 +691,7 @@ mod tests {
                 tool_call_id: id.to_owned(),
                 tool_name: "read".to_owned(),
                 args: serde_json::json!({ "path": "src/lib.rs" }).into(),
-                result_text: result.to_owned(),
+                result_text: result.into(),
                 is_error: false,
                 result_timestamp: None,
             }],

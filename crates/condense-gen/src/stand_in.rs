@@ -49,13 +49,14 @@ pub fn stand_in_summary(job: &SummaryJob) -> JobResult {
         if i > 0 {
             text.push('\n');
         }
+        let result = c.result_text.to_str();
         text.push_str(&format!(
             "- [[{}:{}]] {}",
             i + 1,
             c.tool_name,
-            describe_call(&c.tool_name, &c.args, &c.result_text, c.is_error)
+            describe_call(&c.tool_name, &c.args, &result, c.is_error)
         ));
-        prompt_chars += c.result_text.len().min(2000) + 120;
+        prompt_chars += result.len().min(2000) + 120;
     }
     let input_tokens = (prompt_chars / 4) as u64;
     let output_tokens = (text.len() / 4) as u64;

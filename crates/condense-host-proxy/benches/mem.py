@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Resident memory of `condense proxy` holding one conversation.
 
-Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS [SETTINGS] [--responses]
+Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS [SETTINGS] [--responses] [--massif]
 (after `cargo build --release -p condense-cli`; SETTINGS a settings file
 for the proxy, e.g. one with `"enabled": false` to see the proxy's own
 share). Starts a scripted upstream
@@ -9,11 +9,44 @@ on 127.0.0.1, the proxy in front of it, sends a Claude Code-shaped history
 (with `--responses`, a Codex-shaped Responses input) of about TOKENS
 tokens, then five calls that each add an exchange, and prints the body
 size, VmRSS and VmHWM.
+
+With `--massif` (after `cargo build --profile profiling -p condense-cli`)
+the proxy runs under `valgrind --tool=massif`; once the calls are done a
+detailed snapshot of the idle heap is taken (`vgdb`) and its live bytes
+are printed by the first frame of condense's own code on each allocating
+stack (`ms_print` cannot print trees this deep).
 """
-import http.server, json, os, subprocess, sys, tempfile, threading, time, urllib.request
+import collections, http.server, json, os, re, subprocess, sys, tempfile, threading, time, urllib.request
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
 RESPONSES = "--responses" in sys.argv
+MASSIF = "--massif" in sys.argv
+
+
+def by_first_frame(path):
+    """Live bytes of a massif snapshot, by the first condense frame."""
+    nodes = [re.match(r"^ *n(\d+): (\d+) (.*)$", line) for line in open(path)]
+    nodes = [(int(m.group(1)), int(m.group(2)), m.group(3)) for m in nodes if m]
+    held = collections.Counter()
+
+    def walk(k, attributed):
+        children, size, frame = nodes[k]
+        name = re.sub(r"^0x[0-9A-F]+: ", "", frame)
+        name = re.sub(r" \(.*", "", name)
+        if attributed is None and k and "condense" in name:
+            attributed = name
+        k += 1
+        for _ in range(children):
+            k = walk(k, attributed)
+        if children == 0:
+            held[attributed or "runtime and allocator (no condense frame)"] += size
+        return k
+
+    walk(0, None)
+    total = nodes[0][1]
+    print("live heap at idle: %.1f MB" % (total / 1e6))
+    for name, size in held.most_common(15):
+        print("%6.2f MB  %s" % (size / 1e6, name[:120]))
 ANSWER_RESPONSES = b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r","status":"completed","output":[],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"total_tokens":11}}}\n\n'
 ANSWER = b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'
 
@@ -48,10 +81,12 @@ def main():
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     logs = tempfile.mkdtemp()
-    args = [a for a in sys.argv[1:] if a != "--responses"]
+    args = [a for a in sys.argv[1:] if a not in ("--responses", "--massif")]
     settings = ["--settings", args[1]] if len(args) > 1 else []
+    wrap = ["valgrind", "--tool=massif", "--massif-out-file=/dev/null"] if MASSIF else []
+    binary = "target/profiling/condense" if MASSIF else "target/release/condense"
     proxy = subprocess.Popen(
-        [os.path.join(ROOT, "target/release/condense"), "proxy", "--port", "0",
+        wrap + [os.path.join(ROOT, binary), "proxy", "--port", "0",
          "--upstream", "http://127.0.0.1:%d" % upstream.server_port,
          "--openai-upstream", "http://127.0.0.1:%d" % upstream.server_port, "--dir", logs] + settings,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -99,6 +134,11 @@ def main():
     now = status()
     print("tokens %d: body %.1f MB, first call %.2f s, VmRSS %s, VmHWM %s (idle %s)"
           % (tokens, size / 1e6, first, now["VmRSS"], now["VmHWM"], idle["VmRSS"]))
+    if MASSIF:
+        snapshot = os.path.join(logs, "idle.massif")
+        subprocess.run(["vgdb", "--pid=%d" % proxy.pid, "detailed_snapshot", snapshot],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=True)
+        by_first_frame(snapshot)
     proxy.kill()
 
 

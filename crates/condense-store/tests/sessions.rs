@@ -448,7 +448,7 @@ fn eager_spill(
         .iter()
         .filter_map(|&i| {
             let c = &batch.calls[i];
-            write_blob(blobs, &c.key(), &c.result_text)
+            write_blob(blobs, &c.key(), &c.result_text.to_str())
                 .ok()
                 .map(|b| b.to_spill(i))
         })

@@ -14,8 +14,8 @@
 //! later turns the labels into short refs. Labels, tags and the truncation
 //! marker are contracts; the instruction wording is this project's own.
 
-use condense_core::CapturedBatch;
 use condense_core::{js_len, js_prefix};
+use condense_core::{CapturedBatch, SharedText};
 use serde_json::Value;
 
 /// Instructions for summarizing one batch of tool calls.
@@ -92,6 +92,13 @@ trait Sink {
     fn put(&mut self, s: &str);
     /// `s` as a JSON string literal, as serde_json writes one.
     fn put_json_string(&mut self, s: &str);
+    /// A result as [`cut_result`] writes it.
+    fn put_result(&mut self, text: &SharedText)
+    where
+        Self: Sized,
+    {
+        write_cut_result(&text.to_str(), self);
+    }
     /// A line break, then `depth` levels of two-space indent.
     fn newline(&mut self, depth: usize) {
         self.put("\n");
@@ -120,6 +127,19 @@ struct Utf16Len(usize);
 impl Sink for Utf16Len {
     fn put(&mut self, s: &str) {
         self.0 += js_len(s);
+    }
+
+    /// From the text's remembered lengths: an estimate weighs every
+    /// pending output at each ask, and a text held as a window on its
+    /// message would otherwise be decoded each time.
+    fn put_result(&mut self, text: &SharedText) {
+        let len = text.js_len();
+        if len <= RESULT_CUT {
+            self.0 += len;
+        } else {
+            self.0 += text.js_prefix_len(RESULT_CUT);
+            self.put(&format!(" ...[{} chars truncated]", len - RESULT_CUT));
+        }
     }
 
     fn put_json_string(&mut self, s: &str) {
@@ -181,7 +201,7 @@ fn write_batch(batches: &[CapturedBatch], out: &mut impl Sink) {
         out.put(")\nResult (");
         out.put(if call.is_error { "ERROR" } else { "OK" });
         out.put("): ");
-        write_cut_result(&call.result_text, out);
+        out.put_result(&call.result_text);
     }
 }
 

@@ -58,7 +58,7 @@ fn call() -> impl Strategy<Value = CapturedCall> {
             tool_call_id: "c".to_owned(),
             tool_name: name,
             args: args.into(),
-            result_text: result,
+            result_text: result.into(),
             is_error: err,
             result_timestamp: None,
         }

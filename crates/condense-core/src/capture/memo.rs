@@ -21,6 +21,7 @@ use rustc_hash::FxHashMap;
 
 use super::CapturedCall;
 use crate::message::Message;
+use crate::text::SharedText;
 
 /// One call of a turn as read.
 #[derive(Debug)]
@@ -28,9 +29,10 @@ pub(super) struct CallRead {
     /// The call's id.
     pub(super) id: String,
     /// The first result answering it, and the call captured with it. The
-    /// text of an output larger than [`KEPT_TEXT_BYTES`] is not kept (the
-    /// call holds an empty one): it is decoded again at each use, so a
-    /// giant output is not held a second time for the session.
+    /// call's text is a window on the result's JSON where it can be; a
+    /// decoded text larger than [`KEPT_TEXT_BYTES`] is not kept (the call
+    /// holds an empty one): it is decoded again at each use, so a giant
+    /// output is not held a second time for the session.
     pub(super) answered: Option<(Message, CapturedCall)>,
 }
 
@@ -38,20 +40,21 @@ pub(super) struct CallRead {
 /// keeps.
 pub(super) const KEPT_TEXT_BYTES: usize = 32 * 1024;
 
-/// The text of `result` the memo keeps: empty for one larger than
+/// The text of `result` the memo keeps: empty for a decoded one larger than
 /// [`KEPT_TEXT_BYTES`], which [`captured`] reads again.
-pub(super) fn kept_text(result: &Message) -> String {
-    if result.json().len() > KEPT_TEXT_BYTES {
-        String::new()
+pub(super) fn kept_text(result: &Message) -> SharedText {
+    let text = super::read::result_text(result);
+    if text.is_shared() || result.json().len() <= KEPT_TEXT_BYTES {
+        text
     } else {
-        super::read::result_text(result)
+        SharedText::new()
     }
 }
 
 /// `call` as the memo kept it with `result`, its text whole again.
 pub(super) fn captured(result: &Message, call: &CapturedCall) -> CapturedCall {
     let mut call = call.clone();
-    if result.json().len() > KEPT_TEXT_BYTES {
+    if !call.result_text.is_shared() && result.json().len() > KEPT_TEXT_BYTES {
         call.result_text = super::read::result_text(result);
     }
     call

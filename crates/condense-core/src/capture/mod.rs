@@ -25,6 +25,7 @@ use crate::occurrence::OccurrenceKey;
 use crate::protect::Protection;
 use crate::records::Frontier;
 use crate::state::State;
+use crate::text::SharedText;
 
 pub(crate) mod memo;
 mod read;
@@ -45,8 +46,9 @@ pub struct CapturedCall {
     /// The arguments (`input`, `args` or `arguments` of the block), shared:
     /// a rescan hands the pending calls out again at every ask.
     pub args: Arc<Value>,
-    /// The result's text blocks joined by `\n`.
-    pub result_text: String,
+    /// The result's text blocks joined by `\n`: a window on the result
+    /// message's JSON where it is one literal there.
+    pub result_text: SharedText,
     /// Whether the result was an error.
     pub is_error: bool,
     /// The result message's timestamp.
@@ -78,10 +80,7 @@ pub struct CapturedBatch {
 impl CapturedBatch {
     /// Sum of the calls' result lengths (UTF-16 units).
     pub fn raw_chars(&self) -> usize {
-        self.calls
-            .iter()
-            .map(|c| crate::js::js_len(&c.result_text))
-            .sum()
+        self.calls.iter().map(|c| c.result_text.js_len()).sum()
     }
 }
 
@@ -479,6 +478,52 @@ mod tests {
     }
 
     #[test]
+    fn an_output_that_is_one_literal_is_held_by_its_message_alone() {
+        let a = msg(json!({"role":"assistant","timestamp":1,"content":[
+            {"type":"toolCall","id":"c1","name":"bash","arguments":{}},
+            {"type":"toolCall","id":"c2","name":"bash","arguments":{}},
+            {"type":"toolCall","id":"c3","name":"bash","arguments":{}}]}));
+        let result = |id: &str, content: Value| {
+            msg(
+                json!({"role":"toolResult","toolCallId":id,"toolName":"bash",
+                "content":content,"isError":false,"timestamp":2}),
+            )
+        };
+        let one_block = result(
+            "c1",
+            json!([{"type":"image"},{"type":"text","text":"a\n\"b\""}]),
+        );
+        let string = result("c2", json!("plain"));
+        let two_blocks = result(
+            "c3",
+            json!([{"type":"text","text":"x"},{"type":"text","text":"y"}]),
+        );
+        let state = State::new();
+        let protection = Protection::new(&crate::config::Config::default());
+        let branch = [a, one_block, string, two_blocks];
+        let batches = capture_branch(&branch, &[None; 4], &state, &protection, 9);
+        let calls = &batches[0].calls;
+        let held: Vec<(String, bool)> = calls
+            .iter()
+            .map(|c| (c.result_text.to_string(), c.result_text.is_shared()))
+            .collect();
+        assert_eq!(
+            held,
+            [
+                ("a\n\"b\"".to_owned(), true),
+                ("plain".to_owned(), true),
+                ("x\ny".to_owned(), false)
+            ]
+        );
+        // The window is on the message's own buffer: no copy of the text.
+        let (buf, _) = branch[1].json_buffer();
+        let before = Arc::strong_count(buf);
+        let again = calls[0].result_text.clone();
+        assert_eq!(Arc::strong_count(buf), before + 1);
+        drop(again);
+    }
+
+    #[test]
     fn a_rescan_reads_a_turn_again_only_when_its_messages_change() {
         let a = msg(json!({"role":"assistant","timestamp":1,"content":[
             {"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls"}},
@@ -496,7 +541,7 @@ mod tests {
             let stamps = vec![None; branch.len()];
             capture_branch(branch, &stamps, &state, &protection, 9)
                 .iter()
-                .flat_map(|b| b.calls.iter().map(|c| c.result_text.clone()))
+                .flat_map(|b| b.calls.iter().map(|c| c.result_text.to_string()))
                 .collect()
         };
         // c2 not answered yet, then answered: the turn is read again.
@@ -687,7 +732,7 @@ mod tests {
     fn a_batch_a_flush_would_keep_raw_is_never_merged() {
         let sized = |turn: i64, id: &str, chars: usize| {
             let mut b = batch(turn, Some(1), &[id]);
-            b.calls[0].result_text = "x".repeat(chars);
+            b.calls[0].result_text = "x".repeat(chars).into();
             b
         };
         let out = merge_runs(

@@ -1,6 +1,7 @@
 //! What capture reads out of a turn's messages: an assistant's prose and
-//! tool calls, and a result's text (decoded from the message's JSON without
-//! building a `Value` of a giant output).
+//! tool calls, and a result's text (a window on the message's JSON where the
+//! text is one literal, else decoded without building a `Value` of a giant
+//! output).
 
 use std::sync::Arc;
 
@@ -8,6 +9,7 @@ use serde_json::Value;
 
 use super::{CapturedCall, NO_RESULT};
 use crate::message::Message;
+use crate::text::SharedText;
 
 pub(super) fn assistant_parts(assistant: &Value) -> (String, Vec<(String, String, Value)>) {
     let blocks = assistant.get("content").and_then(Value::as_array);
@@ -58,13 +60,58 @@ struct ContentBlock<'a> {
     text: Option<&'a serde_json::value::RawValue>,
 }
 
-/// [`tool_result_text`](crate::message::tool_result_text) of a result, decoding each text literal once into
-/// the result (a single block, the usual case, is the result itself), so a
-/// giant output costs its own size plus one decoding buffer, not a `Value`
-/// tree and a joined copy on top. Anything unusual (a lone surrogate
-/// escape, read as U+FFFD) takes [`Message::result_text`].
-pub(super) fn result_text(r: &Message) -> String {
-    fast_result_text(r.json()).unwrap_or_else(|| r.result_text())
+/// [`tool_result_text`](crate::message::tool_result_text) of a result.
+/// Where the text is one literal of the message's JSON (a string `content`,
+/// or one text block: nearly every result) it is a window on the message's
+/// buffer, so a pending output is held once, by its message, however many
+/// captures and records refer to it. Otherwise each text literal is decoded
+/// once into the result, so a giant output costs its own size plus one
+/// decoding buffer, not a `Value` tree and a joined copy on top. Anything
+/// unusual (a lone surrogate escape, read as U+FFFD) takes
+/// [`Message::result_text`]. Its lengths are read here, once: a pending
+/// output's length is weighed at every ask.
+pub(super) fn result_text(r: &Message) -> SharedText {
+    let text = window(r).unwrap_or_else(|| {
+        SharedText::from(fast_result_text(r.json()).unwrap_or_else(|| r.result_text()))
+    });
+    text.js_len();
+    text
+}
+
+/// The result's text as a window on its message's JSON, when the text is
+/// one string literal there.
+fn window(r: &Message) -> Option<SharedText> {
+    let json = r.json();
+    let content = serde_json::from_str::<ResultContent<'_>>(json)
+        .ok()?
+        .content?;
+    let raw = content.get();
+    let literal = if raw.starts_with('"') {
+        content
+    } else if raw.starts_with('[') {
+        let blocks: Vec<ContentBlock<'_>> = serde_json::from_str(raw).ok()?;
+        let mut texts = Vec::new();
+        for b in blocks {
+            match b.kind.map(|k| k.get()) {
+                Some(r#""text""#) => {}
+                // An escaped type name is decoded by the `Value` path.
+                Some(k) if k.contains('\\') => return None,
+                _ => continue,
+            }
+            if let Some(t) = b.text.filter(|t| t.get().starts_with('"')) {
+                texts.push(t);
+            }
+        }
+        match texts[..] {
+            [one] => one,
+            _ => return None,
+        }
+    } else {
+        return None;
+    };
+    let (buf, start) = r.json_buffer();
+    let at = start + (literal.get().as_ptr() as usize - json.as_ptr() as usize);
+    SharedText::from_checked_literal(buf, at..at + literal.get().len()).ok()
 }
 
 fn fast_result_text(json: &str) -> Option<String> {
@@ -167,7 +214,7 @@ pub(super) fn call_from(
             tool_call_id: id,
             tool_name: name,
             args: Arc::new(args),
-            result_text: NO_RESULT.to_owned(),
+            result_text: SharedText::from(NO_RESULT),
             is_error: false,
             result_timestamp: None,
         },
@@ -180,7 +227,7 @@ pub(super) fn answered_call(
     name: String,
     args: Value,
     r: &Message,
-    text: String,
+    text: SharedText,
 ) -> CapturedCall {
     CapturedCall {
         tool_call_id: id,

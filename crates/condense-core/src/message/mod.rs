@@ -157,20 +157,31 @@ struct Inner {
 /// `(id, name, arguments)` of a `toolCall` block (see [`Message::call_args`]).
 pub(crate) type CallArgs = (String, String, Value);
 
-/// A message's JSON: its own copy, or a window on a buffer it shares (the
-/// session file a reader loaded), so a long branch is not held twice.
+/// A message's JSON: `buf[range]`, a buffer of its own or one it shares
+/// (the session file a reader loaded), so a long branch is not held twice.
+/// Either way the text is behind an `Arc`, so what is read out of it (a tool
+/// output's literal) can be kept as a window instead of a copy.
 #[derive(Debug)]
-enum JsonText {
-    Owned(Box<str>),
-    Shared(Arc<String>, std::ops::Range<usize>),
+struct JsonText {
+    buf: Arc<String>,
+    range: std::ops::Range<usize>,
 }
 
 impl JsonText {
-    fn as_str(&self) -> &str {
-        match self {
-            JsonText::Owned(s) => s,
-            JsonText::Shared(buf, r) => &buf[r.clone()],
+    fn own(json: String) -> JsonText {
+        JsonText {
+            range: 0..json.len(),
+            buf: Arc::new(json),
         }
+    }
+
+    fn as_str(&self) -> &str {
+        &self.buf[self.range.clone()]
+    }
+
+    /// Whether the buffer holds this text alone.
+    fn is_whole(&self) -> bool {
+        self.range.start == 0 && self.range.end == self.buf.len()
     }
 }
 
@@ -200,12 +211,19 @@ impl Message {
         Arc::strong_count(&self.0) == 1
     }
 
+    /// The buffer the message's JSON sits in, and where in it the JSON
+    /// starts: a text read out of the JSON can share it
+    /// ([`SharedText`](crate::SharedText)).
+    pub(crate) fn json_buffer(&self) -> (&Arc<String>, usize) {
+        (&self.0.json.buf, self.0.json.range.start)
+    }
+
     /// Reads a message from its JSON text. The text is kept as given.
     pub fn from_json(json: &str) -> Result<Message, MessageError> {
         let skeleton = parse_skeleton(json)?;
         Ok(Message(Arc::new(Inner {
             size: js_len(json),
-            json: JsonText::Owned(Box::from(json)),
+            json: JsonText::own(json.to_owned()),
             skeleton,
             call_args: OnceLock::new(),
         })))
@@ -223,7 +241,10 @@ impl Message {
         let skeleton = parse_skeleton(json)?;
         Ok(Message(Arc::new(Inner {
             size: js_len(json),
-            json: JsonText::Shared(Arc::clone(buf), range),
+            json: JsonText {
+                buf: Arc::clone(buf),
+                range,
+            },
             skeleton,
             call_args: OnceLock::new(),
         })))
@@ -234,15 +255,15 @@ impl Message {
     /// caller that keeps a few messages of a large buffer detaches them to
     /// let the buffer go. A message that owns its text is returned as is.
     pub fn detached(&self) -> Message {
-        match &self.0.json {
-            JsonText::Owned(_) => self.clone(),
-            JsonText::Shared(..) => Message(Arc::new(Inner {
-                size: self.0.size,
-                json: JsonText::Owned(Box::from(self.json())),
-                skeleton: self.0.skeleton.clone(),
-                call_args: self.0.call_args.clone(),
-            })),
+        if self.0.json.is_whole() {
+            return self.clone();
         }
+        Message(Arc::new(Inner {
+            size: self.0.size,
+            json: JsonText::own(self.json().to_owned()),
+            skeleton: self.0.skeleton.clone(),
+            call_args: self.0.call_args.clone(),
+        }))
     }
 
     /// A message whose skeleton the caller built alongside the JSON (for
@@ -250,7 +271,7 @@ impl Message {
     pub(crate) fn from_parts(json: String, skeleton: Skeleton) -> Message {
         Message(Arc::new(Inner {
             size: js_len(&json),
-            json: JsonText::Owned(json.into_boxed_str()),
+            json: JsonText::own(json),
             skeleton,
             call_args: OnceLock::new(),
         }))

@@ -94,7 +94,7 @@ impl Sim {
             let mut written = Vec::new();
             for &i in &plan.spill {
                 let c = &batch.calls[i];
-                if let Ok(b) = write_blob(&self.blobs, &c.key(), &c.result_text) {
+                if let Ok(b) = write_blob(&self.blobs, &c.key(), &c.result_text.to_str()) {
                     written.push(b.to_spill(i));
                 }
             }

@@ -66,7 +66,7 @@ impl Sim {
                         "- [[{}:{}]] {} chars",
                         i + 1,
                         c.tool_name,
-                        c.result_text.len()
+                        c.result_text.to_str().len()
                     )
                 })
                 .collect::<Vec<_>>()

@@ -236,7 +236,7 @@ pub fn call(id: &str, tool: &str, args: serde_json::Value, result: &str) -> Capt
         tool_call_id: id.to_owned(),
         tool_name: tool.to_owned(),
         args: args.into(),
-        result_text: result.to_owned(),
+        result_text: result.into(),
         is_error: false,
         result_timestamp: Some(1_000),
     }
