@@ -516,11 +516,24 @@ mod tests {
             ]
         );
         // The window is on the message's own buffer: no copy of the text.
-        let (buf, _) = branch[1].json_buffer();
+        let buf = branch[1].own_json_buffer().unwrap();
         let before = Arc::strong_count(buf);
         let again = calls[0].result_text.clone();
         assert_eq!(Arc::strong_count(buf), before + 1);
         drop(again);
+
+        // A message that is a window on a larger buffer (a loaded session
+        // file) is copied from: a kept text must not keep the file alive.
+        let file = Arc::new(format!("{}\n{}\n", branch[0].json(), branch[2].json()));
+        let at = branch[0].json().len() + 1;
+        let string = Message::from_shared(&file, at..file.len() - 1).unwrap();
+        let branch = [branch[0].clone(), string];
+        let batches = capture_branch(&branch, &[None; 2], &state, &protection, 9);
+        let text = &batches[0].calls[0].result_text;
+        assert_eq!(
+            (text.to_string(), text.is_shared()),
+            ("plain".to_owned(), false)
+        );
     }
 
     #[test]

@@ -79,8 +79,9 @@ pub(super) fn result_text(r: &Message) -> SharedText {
 }
 
 /// The result's text as a window on its message's JSON, when the text is
-/// one string literal there.
+/// one string literal there and the message's buffer is its own.
 fn window(r: &Message) -> Option<SharedText> {
+    let buf = r.own_json_buffer()?;
     let json = r.json();
     let content = serde_json::from_str::<ResultContent<'_>>(json)
         .ok()?
@@ -109,8 +110,7 @@ fn window(r: &Message) -> Option<SharedText> {
     } else {
         return None;
     };
-    let (buf, start) = r.json_buffer();
-    let at = start + (literal.get().as_ptr() as usize - json.as_ptr() as usize);
+    let at = literal.get().as_ptr() as usize - json.as_ptr() as usize;
     SharedText::from_checked_literal(buf, at..at + literal.get().len()).ok()
 }
 

@@ -211,11 +211,12 @@ impl Message {
         Arc::strong_count(&self.0) == 1
     }
 
-    /// The buffer the message's JSON sits in, and where in it the JSON
-    /// starts: a text read out of the JSON can share it
-    /// ([`SharedText`](crate::SharedText)).
-    pub(crate) fn json_buffer(&self) -> (&Arc<String>, usize) {
-        (&self.0.json.buf, self.0.json.range.start)
+    /// The buffer that holds the message's JSON and nothing else, for a
+    /// text read out of the JSON to share ([`SharedText`](crate::SharedText)).
+    /// `None` for a window on a larger buffer (a session file a reader
+    /// loaded): a text kept past the message would keep all of that alive.
+    pub(crate) fn own_json_buffer(&self) -> Option<&Arc<String>> {
+        self.0.json.is_whole().then_some(&self.0.json.buf)
     }
 
     /// Reads a message from its JSON text. The text is kept as given.
