@@ -548,3 +548,88 @@ fn condense_claude_does_not_start_claude_when_its_proxy_cannot() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the proxy's directory"));
     assert!(llm.requests().is_empty(), "Claude Code never started");
 }
+
+/// Claude Code's `compact_boundary` events of a run.
+fn compactions(run: &ClaudeRun) -> Vec<&Value> {
+    run.events
+        .iter()
+        .filter(|e| e["subtype"] == "compact_boundary")
+        .collect()
+}
+
+/// Claude Code compacts its own history near the window by the usage the
+/// upstream reported (the model's window is 1M tokens). Through condense,
+/// the compaction request and the history that follows it reach the
+/// upstream like any other call. `DISABLE_AUTO_COMPACT=1` turns the
+/// compaction off, and Claude Code then stops the run itself ("Prompt is
+/// too long"), sending nothing more.
+#[test]
+fn claude_codes_auto_compact_goes_through_condense_and_disable_auto_compact_turns_it_off() {
+    let Some(install) = require_claude() else {
+        return;
+    };
+    let near_full = 995_000;
+    let run = |disable: bool| {
+        let llm = FakeLlm::start([]);
+        let upstream = format!("http://{}", llm.addr());
+        let mut env = ClaudeEnv::new(install, &json!({"contextPrune": {"enabled": true}}));
+        if disable {
+            env.set_env("DISABLE_AUTO_COMPACT", "1");
+        }
+        write_notes(&env.project);
+        llm.push(calls(&[cat("toolu_a", "a.txt")]).with_usage(near_full, 10));
+        for i in 0..4 {
+            llm.push(Reply::text(format!("Summary {i} of the notes.")).with_usage(2_000, 10));
+        }
+        let session = "5b0c7a3e-8a5f-4b7e-9a53-1d5c2f7e9a0c";
+        let out = env.run_condense_claude(
+            &condense(),
+            &upstream,
+            0,
+            &common_args("Read a.", session, false),
+        );
+        (llm, env, out)
+    };
+
+    let (llm, env, out) = run(false);
+    assert_ok(&out);
+    let boundaries = compactions(&out);
+    assert_eq!(boundaries.len(), 1, "{}", out.report());
+    assert_eq!(boundaries[0]["compact_metadata"]["trigger"], "auto");
+    // What followed the compaction reached the upstream through the proxy:
+    // the history that starts with Claude Code's summary, and the result of
+    // a.txt sent whole before it, neither failed open nor stubbed.
+    let main = llm.main_requests();
+    let continued = main
+        .iter()
+        .filter(|r| {
+            r.body
+                .to_string()
+                .contains("This session is being continued")
+        })
+        .count();
+    assert!(continued >= 1, "{} requests", main.len());
+    let sent_a = main
+        .iter()
+        .find_map(|r| result_of(&r.body, "toolu_a"))
+        .expect("a.txt was sent");
+    assert!(!is_stub(&sent_a));
+    let notices = std::fs::read_to_string(env.logs.join("proxy.log")).unwrap_or_default();
+    assert!(
+        !notices.contains("sent unchanged"),
+        "the proxy did not fail open: {notices}"
+    );
+
+    let (llm, _env, out) = run(true);
+    assert!(compactions(&out).is_empty(), "{}", out.report());
+    assert!(
+        out.output.stdout.contains("Prompt is too long"),
+        "{}",
+        out.report()
+    );
+    assert_eq!(
+        llm.main_requests().len(),
+        1,
+        "nothing is sent after the first answer's usage filled the window"
+    );
+}
