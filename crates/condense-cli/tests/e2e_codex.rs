@@ -395,3 +395,49 @@ fn post(addr: &str, path: &str, body: &[u8]) -> String {
         .unwrap_or("")
         .to_owned()
 }
+
+/// Codex compacts its own history once the usage the upstream reported
+/// passes `model_auto_compact_token_limit`: it asks the model for a handoff
+/// summary, then starts again from it. Through condense, both requests
+/// reach the upstream like any other call, the output the summary is made
+/// from whole, and nothing fails open.
+#[test]
+fn codexs_auto_compact_goes_through_condense() {
+    let Some(install) = require_codex() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let upstream = format!("http://{}", llm.addr());
+    let env = CodexEnv::new(install, &json!({"contextPrune": {"enabled": true}}));
+    env.add_config("model_auto_compact_token_limit = 50000", "");
+    write_notes(&env.project);
+    llm.push(
+        Reply::tool_call("call_a", "exec_command", json!({"cmd": "cat a.txt"}))
+            .with_usage(60_000, 10),
+    );
+    llm.push(Reply::text("Summary: a.txt holds measurements.").with_usage(2_000, 10));
+    llm.push(Reply::text("Done reading a.").with_usage(2_000, 10));
+    let run = env.run_condense_codex(&condense(), &upstream, 0, "Read a.", false);
+    assert_ok(&run);
+    llm.assert_script_consumed();
+
+    let main = llm.main_requests();
+    let compaction = main
+        .iter()
+        .position(|r| r.body.to_string().contains("CONTEXT CHECKPOINT COMPACTION"))
+        .unwrap_or_else(|| panic!("Codex compacted\n{}", run.report()));
+    let output = output_of(&main[compaction], "call_a").expect("the output is in the request");
+    assert!(!is_stub(&output));
+    assert!(output.contains(&note("a", 9_000)[..2_000]));
+    let after = &main[compaction + 1..];
+    assert_eq!(after.len(), 1);
+    assert!(after[0]
+        .body
+        .to_string()
+        .contains("Summary: a.txt holds measurements."));
+    let notices = std::fs::read_to_string(env.logs.join("proxy.log")).unwrap_or_default();
+    assert!(
+        !notices.contains("sent unchanged"),
+        "the proxy did not fail open: {notices}"
+    );
+}
