@@ -233,7 +233,7 @@ fn condense_codex_prunes_at_a_cold_call_pages_back_through_mcp_and_leaves_the_ro
     // 6. The rollout replays in `condense simulate`: one call per request
     // the thread made, with the usage each answer reported.
     let out = std::process::Command::new(condense())
-        .args(["simulate", "--json", "--profile", "openai"])
+        .args(["simulate", "--json"])
         .arg(env.codex_home.join("sessions"))
         .output()
         .unwrap();
@@ -243,6 +243,10 @@ fn condense_codex_prunes_at_a_cold_call_pages_back_through_mcp_and_leaves_the_ro
         String::from_utf8_lossy(&out.stderr)
     );
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["profile"]["name"], "openai",
+        "rollouts price as OpenAI"
+    );
     let calls = llm.main_requests().len() as u64;
     assert_eq!(report["sessions"][0]["policies"]["none"]["calls"], calls);
     assert_eq!(report["sessions"][0]["recorded"]["calls"], calls);

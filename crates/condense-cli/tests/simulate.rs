@@ -449,3 +449,51 @@ fn bad_options_are_usage_errors() {
     let out = condense(&tmp, &["simulate", "/nonexistent/session.jsonl"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A Codex rollout of one call and its output.
+fn rollout() -> String {
+    let t = "2026-12-05T05:09:50.000Z";
+    let usage = json!({"input_tokens": 1000, "cached_input_tokens": 0, "output_tokens": 10, "total_tokens": 1010});
+    [
+        json!({"timestamp": t, "type": "session_meta", "payload": {"id": "th-1", "cwd": "/w"}}),
+        json!({"timestamp": t, "type": "response_item", "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "read a"}]}}),
+        json!({"timestamp": t, "type": "response_item", "payload": {"type": "function_call", "name": "exec_command", "arguments": "{\"cmd\":\"cat a\"}", "call_id": "c1"}}),
+        json!({"timestamp": t, "type": "token_usage_record", "payload": {"response_id": "r0", "usage": usage}}),
+        json!({"timestamp": t, "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "A"}}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect::<Vec<_>>()
+    .join("\n")
+}
+
+#[test]
+fn codex_rollouts_are_priced_by_the_openai_profile_unless_told_otherwise() {
+    let dir = temp_dir("simulate", "profile");
+    let codex = dir.join("rollout.jsonl");
+    std::fs::write(&codex, rollout()).unwrap();
+    let mut pi = Hand::new();
+    pi.entry(user("hi", T0), T0);
+    let pi_file = dir.join("pi.jsonl");
+    std::fs::write(&pi_file, pi.lines.join("\n")).unwrap();
+    let profile = |args: &[&str]| -> (String, String) {
+        let out = condense(&dir, args);
+        let name = json_of(&out)["profile"]["name"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        (name, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let codex = codex.to_str().unwrap();
+    let (name, stderr) = profile(&["simulate", "--json", codex]);
+    assert_eq!(name, "openai");
+    assert!(stderr.contains("openai profile"), "{stderr}");
+    let (name, _) = profile(&["simulate", "--json", "--profile", "anthropic-1h", codex]);
+    assert_eq!(name, "anthropic-1h");
+    // A pi session, alone or beside a rollout, keeps the default.
+    let (name, stderr) = profile(&["simulate", "--json", pi_file.to_str().unwrap()]);
+    assert_eq!(name, "anthropic-5m");
+    assert!(!stderr.contains("openai profile"));
+    let (name, _) = profile(&["simulate", "--json", dir.to_str().unwrap()]);
+    assert_eq!(name, "anthropic-5m");
+}

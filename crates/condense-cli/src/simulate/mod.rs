@@ -70,9 +70,11 @@ pub struct SimulateArgs {
     /// LLM's output size.
     #[arg(long, value_name = "MODEL", default_value = "extractive")]
     pub summarizer: String,
-    /// Price profile: anthropic-5m, anthropic-1h, openai, no-cache.
-    #[arg(long, default_value = "anthropic-5m")]
-    pub profile: String,
+    /// Price profile: anthropic-5m, anthropic-1h, openai, no-cache. By
+    /// default openai when every session is a Codex rollout, else
+    /// anthropic-5m.
+    #[arg(long)]
+    pub profile: Option<String>,
     /// Override the cache write price (units of an input token).
     #[arg(long, value_name = "X")]
     pub write_price: Option<f64>,
@@ -128,8 +130,13 @@ pub struct SimulateArgs {
 }
 
 impl SimulateArgs {
+    /// The profile asked for, or the default for `files`.
+    fn profile_name(&self) -> &str {
+        self.profile.as_deref().unwrap_or(DEFAULT_PROFILE)
+    }
+
     fn profile(&self) -> Result<PriceProfile, CliError> {
-        PriceProfile::named(&self.profile)
+        PriceProfile::named(self.profile_name())
             .and_then(|p| {
                 p.with_overrides(&ProfileOverrides {
                     write: self.write_price,
@@ -273,7 +280,7 @@ impl SimulateArgs {
     /// what the policy weighs.
     fn planned_terms(&self) -> serde_json::Map<String, serde_json::Value> {
         let mut economy = serde_json::Map::new();
-        economy.insert("profile".into(), self.profile.clone().into());
+        economy.insert("profile".into(), self.profile_name().into());
         let prices = [
             ("summarizerPrice", self.summarizer_price),
             ("writePrice", self.write_price),
@@ -507,8 +514,40 @@ pub fn policy(name: &str, setup: &PolicySetup) -> Option<Box<dyn policy::PromptS
     }
 }
 
+/// The price profile when none is asked for and the sessions are not all
+/// Codex rollouts.
+const DEFAULT_PROFILE: &str = "anthropic-5m";
+
+/// Whether every one of `files` is a Codex rollout (an OpenAI model's
+/// session, priced by the openai profile unless told otherwise).
+fn all_rollouts(files: &[PathBuf]) -> bool {
+    use std::io::Read as _;
+    !files.is_empty()
+        && files.iter().all(|path| {
+            let mut head = vec![0u8; 4096];
+            let n = std::fs::File::open(path)
+                .and_then(|mut f| f.read(&mut head))
+                .unwrap_or(0);
+            crate::codex_rollout::looks_like_rollout(&head[..n])
+        })
+}
+
 /// `condense simulate`.
 pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
+    let (files, is_dir) = target_files(&args.target)?;
+    let for_rollouts;
+    let args = if args.profile.is_none() && all_rollouts(&files) {
+        eprintln!(
+            "condense simulate: Codex rollouts, priced by the openai profile (--profile to choose)"
+        );
+        for_rollouts = SimulateArgs {
+            profile: Some("openai".to_owned()),
+            ..args.clone()
+        };
+        &for_rollouts
+    } else {
+        args
+    };
     let profile = args.profile()?;
     let coefficients = args.coefficients()?;
     let model = TokenModel {
@@ -516,7 +555,6 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
         coefficients,
     };
     let setup = args.setup(&coefficients)?;
-    let (files, is_dir) = target_files(&args.target)?;
     if args.calibrate {
         // The fit compares prompts with what the session recorded, which
         // holds pi's own compactions; its replays count units, not tokens,
