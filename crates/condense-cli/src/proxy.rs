@@ -5,7 +5,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::Args;
-use condense_host_proxy::server::{DEFAULT_OPENAI_UPSTREAM, DEFAULT_UPSTREAM};
+use condense_host_proxy::server::{
+    DEFAULT_CHATGPT_UPSTREAM, DEFAULT_OPENAI_UPSTREAM, DEFAULT_UPSTREAM,
+};
 use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::ProxyConfig;
 use serde_json::Value;
@@ -23,6 +25,10 @@ pub struct ProxyOptions {
     /// base URL without `/v1`.
     #[arg(long, value_name = "URL", default_value = DEFAULT_OPENAI_UPSTREAM)]
     pub openai_upstream: String,
+    /// Where Codex signed in with ChatGPT goes (`/backend-api/…` calls):
+    /// the ChatGPT backend's origin.
+    #[arg(long, value_name = "URL", default_value = DEFAULT_CHATGPT_UPSTREAM)]
+    pub chatgpt_upstream: String,
     /// The settings file (`contextPrune` keys); default
     /// `$XDG_CONFIG_HOME/condense/settings.json`.
     #[arg(long, value_name = "FILE")]
@@ -47,6 +53,7 @@ impl ProxyOptions {
                 .trim_end_matches('/')
                 .trim_end_matches("/v1")
                 .to_owned(),
+            chatgpt_upstream: self.chatgpt_upstream.trim_end_matches('/').to_owned(),
             settings: read_settings(self.settings.as_ref())?,
             query_tool: MCP_QUERY_TOOL.to_owned(),
             log: log_file.then(|| dir.join("proxy.log")),

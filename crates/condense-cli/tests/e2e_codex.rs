@@ -445,3 +445,97 @@ fn codexs_auto_compact_goes_through_condense() {
         "the proxy did not fail open: {notices}"
     );
 }
+
+/// A ChatGPT sign-in's `auth.json`: a token whose claims name the account
+/// (Codex reads them, and never checks the signature).
+fn chatgpt_login() -> (String, String) {
+    use base64::Engine as _;
+    let b64 = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+    let claims = json!({
+        "email": "user@example.com",
+        "exp": 4_102_444_800u64,
+        "https://api.openai.com/auth": {
+            "chatgpt_plan_type": "plus",
+            "chatgpt_account_id": "acct-e2e",
+            "chatgpt_user_id": "user-e2e",
+        },
+    });
+    let token = format!("{}.{}.sig", b64(json!({"alg": "none"})), b64(claims));
+    let auth = json!({
+        "auth_mode": "chatgpt",
+        "OPENAI_API_KEY": null,
+        "tokens": {"id_token": token, "access_token": token, "refresh_token": "rt-e2e", "account_id": "acct-e2e"},
+        "last_refresh": "2026-12-05T00:00:00Z",
+    });
+    (auth.to_string(), token)
+}
+
+/// Signed in with ChatGPT and no API key, `condense codex` sends Codex's
+/// calls to the ChatGPT backend through the proxy, the token and account
+/// untouched; the outputs become stubs at a cold call as with a key, and
+/// the token goes nowhere else (summaries are extractive).
+#[test]
+fn condense_codex_signed_in_with_chatgpt_goes_through_the_proxy_to_the_chatgpt_backend() {
+    let Some(install) = require_codex() else {
+        return;
+    };
+    let llm = FakeLlm::start([]);
+    let upstream = format!("http://{}", llm.addr());
+    let mut env = CodexEnv::new(
+        install,
+        &json!({"contextPrune": {"enabled": true, "economy": {"ttlSeconds": 1}}}),
+    );
+    env.set_env("OPENAI_API_KEY", None);
+    let (auth, token) = chatgpt_login();
+    std::fs::write(env.codex_home.join("auth.json"), auth).unwrap();
+    write_notes(&env.project);
+    let run = |prompt: &str, resume: bool| {
+        let mut cmd = std::process::Command::new(condense());
+        cmd.arg("codex")
+            .args(["--chatgpt-upstream", &upstream, "--port", "0"])
+            .args(["--openai-upstream", "http://127.0.0.1:9"])
+            .arg("--dir")
+            .arg(&env.logs)
+            .arg("--settings")
+            .arg(&env.settings)
+            .arg("--")
+            .args(CodexEnv::exec_args(prompt, resume));
+        env.run_with(&mut cmd)
+    };
+    script_reading(&llm);
+    let first = run("Read the three notes.", false);
+    assert_ok(&first);
+    assert!(first.output.stderr.contains("signed in with ChatGPT"));
+    std::thread::sleep(Duration::from_millis(1500));
+    llm.push(Reply::text("a.txt lists measurements."));
+    let second = run("What did a.txt say?", true);
+    assert_ok(&second);
+    // Every scripted answer was asked for (Codex also lists the ChatGPT
+    // backend's models, which the fake does not know).
+    assert_eq!(llm.remaining(), 0);
+    assert!(llm.main_requests().iter().all(|r| !r.exhausted));
+
+    let requests = llm.requests();
+    assert!(requests
+        .iter()
+        .all(|r| r.path.starts_with("/backend-api/codex/")));
+    for r in llm.main_requests() {
+        assert_eq!(r.path, "/backend-api/codex/responses");
+        assert_eq!(
+            r.header("authorization"),
+            Some(format!("Bearer {token}").as_str())
+        );
+        assert_eq!(r.header("chatgpt-account-id"), Some("acct-e2e"));
+    }
+    assert!(
+        llm.summary_requests().is_empty(),
+        "summaries are extractive"
+    );
+    // At the cold call the outputs read before are stubs.
+    let cold = &main_with(&llm, "What did a.txt say?")[0];
+    for id in ["call_a", "call_b", "call_c"] {
+        let text = output_of(cold, id).unwrap();
+        assert!(is_stub(&text), "{id}: {}", &text[..text.len().min(200)]);
+    }
+    assert!(!env.logs().is_empty(), "the proxy logged the conversation");
+}

@@ -62,6 +62,7 @@ async fn proxy(upstream: &str, dir: &std::path::Path) -> String {
         ProxyConfig {
             upstream: upstream.to_owned(),
             openai_upstream: upstream.to_owned(),
+            chatgpt_upstream: upstream.to_owned(),
             dir: dir.to_path_buf(),
             settings: json!({"contextPrune": {"enabled": true}}),
             query_tool: MCP_QUERY_TOOL.to_owned(),

@@ -35,6 +35,10 @@ pub const DEFAULT_UPSTREAM: &str = "https://api.anthropic.com";
 /// The default upstream for OpenAI's APIs.
 pub const DEFAULT_OPENAI_UPSTREAM: &str = "https://api.openai.com";
 
+/// Where `/backend-api/…` calls go by default (Codex signed in with
+/// ChatGPT).
+pub const DEFAULT_CHATGPT_UPSTREAM: &str = "https://chatgpt.com";
+
 /// The largest request body the proxy reads (a 1M-token conversation is
 /// a few MB); a larger one is refused with 413.
 const MAX_BODY: usize = 256 << 20;
@@ -59,6 +63,9 @@ pub struct ProxyConfig {
     pub upstream: String,
     /// The OpenAI upstream's base URL, without `/v1`.
     pub openai_upstream: String,
+    /// Where Codex signed in with ChatGPT goes (`/backend-api/…` paths):
+    /// the ChatGPT backend's origin.
+    pub chatgpt_upstream: String,
     /// Where the session logs go.
     pub dir: PathBuf,
     /// The settings.json value (its `contextPrune` block).
@@ -74,6 +81,7 @@ struct Shared {
     client: reqwest::Client,
     upstream: String,
     openai_upstream: String,
+    chatgpt_upstream: String,
     log: Option<PathBuf>,
 }
 
@@ -151,6 +159,7 @@ pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Resul
         client,
         upstream: config.upstream.trim_end_matches('/').to_owned(),
         openai_upstream: config.openai_upstream.trim_end_matches('/').to_owned(),
+        chatgpt_upstream: config.chatgpt_upstream.trim_end_matches('/').to_owned(),
         log: config.log,
     });
     loop {
@@ -186,10 +195,7 @@ pub async fn bind_and_serve(addr: SocketAddr, config: ProxyConfig) -> std::io::R
 fn session_key_of(route: Route, headers: &hyper::HeaderMap, body: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(body).ok()?;
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Route::OpenAi {
-        renders: Some(format),
-    } = route
-    {
+    if let Some(format) = route.format() {
         let request = crate::openai::read_request(text, format).ok()?;
         let units = crate::openai::units(&request);
         return Some(crate::sessions::openai_session_key(
@@ -214,22 +220,48 @@ enum Route {
     /// To the OpenAI upstream; a Responses or Chat Completions call is
     /// rendered.
     OpenAi { renders: Option<Format> },
+    /// To the ChatGPT backend (Codex signed in with ChatGPT); its Responses
+    /// call is rendered.
+    ChatGpt { renders: bool },
 }
 
 impl Route {
     fn renders(self) -> bool {
-        matches!(
-            self,
-            Route::Anthropic { renders: true } | Route::OpenAi { renders: Some(_) }
-        )
+        self.format().is_some() || matches!(self, Route::Anthropic { renders: true })
+    }
+
+    /// The OpenAI format of a call this route renders.
+    fn format(self) -> Option<Format> {
+        match self {
+            Route::OpenAi { renders } => renders,
+            Route::ChatGpt { renders: true } => Some(Format::Responses),
+            _ => None,
+        }
     }
 }
 
+/// Where Codex signed in with ChatGPT sends its calls (`base_url` of a
+/// provider with `requires_openai_auth`, as `condense codex` sets it).
+pub const CHATGPT_PREFIX: &str = "/backend-api/";
+
+/// The base URL path Codex signed in with ChatGPT is given (its calls are
+/// this, then `/responses`, `/models`, …).
+pub const CHATGPT_CODEX_BASE: &str = "/backend-api/codex";
+
+/// Codex's Responses call to the ChatGPT backend.
+const CHATGPT_RESPONSES: &str = "/backend-api/codex/responses";
+
 /// The route of a request: an OpenAI API path (`/v1/…` other than
 /// `/v1/messages…`, with no `anthropic-version` header) goes to the OpenAI
-/// upstream; everything else to Anthropic's.
+/// upstream, a ChatGPT backend path (`/backend-api/…`) to the ChatGPT
+/// upstream, everything else to Anthropic's.
 fn route(method: &hyper::Method, path: &str, headers: &hyper::HeaderMap) -> Route {
     let post = method == hyper::Method::POST;
+    if path.starts_with(CHATGPT_PREFIX) {
+        return Route::ChatGpt {
+            renders: post && path == CHATGPT_RESPONSES,
+        };
+    }
     if path == "/v1/messages" {
         return Route::Anthropic { renders: post };
     }
@@ -254,6 +286,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
             "version": env!("CARGO_PKG_VERSION"),
             "upstream": shared.upstream,
             "openaiUpstream": shared.openai_upstream,
+            "chatgptUpstream": shared.chatgpt_upstream,
         });
         return Ok(full(StatusCode::OK, body.to_string()));
     }
@@ -284,23 +317,26 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
                 .map(str::to_owned)
         };
         let header = match route {
-            Route::OpenAi { .. } => text("session-id"),
+            Route::OpenAi { .. } | Route::ChatGpt { .. } => text("session-id"),
             Route::Anthropic { .. } => text("x-claude-code-session-id"),
         };
-        let credentials = Credentials {
-            api_key: text("x-api-key"),
-            authorization: text("authorization"),
-            beta: text("anthropic-beta"),
+        // A ChatGPT sign-in's token is for the ChatGPT backend alone: its
+        // summaries are extractive rather than sent to the OpenAI API.
+        let credentials = match route {
+            Route::ChatGpt { .. } => Credentials::default(),
+            _ => Credentials {
+                api_key: text("x-api-key"),
+                authorization: text("authorization"),
+                beta: text("anthropic-beta"),
+            },
         };
         let task_shared = shared.clone();
         let task_body = body.clone();
         let task = tokio::spawn(async move {
             let text = std::str::from_utf8(&task_body).ok()?;
             let sessions = &task_shared.sessions;
-            Some(match route {
-                Route::OpenAi {
-                    renders: Some(format),
-                } => {
+            Some(match route.format() {
+                Some(format) => {
                     sessions
                         .prepare_openai(header.as_deref(), &credentials, text, format, now_ms())
                         .await
@@ -337,6 +373,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     let upstream_root = match route {
         Route::Anthropic { .. } => &shared.upstream,
         Route::OpenAi { .. } => &shared.openai_upstream,
+        Route::ChatGpt { .. } => &shared.chatgpt_upstream,
     };
     let url = format!("{upstream_root}{path_and_query}");
     let method = reqwest::Method::from_bytes(parts.method.as_str().as_bytes())
@@ -387,7 +424,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .filter(|_| answer.status().is_success())
         .map(|key| {
             let tee = match route {
-                Route::OpenAi { .. } => UsageTee::openai(),
+                Route::OpenAi { .. } | Route::ChatGpt { .. } => UsageTee::openai(),
                 Route::Anthropic { .. } => UsageTee::default(),
             };
             (key, Arc::new(std::sync::Mutex::new(tee)))

@@ -23,6 +23,7 @@ use tokio::sync::Notify;
 struct Received {
     path: String,
     api_key: Option<String>,
+    authorization: Option<String>,
     body: Bytes,
 }
 
@@ -60,11 +61,16 @@ async fn upstream() -> Upstream {
                                 .headers()
                                 .get("x-api-key")
                                 .map(|v| v.to_str().unwrap().to_owned());
+                            let authorization = req
+                                .headers()
+                                .get("authorization")
+                                .map(|v| v.to_str().unwrap().to_owned());
                             let fail = req.headers().contains_key("x-fail");
                             let body = req.into_body().collect().await.unwrap().to_bytes();
                             rec.lock().unwrap().push(Received {
                                 path: path.clone(),
                                 api_key,
+                                authorization,
                                 body,
                             });
                             type B = http_body_util::combinators::BoxBody<Bytes, Infallible>;
@@ -124,11 +130,22 @@ async fn proxy(upstream: &str, dir: &std::path::Path) -> String {
 
 /// A proxy with an OpenAI upstream of its own.
 async fn proxy_with(upstream: &str, openai: &str, dir: &std::path::Path) -> String {
+    proxy_with_chatgpt(upstream, openai, upstream, dir).await
+}
+
+/// A proxy with OpenAI and ChatGPT upstreams of their own.
+async fn proxy_with_chatgpt(
+    upstream: &str,
+    openai: &str,
+    chatgpt: &str,
+    dir: &std::path::Path,
+) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = ProxyConfig {
         upstream: upstream.to_owned(),
         openai_upstream: openai.to_owned(),
+        chatgpt_upstream: chatgpt.to_owned(),
         dir: dir.to_path_buf(),
         settings: support::settings("reference"),
         query_tool: MCP_QUERY_TOOL.to_owned(),
@@ -343,4 +360,79 @@ async fn openai_paths_go_to_the_openai_upstream_and_stream_back() {
         body.as_bytes(),
         "a history with no results goes as sent"
     );
+}
+
+/// Codex signed in with ChatGPT calls `/backend-api/codex/…` with its
+/// ChatGPT token: those calls go to the ChatGPT upstream with the token
+/// untouched, and its Responses call is rendered like any other.
+#[tokio::test]
+async fn chatgpt_backend_paths_go_to_the_chatgpt_upstream_and_are_rendered() {
+    let openai = upstream().await;
+    let chatgpt = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = proxy_with_chatgpt(
+        &format!("http://{}", openai.addr),
+        &format!("http://{}", openai.addr),
+        &format!("http://{}", chatgpt.addr),
+        dir.path(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let body = serde_json::json!({
+        "model": "gpt-5.5",
+        "input": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "read a"}]},
+            {"type": "function_call", "call_id": "c1", "name": "exec_command", "arguments": "{\"cmd\":\"cat a\"}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "A"},
+        ],
+        "tools": [{"type": "tool_search", "execution": "client"}],
+        "stream": true,
+        "prompt_cache_key": "th-cg",
+    })
+    .to_string();
+    chatgpt.release.notify_one();
+    let r = client
+        .post(format!("{base}/backend-api/codex/responses"))
+        .header("authorization", "Bearer chatgpt-token")
+        .header("chatgpt-account-id", "acct-1")
+        .header("session-id", "th-cg")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.text().await.unwrap(), format!("{FIRST}{SECOND}"));
+    chatgpt.release.notify_one();
+    client
+        .get(format!("{base}/backend-api/codex/models?client_version=1"))
+        .header("authorization", "Bearer chatgpt-token")
+        .send()
+        .await
+        .unwrap();
+    let got = chatgpt.received.lock().unwrap().clone();
+    let paths: Vec<&str> = got.iter().map(|r| r.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/backend-api/codex/responses",
+            "/backend-api/codex/models?client_version=1"
+        ]
+    );
+    assert!(got
+        .iter()
+        .all(|r| r.authorization.as_deref() == Some("Bearer chatgpt-token")));
+    assert_eq!(
+        got[0].body,
+        body.as_bytes(),
+        "an unchanged history goes as sent"
+    );
+    assert!(openai.received.lock().unwrap().is_empty());
+    // The call was read into a conversation, as a Responses call is.
+    let logs: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("oa-th-cg-"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
 }

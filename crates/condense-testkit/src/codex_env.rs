@@ -204,6 +204,15 @@ impl CodexEnv {
         }
     }
 
+    /// Sets (`Some`) or removes (`None`) a variable of the environment
+    /// Codex runs in.
+    pub fn set_env(&mut self, name: &str, value: Option<&str>) {
+        self.env.retain(|(n, _)| n != name);
+        if let Some(v) = value {
+            self.env.push((name.into(), v.into()));
+        }
+    }
+
     /// Adds to `config.toml`: `keys` (top-level `key = value` lines)
     /// before its tables, `tables` after them (a provider of its own, an
     /// MCP server: the manual setup).

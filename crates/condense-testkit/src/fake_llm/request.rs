@@ -27,6 +27,8 @@ pub struct RecordedRequest {
     pub method: String,
     /// Request target, e.g. `/v1/chat/completions`.
     pub path: String,
+    /// The headers as received, in order.
+    pub headers: Vec<(String, String)>,
     /// Which script answered it.
     pub kind: RequestKind,
     /// The body parsed as JSON (`Value::Null` if it was not JSON).
@@ -40,6 +42,14 @@ pub struct RecordedRequest {
 }
 
 impl RecordedRequest {
+    /// The first header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The `messages` array of a chat request (empty if absent).
     pub fn messages(&self) -> &[Value] {
         self.body

@@ -139,6 +139,7 @@ fn serve_connection(stream: TcpStream, state: &Mutex<State>) -> io::Result<()> {
             seq,
             method: head.method.clone(),
             path: head.path.clone(),
+            headers: head.headers.clone(),
             kind,
             body: body_json,
             raw_body: body.clone(),
