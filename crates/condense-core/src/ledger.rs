@@ -102,6 +102,7 @@ impl SessionEconomy {
             projected_saving: saving,
             pending: if policy.gates_on_switch() { pending } else { 0 },
             against_no_pruning: None,
+            holding: None,
         }
     }
 }
@@ -142,6 +143,20 @@ pub struct EconomyReport {
     /// pruning, and the bound it keeps (`None` where no engine ran them,
     /// e.g. `condense status` on a file).
     pub against_no_pruning: Option<AgainstNoPruning>,
+    /// What the live engine holds back and why (`None` where no engine
+    /// ran the calls).
+    pub holding: Option<Holding>,
+}
+
+/// What the cache-aware policy holds back at the latest call, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Holding {
+    /// Why the summaries made but not shown wait ([`EconomyReport::pending`]).
+    pub switch: Option<crate::Hold>,
+    /// Outputs captured and not summarized yet.
+    pub outputs: usize,
+    /// Why the latest flush weighed for them did not run.
+    pub flush: Option<crate::Hold>,
 }
 
 /// The cache-aware policy's running estimate against no pruning
@@ -177,6 +192,31 @@ fn units(x: f64) -> String {
 fn ratio(x: f64) -> String {
     let s = format!("{x:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+impl Holding {
+    /// What is held back and why, in one line (`pending`: summaries made
+    /// and not shown).
+    pub fn line(&self, pending: usize) -> String {
+        let mut parts = Vec::new();
+        if pending > 0 {
+            let why = self
+                .switch
+                .map_or(String::new(), |h| format!(" ({})", h.as_str()));
+            parts.push(format!("{pending} summarized, not shown{why}"));
+        }
+        if self.outputs > 0 {
+            let why = self
+                .flush
+                .map_or(String::new(), |h| format!(" ({})", h.as_str()));
+            parts.push(format!("{} output(s) not summarized{why}", self.outputs));
+        }
+        if parts.is_empty() {
+            "nothing".to_owned()
+        } else {
+            parts.join(" · ")
+        }
+    }
 }
 
 impl EconomyReport {
@@ -258,6 +298,9 @@ impl EconomyReport {
                 "not shown:    {} summarized, pending the next switch",
                 self.pending
             ));
+        }
+        if let Some(h) = &self.holding {
+            out.push(format!("holding back: {}", h.line(self.pending)));
         }
         if let Some(a) = &self.against_no_pruning {
             let bound = match a.max_excess {

@@ -155,7 +155,7 @@ pub use metrics::{compute_context_metrics, ContextMetrics};
 pub use config::Policy;
 pub use policy::{
     budget_threshold, call_history, calls_before_compaction, cold_share, decide_summarize,
-    decide_switch, expected_calls, is_idle_expired, switch_sizes, under_pressure, ColdEvent,
+    decide_switch, expected_calls, is_idle_expired, switch_sizes, under_pressure, ColdEvent, Hold,
     SummarizeDecision, SummarizeInputs, SwitchDecision, SwitchInputs, SwitchReason, SwitchSizes,
     BUDGET_HEADROOM, COMPACTION_RESERVE_TOKENS, EXPECTED_CALLS_FACTOR,
 };
@@ -180,4 +180,4 @@ pub use economy::{
     NoPruningBound, PreviousCall, PriceProfile, ProfileError, ProfileOverrides, PromptShape,
     RecordedUsage, MAX_RECORDED_TOKENS, PROFILE_NAMES,
 };
-pub use ledger::{AgainstNoPruning, EconomyReport, SessionEconomy, SwitchRecord};
+pub use ledger::{AgainstNoPruning, EconomyReport, Holding, SessionEconomy, SwitchRecord};

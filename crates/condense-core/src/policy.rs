@@ -135,6 +135,33 @@ impl SwitchReason {
     }
 }
 
+/// Why the cache-aware policy holds back what it could summarize or show,
+/// as `/pruner status` tells the user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// Showing the summaries now would rewrite the cached prefix for more
+    /// than the expected calls save: they wait for a call that finds the
+    /// cache cold anyway.
+    ColdCache,
+    /// A summary would not repay its summarizer call over the expected
+    /// calls yet.
+    NotRepaid,
+    /// The bound against no pruning has no headroom left for the bet (what
+    /// the session saved, with `economy.maxExcess`, is spent).
+    AllowanceSpent,
+}
+
+impl Hold {
+    /// The reason in words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Hold::ColdCache => "waiting for a cold cache",
+            Hold::NotRepaid => "not yet repaid",
+            Hold::AllowanceSpent => "allowance spent",
+        }
+    }
+}
+
 /// The outcome of [`decide_switch`], with the figures behind it (persisted in
 /// the switch entry, shown by `/pruner status`).
 #[derive(Debug, Clone, PartialEq)]
@@ -146,6 +173,8 @@ pub struct SwitchDecision {
     pub rewrite_cost: f64,
     /// What the switch saves over the expected remaining calls (units).
     pub projected_saving: f64,
+    /// Why a switch that would remove tokens is not made.
+    pub held: Option<Hold>,
 }
 
 /// The extra a switch costs at this call over reading the cached prefix:
@@ -214,10 +243,17 @@ pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
     } else {
         None
     };
+    let held = match switch {
+        Some(_) => None,
+        None if i.removed_tokens == 0 => None,
+        None if !i.within_bound => Some(Hold::AllowanceSpent),
+        None => Some(Hold::ColdCache),
+    };
     SwitchDecision {
         switch,
         rewrite_cost,
         projected_saving,
+        held,
     }
 }
 
@@ -306,6 +342,8 @@ pub struct SummarizeDecision {
     /// What showing the result saves over the expected calls, net of the
     /// rewrite at a warm switch (units).
     pub net_saving: f64,
+    /// Why a flush with tokens to remove does not run.
+    pub held: Option<Hold>,
 }
 
 /// Whether a flush the triggers asked for is worth its summarizer call.
@@ -328,12 +366,22 @@ pub fn decide_summarize(i: &SummarizeInputs) -> SummarizeDecision {
     let net_saving = saving - rewrite;
     let pressure =
         i.budget_triggered || under_pressure(i.prompt_tokens, i.context_window, i.pressure_share);
+    let within_bound = i.headroom >= i.bound_cost;
+    let pays = pressure || net_saving > summarizer_cost;
+    let held = if i.removed_tokens == 0 {
+        None
+    } else if !within_bound {
+        Some(Hold::AllowanceSpent)
+    } else if !pays {
+        Some(Hold::NotRepaid)
+    } else {
+        None
+    };
     SummarizeDecision {
-        summarize: i.removed_tokens > 0
-            && i.headroom >= i.bound_cost
-            && (pressure || net_saving > summarizer_cost),
+        summarize: i.removed_tokens > 0 && within_bound && pays,
         summarizer_cost,
         net_saving,
+        held,
     }
 }
 

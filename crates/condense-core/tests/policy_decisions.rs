@@ -396,3 +396,43 @@ fn a_summary_that_would_pay_later_waits_until_the_savings_so_far_pay_it() {
     };
     assert!(decide_summarize(&pressed_within).summarize);
 }
+
+/// Each decision says why it holds back what it could act on, and says
+/// nothing when it acts or has nothing to act on.
+#[test]
+fn a_held_decision_says_why() {
+    use condense_core::Hold;
+    assert_eq!(decide_switch(&warm()).held, Some(Hold::ColdCache));
+    let outside = SwitchInputs {
+        within_bound: false,
+        ..warm()
+    };
+    assert_eq!(decide_switch(&outside).held, Some(Hold::AllowanceSpent));
+    let pays = SwitchInputs {
+        expected_calls: 18,
+        ..warm()
+    };
+    assert_eq!(decide_switch(&pays).held, None);
+    let nothing = SwitchInputs {
+        removed_tokens: 0,
+        ..warm()
+    };
+    assert_eq!(decide_switch(&nothing).held, None);
+
+    assert_eq!(decide_summarize(&flush()).held, Some(Hold::NotRepaid));
+    let no_headroom = SummarizeInputs {
+        headroom: 4_999.0,
+        expected_calls: 40,
+        ..flush()
+    };
+    assert_eq!(
+        decide_summarize(&no_headroom).held,
+        Some(Hold::AllowanceSpent)
+    );
+    let repaid = SummarizeInputs {
+        expected_calls: 40,
+        ..flush()
+    };
+    assert_eq!(decide_summarize(&repaid).held, None);
+    assert_eq!(Hold::ColdCache.as_str(), "waiting for a cold cache");
+}

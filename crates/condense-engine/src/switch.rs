@@ -9,7 +9,7 @@
 use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
-    render_after_switch, switch_sizes, CacheTerms, CapturedBatch, ColdEvent, Config, Message,
+    render_after_switch, switch_sizes, CacheTerms, CapturedBatch, ColdEvent, Config, Hold, Message,
     NoPruningBound, PriceProfile, PromptShape, RenderSettings, Role, State, SummarizeInputs,
     SwitchInputs, SwitchReason,
 };
@@ -65,6 +65,11 @@ pub(crate) struct CallLog {
     /// The summarizer's price the host reported with the latest call
     /// ([`CallFacts::summarizer_price`]).
     host_summarizer_price: Option<f64>,
+    /// Why the latest call did not show the summaries pending, if it did
+    /// not ([`decide`]).
+    pub(crate) switch_held: Option<Hold>,
+    /// Why the latest turn end that weighed a flush did not run it.
+    pub(crate) flush_held: Option<Hold>,
 }
 
 /// The last LLM call a session's branch records, as an engine started from
@@ -393,9 +398,9 @@ pub(crate) fn decide(
     call: &CallFacts,
     (profile, unpruned): (&PriceProfile, &Unpruned),
     user_asked: bool,
-) -> Option<SwitchEntryData> {
+) -> (Option<SwitchEntryData>, Option<Hold>) {
     if state.pending_count() == 0 && !purge_pending(messages, state, settings) {
-        None
+        (None, None)
     } else {
         let current = render(messages, state, settings).messages(messages);
         let shown = render_after_switch(messages, state, settings).messages(messages);
@@ -432,7 +437,8 @@ pub(crate) fn decide(
         } else {
             decision.switch
         };
-        switch.map(|reason| SwitchEntryData {
+        let held = decision.held.filter(|_| switch.is_none());
+        let entry = switch.map(|reason| SwitchEntryData {
             reason: reason.as_str().to_owned(),
             message_count: messages.len() as u64,
             prompt_tokens: Some(sizes.prompt_tokens),
@@ -441,7 +447,8 @@ pub(crate) fn decide(
             projected_saving: Some(decision.projected_saving),
             ts: call.now_ms,
             extra: Default::default(),
-        })
+        });
+        (entry, held)
     }
 }
 
@@ -593,14 +600,14 @@ pub(crate) fn turn_flush_pays(
     settings: &RenderSettings<'_>,
     log: &CallLog,
     merged: bool,
-) -> bool {
+) -> Result<(), Hold> {
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
     let profile = log.profile(settings.config);
     let summarizer_price = profile.summarizer;
-    decide_summarize(&SummarizeInputs {
+    let decision = decide_summarize(&SummarizeInputs {
         prices,
         summarizer_input_price: summarizer_price,
         // The figure policies are compared by is billed input
@@ -618,8 +625,12 @@ pub(crate) fn turn_flush_pays(
         budget_triggered: false,
         headroom: log.bound(settings.config).headroom(),
         bound_cost: estimate.bound_cost(&profile),
-    })
-    .summarize
+    });
+    match decision.held {
+        _ if decision.summarize => Ok(()),
+        Some(hold) => Err(hold),
+        None => Err(Hold::NotRepaid),
+    }
 }
 
 /// Whether the call after `now_ms` finds the cache cold whatever condense

@@ -500,3 +500,43 @@ fn a_navigation_in_a_running_process_keeps_the_cache_warm() {
     let (_, effects) = e.context_at(n, vec![next_prompt()], &call(T0 + 70_000));
     assert!(switches(&effects).is_empty(), "{effects:?}");
 }
+
+/// The line `/pruner status` gives of what the policy holds back.
+fn holding(e: &Engine) -> String {
+    e.economy_report()
+        .lines()
+        .into_iter()
+        .find(|l| l.starts_with("holding back:"))
+        .expect("a holding line under the cache-aware policy")
+}
+
+/// `/pruner status` says in one line what is held back and why: a warm
+/// call under the bound with nothing saved may not bet, an unbounded one
+/// waits while the rewrite costs more than it saves, and a cold call shows
+/// it all.
+#[test]
+fn the_status_says_what_is_held_back_and_why() {
+    let lines = branch_with_a_long_exchange();
+    let mut bounded = started_bounded(&lines);
+    let n = bounded.messages().len();
+    let (_, effects) = bounded.context_at(n, vec![next_prompt()], &call(T0 + 60_000));
+    assert!(switches(&effects).is_empty());
+    assert!(
+        holding(&bounded).ends_with("summarized, not shown (allowance spent)"),
+        "{}",
+        holding(&bounded)
+    );
+
+    let mut unbounded = started("cache-aware", &lines);
+    let (_, effects) = unbounded.context_at(n, vec![next_prompt()], &call(T0 + 60_000));
+    assert!(switches(&effects).is_empty());
+    assert!(
+        holding(&unbounded).ends_with("summarized, not shown (waiting for a cold cache)"),
+        "{}",
+        holding(&unbounded)
+    );
+
+    let (_, effects) = unbounded.context_at(n + 1, vec![], &call(T0 + 60_000 + 400_000));
+    assert_eq!(reasons(&effects), ["idle-expiry"]);
+    assert_eq!(holding(&unbounded), "holding back: nothing");
+}

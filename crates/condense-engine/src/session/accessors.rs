@@ -43,6 +43,11 @@ impl Engine {
                 max_excess: self.config.economy.max_excess,
                 summarizer_price: self.calls.profile(&self.config).summarizer,
             });
+            report.holding = Some(condense_core::Holding {
+                switch: self.calls.switch_held,
+                outputs: self.pending.iter().map(|b| b.calls.len()).sum(),
+                flush: self.calls.flush_held,
+            });
         }
         report
     }

@@ -66,7 +66,7 @@ impl Engine {
         });
         let user_asked = std::mem::take(&mut self.user_asked);
         if let Some((profile, unpruned)) = &priced {
-            if let Some(switch) = crate::switch::decide(
+            let (switch, held) = crate::switch::decide(
                 &self.messages,
                 &self.state,
                 &settings,
@@ -74,7 +74,9 @@ impl Engine {
                 call,
                 (profile, unpruned),
                 user_asked,
-            ) {
+            );
+            self.calls.switch_held = held;
+            if let Some(switch) = switch {
                 self.state.record_switch(self.messages.len());
                 self.economy
                     .add_switch(condense_store::economy::switch_record(&switch));

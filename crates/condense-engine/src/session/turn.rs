@@ -199,19 +199,29 @@ impl Engine {
         if sent.is_empty() {
             return None;
         }
+        let held = std::cell::Cell::new(None);
         let pays = |merged: bool| {
             let settings = RenderSettings {
                 config: &self.config,
                 protection: &self.protection,
             };
             let (messages, log) = (&self.messages, &self.calls);
-            (long && crate::switch::turn_flush_pays(messages, &sent, &settings, log, merged))
+            let long_pays = long
+                && match crate::switch::turn_flush_pays(messages, &sent, &settings, log, merged) {
+                    Ok(()) => true,
+                    Err(hold) => {
+                        held.set(Some(hold));
+                        false
+                    }
+                };
+            long_pays
                 || (cold
                     && crate::switch::flush_pays_at_cold_call(
                         messages, &sent, &settings, log, merged,
                     ))
         };
         let how = flush_by(&self.config, pays);
+        self.calls.flush_held = if how.is_some() { None } else { held.get() };
         let flushes = self.flush_as(how);
         if flushes {
             self.unsent_from = Some(unsent_from);
