@@ -44,7 +44,9 @@ struct Lengths {
 
 #[derive(Clone)]
 enum Repr {
-    Owned(Arc<str>),
+    /// An `Arc<String>` rather than an `Arc<str>`: a decoded giant output
+    /// moves in without a second copy of its bytes.
+    Owned(Arc<String>),
     /// `buf[contents]` is the literal between its quotes; `escaped` when it
     /// holds a backslash (and so must be decoded to be read).
     Literal {
@@ -57,7 +59,7 @@ enum Repr {
 impl SharedText {
     /// An empty text.
     pub fn new() -> SharedText {
-        SharedText::owned(Arc::from(""))
+        SharedText::owned(Arc::new(String::new()))
     }
 
     /// A text whose JSON string literal (quotes included) is `buf[range]`,
@@ -135,7 +137,7 @@ impl SharedText {
     /// The text as an owned `String`.
     pub fn into_string(self) -> String {
         match self.0 {
-            Repr::Owned(s) => String::from(&*s),
+            Repr::Owned(s) => Arc::try_unwrap(s).unwrap_or_else(|s| String::clone(&s)),
             Repr::Literal { .. } => self.to_str().into_owned(),
         }
     }
@@ -182,7 +184,7 @@ impl SharedText {
         })
     }
 
-    fn owned(s: Arc<str>) -> SharedText {
+    fn owned(s: Arc<String>) -> SharedText {
         SharedText(Repr::Owned(s), OnceLock::new())
     }
 
@@ -233,13 +235,13 @@ impl Default for SharedText {
 
 impl From<String> for SharedText {
     fn from(s: String) -> Self {
-        SharedText::owned(Arc::from(s))
+        SharedText::owned(Arc::new(s))
     }
 }
 
 impl From<&str> for SharedText {
     fn from(s: &str) -> Self {
-        SharedText::owned(Arc::from(s))
+        SharedText::owned(Arc::new(s.to_owned()))
     }
 }
 

@@ -188,9 +188,14 @@ impl CallLog {
         self.called(call);
     }
 
-    /// The summarizer's input, priced: spent from the bound's headroom.
+    /// The summarizer's work, priced: spent from the bound's headroom.
     pub(crate) fn summarized(&mut self, units: f64) {
         self.bound.add_summarizer(units);
+    }
+
+    /// A call's output tokens as the provider reported them, priced.
+    pub(crate) fn output(&mut self, tokens: u64, profile: &PriceProfile) {
+        self.bound.add_output(tokens as f64 * profile.output);
     }
 
     /// What the calls so far saved against no pruning, the summarizer's
@@ -584,10 +589,11 @@ impl FlushEstimate {
         }
     }
 
-    /// What the bound is charged for the summarizer's input, priced
-    /// (`summarizer` times the main model's).
+    /// What the bound is charged for the summarizer's work, priced: its
+    /// input and the summaries it writes (`summarizer` times the main
+    /// model's prices), as the bill counts them.
     fn bound_cost(&self, profile: &PriceProfile) -> f64 {
-        self.bound_input as f64 * profile.summarizer
+        (self.bound_input as f64 + self.summaries as f64 * profile.output) * profile.summarizer
     }
 }
 

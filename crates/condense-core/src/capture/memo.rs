@@ -43,6 +43,10 @@ pub(super) const KEPT_TEXT_BYTES: usize = 32 * 1024;
 /// The text of `result` the memo keeps: empty for a decoded one larger than
 /// [`KEPT_TEXT_BYTES`], which [`captured`] reads again.
 pub(super) fn kept_text(result: &Message) -> SharedText {
+    if result.json().len() > KEPT_TEXT_BYTES && result.own_json_buffer().is_none() {
+        // Its text could only be a copy: not even decoded here.
+        return SharedText::new();
+    }
     let text = super::read::result_text(result);
     if text.is_shared() || result.json().len() <= KEPT_TEXT_BYTES {
         text

@@ -10,8 +10,9 @@
 //! difference is the session's *headroom*, and a bet is placed only when
 //! the headroom covers its worst case (the session ending right after it).
 //! So at every call, and therefore at the session's end, what was billed
-//! (prompts and the summarizer's input) is at most what no pruning would
-//! have billed.
+//! (prompts, outputs and the summarizer's input and output: the report's
+//! `total_units`) is at most what no pruning would have billed, and with
+//! `economy.maxExcess` at most that share of it above.
 //!
 //! A bet that costs nothing beyond not acting needs no headroom: showing
 //! summaries when the cache is cold anyway, or any step that makes this
@@ -29,9 +30,10 @@ use super::price::PriceProfile;
 /// `None`: no bound at all, every bet allowed).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct NoPruningBound {
-    /// The prompts as sent, plus the summarizer's input.
+    /// The prompts as sent and the calls' outputs, plus the summarizer's
+    /// input and output.
     spent: f64,
-    /// The same calls' prompts with nothing pruned.
+    /// The same calls' prompts with nothing pruned, and their outputs.
     unpruned: f64,
     /// The excess allowed, as a share of `unpruned`.
     max_excess: Option<f64>,
@@ -73,9 +75,16 @@ impl NoPruningBound {
         self.unpruned += unpruned;
     }
 
-    /// Adds the summarizer's input (units).
+    /// Adds the summarizer's work (units).
     pub fn add_summarizer(&mut self, units: f64) {
         self.spent += units;
+    }
+
+    /// Adds a call's output (units): billed alike with or without pruning,
+    /// it counts in the total the allowed excess is a share of.
+    pub fn add_output(&mut self, units: f64) {
+        self.spent += units;
+        self.unpruned += units;
     }
 
     /// Whether a step that makes this call bill `with` instead of

@@ -140,23 +140,31 @@ impl Engine {
         chains
     }
 
-    /// The summarizer's input, spent from the cache-aware policy's bound
+    /// The summarizer's work, spent from the cache-aware policy's bound
     /// against no pruning: each job's prompt (`prompts`, in the jobs'
-    /// order) whose call was billed, by its result. The prompt is counted
-    /// as the bound counts the main prompts, not as the provider reports
-    /// it: the headroom it is paid from is in those tokens.
+    /// order) whose call was billed, by its result, and the summary it
+    /// wrote at the output price. The prompt is counted as the bound counts
+    /// the main prompts, not as the provider reports it: the headroom it is
+    /// paid from is in those tokens.
     fn summarizer_spent(&mut self, prompts: impl Iterator<Item = String>, results: &[JobResult]) {
-        let input: u64 = prompts
+        let profile = self.calls.profile(&self.config);
+        let units: f64 = prompts
             .zip(results)
-            .filter(|(_, r)| match r {
-                JobResult::Summary { .. } => true,
-                JobResult::Unusable { usage } | JobResult::Failed { usage, .. } => usage.is_some(),
-                JobResult::NotRun => false,
+            .map(|(p, r)| {
+                let output = match r {
+                    JobResult::Summary { text, .. } => {
+                        condense_core::chars_to_tokens(condense_core::js_len(text))
+                    }
+                    JobResult::Unusable { usage: Some(u) }
+                    | JobResult::Failed { usage: Some(u), .. } => u.output_tokens,
+                    JobResult::Unusable { usage: None }
+                    | JobResult::Failed { usage: None, .. }
+                    | JobResult::NotRun => return 0.0,
+                };
+                crate::switch::summarizer_bound_tokens(&p) as f64 + output as f64 * profile.output
             })
-            .map(|(p, _)| crate::switch::summarizer_bound_tokens(&p))
             .sum();
-        let price = self.calls.profile(&self.config).summarizer;
-        self.calls.summarized(input as f64 * price);
+        self.calls.summarized(units * profile.summarizer);
     }
 
     /// Flush step 3: applies chain compression and returns every effect of

@@ -62,6 +62,8 @@ impl Engine {
         self.unsent_from = None;
         self.sync_turn(assistant, results);
         if let Some(usage) = RecordedUsage::of_message(assistant) {
+            let profile = self.calls.profile(&self.config);
+            self.calls.output(usage.output, &profile);
             self.economy.add_call(usage);
         } else if RecordedUsage::refused(assistant) {
             out.push(Effect::warning(format!(
