@@ -589,11 +589,14 @@ impl FlushEstimate {
         }
     }
 
-    /// What the bound is charged for the summarizer's work, priced: its
-    /// input and the summaries it writes (`summarizer` times the main
-    /// model's prices), as the bill counts them.
+    /// What a flush is expected to charge the bound: the summarizer's
+    /// input, priced (`summarizer` times the main model's). The summaries'
+    /// output is charged once written (`Engine::summarizer_spent`), not
+    /// estimated here: a projected size at the output price made nearly
+    /// every flush look unaffordable (docs/decisions.md, "The bound's
+    /// ledger counts the total").
     fn bound_cost(&self, profile: &PriceProfile) -> f64 {
-        (self.bound_input as f64 + self.summaries as f64 * profile.output) * profile.summarizer
+        self.bound_input as f64 * profile.summarizer
     }
 }
 

@@ -146,18 +146,14 @@ fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_p
     // cold call costs beyond its stub and summary.
     let (alone, _) = run_then_next_start(strict.clone(), &[150], 10 * MINUTE);
     assert!(!alone);
-    // A 6,500-character output alone pays: the bound counts the
+    // A 3,120-character output alone pays: the bound counts the
     // summarizer's prompt as it counts the main prompts (`chars / 4`), not
-    // at the three characters a token of the unbounded projection, and its
-    // summary at the output price.
-    let (alone, _) = run_then_next_start(strict.clone(), &[500], 10 * MINUTE);
+    // at the three characters a token of the unbounded projection.
+    let (alone, _) = run_then_next_start(strict.clone(), &[240], 10 * MINUTE);
     assert!(alone);
-    // A 5,200-character output alone does not; eight in one run do: one
-    // prompt reads the instructions once, and the cold call's saving pays
-    // for it.
-    let (alone, _) = run_then_next_start(strict.clone(), &[400], 10 * MINUTE);
-    assert!(!alone);
-    let (run, mut e) = run_then_next_start(strict, &[400; 8], 10 * MINUTE);
+    // Eight 3,120-character outputs in one run: one prompt reads the
+    // instructions once, and the cold call's saving pays for it.
+    let (run, mut e) = run_then_next_start(strict, &[240; 8], 10 * MINUTE);
     assert!(run);
     let flush = e
         .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
@@ -167,7 +163,7 @@ fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_p
     // Unbounded, each turn keeps its own prompt.
     let (_, mut e) = run_then_next_start(
         json!({"policy": "cache-aware", "maxExcess": null}),
-        &[400; 8],
+        &[240; 8],
         10 * MINUTE,
     );
     let flush = e
@@ -198,7 +194,7 @@ fn an_output_a_flush_keeps_raw_is_never_merged_into_a_summarizer_prompt() {
 #[test]
 fn a_merged_summarizer_prompt_covers_at_most_sixteen_calls() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
-    let (_, mut e) = run_then_next_start(strict, &[300; 20], 10 * MINUTE);
+    let (_, mut e) = run_then_next_start(strict, &[240; 20], 10 * MINUTE);
     let flush = e
         .begin_flush(TriggerKind::MessageEnd, None, T0 + 60 * MINUTE)
         .expect("a flush");
@@ -264,13 +260,13 @@ fn a_summary_is_charged_at_the_summarizer_price_set_or_reported() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
     let priced =
         |ratio: f64| json!({"policy": "cache-aware", "maxExcess": 0, "summarizerPrice": ratio});
-    // A 6,500-character output pays for its summary at the cold call at the
+    // A 3,120-character output pays for its summary at the cold call at the
     // session model's price (the test above), not at five times it.
-    assert!(flushes(strict.clone(), 500, None));
-    assert!(!flushes(priced(5.0), 500, None));
-    assert!(!flushes(strict.clone(), 500, Some(5.0)));
+    assert!(flushes(strict.clone(), 240, None));
+    assert!(!flushes(priced(5.0), 240, None));
+    assert!(!flushes(strict.clone(), 240, Some(5.0)));
     // The setting wins over the host.
-    assert!(flushes(priced(1.0), 500, Some(5.0)));
+    assert!(flushes(priced(1.0), 240, Some(5.0)));
     // `/pruner status` says what summaries were charged at.
     let charged = |economy: Value, price: Option<f64>| {
         let (_, e) = run_then_next_start_reported(economy, &[240], 10 * MINUTE, price);
@@ -286,4 +282,35 @@ fn a_summary_is_charged_at_the_summarizer_price_set_or_reported() {
     assert!(!flushes(strict.clone(), 150, None));
     assert!(flushes(priced(0.2), 150, None));
     assert!(!flushes(strict, 150, Some(0.2)));
+}
+
+/// The bound's ledger charges a flush what the user pays for it: the
+/// summarizer's prompt and, at the output price, the summary it wrote.
+#[test]
+fn a_summarys_output_is_charged_at_the_output_price() {
+    let saved_after = |summary_chars: usize| {
+        let strict = json!({"policy": "cache-aware", "maxExcess": 0});
+        let (flushes, mut e) = run_then_next_start(strict, &[240], 10 * MINUTE);
+        assert!(flushes);
+        let flush = e
+            .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
+            .expect("a flush");
+        let results = flush
+            .jobs()
+            .iter()
+            .map(|_| condense_core::JobResult::Summary {
+                text: "s".repeat(summary_chars),
+                usage: Default::default(),
+            })
+            .collect();
+        e.finish_summaries(flush, results);
+        e.economy_report()
+            .against_no_pruning
+            .expect("the bound's estimate")
+            .saved_units
+    };
+    // 4,000 characters against 400: 900 tokens more, at 5 (anthropic-5m's
+    // output price) times the session model's input price.
+    let difference = saved_after(400) - saved_after(4_000);
+    assert!((difference - 4_500.0).abs() < 1e-6, "{difference}");
 }
