@@ -149,6 +149,9 @@ pub enum Hold {
     /// The bound against no pruning has no headroom left for the bet (what
     /// the session saved, with `economy.maxExcess`, is spent).
     AllowanceSpent,
+    /// A reply's flush waits for the next run's start: the call it pays
+    /// off at is certain only once the user prompts again.
+    NextPrompt,
 }
 
 impl Hold {
@@ -158,6 +161,7 @@ impl Hold {
             Hold::ColdCache => "waiting for a cold cache",
             Hold::NotRepaid => "not yet repaid",
             Hold::AllowanceSpent => "allowance spent",
+            Hold::NextPrompt => "waiting for the next prompt",
         }
     }
 }

@@ -314,3 +314,38 @@ fn a_summarys_output_is_charged_at_the_output_price() {
     let difference = saved_after(400) - saved_after(4_000);
     assert!((difference - 4_500.0).abs() < 1e-6, "{difference}");
 }
+
+/// The status line's reason for a reply's outputs: they wait for the next
+/// prompt, then for an allowance a warm start does not have.
+#[test]
+fn a_replys_held_outputs_say_why() {
+    let holding = |e: &Engine| {
+        e.economy_report()
+            .lines()
+            .into_iter()
+            .find(|l| l.starts_with("holding back:"))
+            .expect("a holding line")
+    };
+    let mut e = started(json!({"policy": "cache-aware", "maxExcess": 0}));
+    read_turn(&mut e, 0, 2_000, T0 + 1_000);
+    let end = T0 + 3_000;
+    e.context_at(e.messages().len(), Vec::new(), &reported(end, None));
+    let reply = message(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "Done."}],
+        "stopReason": "stop", "timestamp": end}),
+    );
+    e.message_end(&reply);
+    e.agent_end();
+    assert!(
+        holding(&e).ends_with("1 output(s) not summarized (waiting for the next prompt)"),
+        "{}",
+        holding(&e)
+    );
+    // Back within the cache's time to live: nothing saved pays the summarizer.
+    assert_eq!(e.agent_start(end + MINUTE), None);
+    assert!(
+        holding(&e).ends_with("1 output(s) not summarized (allowance spent)"),
+        "{}",
+        holding(&e)
+    );
+}

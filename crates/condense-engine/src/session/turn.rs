@@ -374,6 +374,7 @@ impl Engine {
         // this process saw end, and a restarted one finds the rest on the
         // branch.
         let batches = self.capture_now(now);
+        let anything = !batches.is_empty();
         let affordable = |merged: bool| {
             let settings = RenderSettings {
                 config: &self.config,
@@ -389,6 +390,11 @@ impl Engine {
             )
         };
         let how = flush_by(&self.config, affordable);
+        if how.is_some() {
+            self.calls.flush_held = None;
+        } else if anything {
+            self.calls.flush_held = Some(condense_core::Hold::AllowanceSpent);
+        }
         self.flush_as(how)
     }
 
@@ -397,6 +403,9 @@ impl Engine {
     pub fn agent_end(&mut self) -> Effects {
         if self.reply_flush == ReplyFlush::ThisRun {
             self.reply_flush = ReplyFlush::NextRun;
+            if !self.pending.is_empty() {
+                self.calls.flush_held = Some(condense_core::Hold::NextPrompt);
+            }
         }
         if !self.config.enabled || !self.config.show_prune_status_line {
             return Effects::new();
