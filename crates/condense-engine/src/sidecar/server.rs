@@ -109,6 +109,15 @@ pub fn checked_context(
     Ok(append)
 }
 
+/// The error a request the sidecar's copy cannot match gets: the shim
+/// then resyncs.
+fn out_of_sync(why: String) -> ErrorBody {
+    ErrorBody {
+        code: OUT_OF_SYNC.to_owned(),
+        message: why,
+    }
+}
+
 /// Why a `keep` cannot be honoured.
 fn keep_past(keep: usize, held: usize) -> String {
     format!("keep {keep} is past the {held} messages the sidecar holds; send the whole context")
@@ -228,14 +237,14 @@ impl Server {
         json!(EffectsResult { effects })
     }
 
-    async fn handle(&self, request: Request) -> Result<Value, (String, String)> {
+    async fn handle(&self, request: Request) -> Result<Value, ErrorBody> {
         match request {
             Request::Hello(p) => {
                 if p.protocol != PROTOCOL {
-                    return Err((
-                        "protocol-mismatch".into(),
-                        format!("shim speaks protocol {}, sidecar {PROTOCOL}", p.protocol),
-                    ));
+                    return Err(ErrorBody {
+                        code: "protocol-mismatch".into(),
+                        message: format!("shim speaks protocol {}, sidecar {PROTOCOL}", p.protocol),
+                    });
                 }
                 Ok(json!(HelloResult {
                     protocol: PROTOCOL,
@@ -260,8 +269,7 @@ impl Server {
                 let Some(message) = message_of(p.message.as_deref()) else {
                     return Ok(json!(EffectsResult { effects: vec![] }));
                 };
-                let results = read_messages(&p.tool_results, "toolResults")
-                    .map_err(|why| (OUT_OF_SYNC.to_owned(), why))?;
+                let results = read_messages(&p.tool_results, "toolResults").map_err(out_of_sync)?;
                 let turn = host::TurnEnd {
                     turn_index: p.turn_index,
                     message: &message,
@@ -293,11 +301,10 @@ impl Server {
             }
             Request::SessionCompact(p) => {
                 self.refresh_hold();
-                let append = read_messages(&p.append, "append")
-                    .map_err(|why| (OUT_OF_SYNC.to_owned(), why))?;
+                let append = read_messages(&p.append, "append").map_err(out_of_sync)?;
                 let held = self.engine.engine().host_len();
                 if p.keep > held {
-                    return Err((OUT_OF_SYNC.to_owned(), keep_past(p.keep, held)));
+                    return Err(out_of_sync(keep_past(p.keep, held)));
                 }
                 let effects = host::compacted(
                     &self.engine,
@@ -333,17 +340,16 @@ impl Server {
                     effects: self.command(p.args.trim(), env).await
                 }))
             }
-            // `context` is answered on the reading thread (see `serve`).
-            Request::Context(p) => {
-                let result = self
-                    .context_checked(p.keep, &p.append, p.base, &call_facts(&p))
-                    .map_err(|why| (OUT_OF_SYNC.to_owned(), why))?;
-                serde_json::from_str(&result).map_err(|e| ("internal".into(), e.to_string()))
-            }
+            // `context` is answered as it is read (`serve`), never here.
+            Request::Context(_) => Err(ErrorBody {
+                code: "internal".into(),
+                message: "`context` is answered as it is read".into(),
+            }),
             Request::Shutdown => Ok(json!({})),
-            Request::Unknown(other) => {
-                Err(("unknown-method".into(), format!("unknown method {other}")))
-            }
+            Request::Unknown(other) => Err(ErrorBody {
+                code: "unknown-method".into(),
+                message: format!("unknown method {other}"),
+            }),
         }
     }
 
@@ -476,10 +482,9 @@ where
                     let id = id.get();
                     server.outbox.send_line(&match handled {
                         Ok(Ok(result)) => format!(r#"{{"id":{id},"result":{result}}}"#),
-                        Ok(Err((code, message))) => format!(
-                            r#"{{"id":{id},"error":{}}}"#,
-                            json!(ErrorBody { code, message })
-                        ),
+                        Ok(Err(error)) => {
+                            format!(r#"{{"id":{id},"error":{}}}"#, json!(error))
+                        }
                         Err(e) => error_line(id, &failure_text(e)),
                     });
                 });
