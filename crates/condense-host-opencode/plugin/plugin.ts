@@ -122,7 +122,7 @@ function sidecarLookup(): Lookup {
 	} catch {
 		here = undefined;
 	}
-	return { binary: "condense-opencode", envVar: "CONDENSE_OPENCODE_BIN", fromDir: here };
+	return { binary: "condense-opencode", envVar: "CONDENSE_OPENCODE_BIN", crate: "condense-host-opencode", fromDir: here };
 }
 
 /** One OpenCode session's sidecar. */

@@ -192,7 +192,7 @@ export default function condense(pi: ExtensionAPI) {
 	}
 
 	async function startSidecar(): Promise<Sidecar | undefined> {
-		const lookup: Lookup = { binary: "condense-pi", envVar: "CONDENSE_PI_BIN", fromDir: extDir };
+		const lookup: Lookup = { binary: "condense-pi", envVar: "CONDENSE_PI_BIN", crate: "condense-host-pi", fromDir: extDir };
 		const found = findBinary(lookup);
 		if (!found.path) {
 			if (!reportedMissing) {

@@ -34,7 +34,7 @@ function npmTree(binMode: number): { root: string; fromDir: string; bin: string 
 }
 
 function lookup(fromDir: string | undefined, env: { [key: string]: string | undefined }): Lookup {
-	return { binary: "condense-pi", envVar: "CONDENSE_PI_BIN", fromDir, env };
+	return { binary: "condense-pi", envVar: "CONDENSE_PI_BIN", crate: "condense-host-pi", fromDir, env };
 }
 
 test("the platform package is found with Node's resolution from the asking package", () => {

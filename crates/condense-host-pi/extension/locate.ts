@@ -27,6 +27,8 @@ export interface Lookup {
 	binary: string;
 	/** The environment variable that names the binary explicitly. */
 	envVar: string;
+	/** The cargo package that builds the binary, named in the build-from-source hint. */
+	crate: string;
 	/** The directory of the asking module (the extension or plugin directory). */
 	fromDir: string | undefined;
 	/** The environment to read (`process.env` by default; tests hand in their own). */
@@ -105,6 +107,6 @@ export function missingNotice(lookup: Lookup, found: Found): string {
 	const explicit = (lookup.env ?? process.env)[lookup.envVar]?.trim();
 	const fix = explicit
 		? `${lookup.envVar} names no executable file; fix or unset it`
-		: `install the npm package ${platformPackage()} next to this one (a platform without it: build from source, \`cargo build --release -p ${lookup.binary === "condense-pi" ? "condense-host-pi" : "condense-host-opencode"}\`, and set ${lookup.envVar})`;
+		: `install the npm package ${platformPackage()} next to this one (a platform without it: build from source, \`cargo build --release -p ${lookup.crate}\`, and set ${lookup.envVar})`;
 	return `the ${lookup.binary} sidecar was not found (tried ${found.tried.join(", ")}); ${fix}`;
 }
