@@ -18,6 +18,7 @@
 
 pub mod anthropic;
 pub mod openai;
+mod print;
 pub mod query_tool;
 pub mod render;
 pub mod server;

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use condense_core::{Message, PlanStep, Role};
 use serde_json::Value;
 
+use crate::span::Spliced;
 use crate::view::{Part, Unit};
 
 /// Why a render could not be written onto the wire.
@@ -261,8 +262,11 @@ pub trait WireBody {
     fn api(&self) -> Api;
     /// The model the request names.
     fn model(&self) -> Option<&str>;
-    /// Writes `steps` (computed on `host`) onto the request. `Ok(None)`:
-    /// the output is the request as sent.
+    /// The request's body.
+    fn body(&self) -> &str;
+    /// Writes `steps` (computed on `host`) onto the request: the body to
+    /// send, cut from [`WireBody::body`]. `Ok(None)`: the output is the
+    /// request as sent.
     fn rebuild(
         &self,
         units: &[Unit],
@@ -270,7 +274,7 @@ pub trait WireBody {
         steps: &[PlanStep],
         answers: &HashMap<usize, String>,
         query_tool: &str,
-    ) -> Result<Option<String>, RebuildError>;
+    ) -> Result<Option<Spliced>, RebuildError>;
 }
 
 #[cfg(test)]

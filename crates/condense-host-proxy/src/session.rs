@@ -35,6 +35,7 @@ use crate::anthropic::{self, WireRequest};
 use crate::openai;
 use crate::query_tool::QueryArgs;
 use crate::render::{self, Api, HostList, WireBody};
+use crate::span::Spliced;
 use crate::view::{self, Part, Unit};
 
 /// The context window assumed for a turn's budget gates when the model
@@ -89,9 +90,9 @@ struct Turn {
 #[derive(Debug, Clone)]
 struct Memo {
     wire: WireMemo,
-    /// What was sent for it (`None`: the body as the client wrote it): a
-    /// retry of the same body is sent the same bytes.
-    sent: Option<String>,
+    /// What was sent for it, cut from its body (`None`: the body as the
+    /// client wrote it): a retry of the same body is sent the same bytes.
+    sent: Option<Spliced>,
     /// Its units, without their views.
     units: Vec<Unit>,
     /// Where each unit is held.
@@ -106,11 +107,11 @@ enum WireMemo {
 }
 
 impl WireMemo {
-    /// The previous request's body.
-    fn body(&self) -> &str {
+    /// Whether `body` is the previous request's body, byte for byte.
+    fn is(&self, body: &str) -> bool {
         match self {
-            WireMemo::Anthropic(w) => w.body(),
-            WireMemo::OpenAi(w) => w.body(),
+            WireMemo::Anthropic(w) => w.is(body),
+            WireMemo::OpenAi(w) => w.is(body),
         }
     }
 }
@@ -642,9 +643,9 @@ impl ProxySession {
         }
         self.memo = None;
         self.credentials = credentials.clone();
-        let (prepared, at) = self.prepare_with(&request, &mut units, &[], now_ms).await;
+        let (prepared, sent, at) = self.prepare_with(&request, &mut units, &[], now_ms).await;
         self.credentials = Credentials::default();
-        self.remember(request, units, at, &prepared);
+        self.remember(request, units, at, sent);
         prepared
     }
 
@@ -730,7 +731,7 @@ impl ProxySession {
         };
         self.name_query_tool(&tool);
         self.credentials = credentials.clone();
-        let (prepared, at) = self
+        let (prepared, sent, at) = self
             .prepare_with(&request, &mut units, &known, now_ms)
             .await;
         self.credentials = Credentials::default();
@@ -746,7 +747,7 @@ impl ProxySession {
             }
             Memo {
                 wire: WireMemo::OpenAi(openai::ItemsMemo::from_request(request, head)),
-                sent: prepared.body.clone(),
+                sent,
                 units,
                 at,
             }
@@ -784,11 +785,11 @@ impl ProxySession {
         known.truncate(n);
         units.extend(anthropic::units_from(&request, request.reused));
         self.credentials = credentials.clone();
-        let (prepared, at) = self
+        let (prepared, sent, at) = self
             .prepare_with(&request, &mut units, &known, now_ms)
             .await;
         self.credentials = Credentials::default();
-        self.remember(request, units, at, &prepared);
+        self.remember(request, units, at, sent);
         Ok(prepared)
     }
 
@@ -798,8 +799,8 @@ impl ProxySession {
     /// must not get other bytes, nor turn events twice).
     fn retry(&self, body: &str) -> Option<Prepared> {
         let memo = self.memo.as_ref()?;
-        (memo.wire.body() == body).then(|| Prepared {
-            body: memo.sent.clone(),
+        memo.wire.is(body).then(|| Prepared {
+            body: memo.sent.as_ref().map(|s| s.write(body)),
             notices: Vec::new(),
         })
     }
@@ -811,7 +812,7 @@ impl ProxySession {
         request: WireRequest<'_>,
         mut units: Vec<Unit>,
         at: Option<Vec<Option<usize>>>,
-        prepared: &Prepared,
+        sent: Option<Spliced>,
     ) {
         self.memo = at.map(|at| {
             for u in &mut units {
@@ -819,7 +820,7 @@ impl ProxySession {
             }
             Memo {
                 wire: WireMemo::Anthropic(anthropic::WireMemo::from_request(request)),
-                sent: prepared.body.clone(),
+                sent,
                 units,
                 at,
             }
@@ -841,7 +842,7 @@ impl ProxySession {
         units: &mut [Unit],
         known: &[Option<usize>],
         now_ms: i64,
-    ) -> (Prepared, Option<Vec<Option<usize>>>) {
+    ) -> (Prepared, Option<Spliced>, Option<Vec<Option<usize>>>) {
         self.api = request.api();
         self.context_window =
             context_window(self.api, request.model(), self.credentials.beta.as_deref());
@@ -855,6 +856,7 @@ impl ProxySession {
                         body: None,
                         notices,
                     },
+                    None,
                     None,
                 );
             }
@@ -913,6 +915,7 @@ impl ProxySession {
                             body: None,
                             notices,
                         },
+                        None,
                         None,
                     );
                 }
@@ -981,6 +984,7 @@ impl ProxySession {
                         body: None,
                         notices,
                     },
+                    None,
                     Some(at),
                 )
             }
@@ -996,18 +1000,27 @@ impl ProxySession {
             units: &unit_of,
             texts: &self.texts[..held],
         };
-        let prepared =
-            match request.rebuild(units, &host, &steps, &answers, &self.options.query_tool) {
-                Ok(body) => Prepared { body, notices },
-                Err(e) => {
-                    notices.push(format!("condense: sent unchanged: {e}"));
+        match request.rebuild(units, &host, &steps, &answers, &self.options.query_tool) {
+            Ok(sent) => (
+                Prepared {
+                    body: sent.as_ref().map(|s| s.write(request.body())),
+                    notices,
+                },
+                sent,
+                Some(at),
+            ),
+            Err(e) => {
+                notices.push(format!("condense: sent unchanged: {e}"));
+                (
                     Prepared {
                         body: None,
                         notices,
-                    }
-                }
-            };
-        (prepared, Some(at))
+                    },
+                    None,
+                    Some(at),
+                )
+            }
+        }
     }
 
     /// Records what the last answer billed (the provider's own report).

@@ -1,7 +1,7 @@
 //! Reading and rewriting a body in place, whatever its format: where a
-//! slice of it sits, how much of it a conversation's previous request
-//! shares, the values of a JSON array read one at a time from where the
-//! shared part ends, and the body written back with that array changed.
+//! slice of it sits, the values of a JSON array read one at a time from
+//! where the part a conversation's previous request shares ends, and the
+//! body written back with that array changed.
 
 use std::ops::Range;
 
@@ -27,21 +27,6 @@ pub(crate) fn wire_error(what: impl std::fmt::Display) -> WireError {
 pub(crate) fn span_of(outer: &str, inner: &str) -> Range<usize> {
     let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
     start..start + inner.len()
-}
-
-/// The length of the bytes `a` and `b` start with alike.
-pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    const CHUNK: usize = 4096;
-    let n = a.len().min(b.len());
-    let mut at = 0;
-    while at + CHUNK <= n && a[at..at + CHUNK] == b[at..at + CHUNK] {
-        at += CHUNK;
-    }
-    at + a[at..n]
-        .iter()
-        .zip(&b[at..n])
-        .take_while(|(x, y)| x == y)
-        .count()
 }
 
 /// The values of a JSON array from `pos` (just after a value of it) to its
@@ -89,29 +74,92 @@ pub(crate) fn fields_after(body: &str, end: usize, what: &str) -> Result<String,
     }
 }
 
+/// A body as condense sends it: stretches of the client's body and text
+/// condense wrote, in order. A memo of what was sent (a retry is sent the
+/// same bytes) costs the text condense wrote, not another body.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Spliced {
+    pieces: Vec<Piece>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Body(Range<usize>),
+    Own(String),
+}
+
+impl Spliced {
+    /// Appends the body's bytes at `range`.
+    pub(crate) fn copy(&mut self, range: Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        if let Some(Piece::Body(last)) = self.pieces.last_mut() {
+            if last.end == range.start {
+                last.end = range.end;
+                return;
+            }
+        }
+        self.pieces.push(Piece::Body(range));
+    }
+
+    /// Appends text of condense's own.
+    pub(crate) fn text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if let Some(Piece::Own(last)) = self.pieces.last_mut() {
+            last.push_str(text);
+            return;
+        }
+        self.pieces.push(Piece::Own(text.to_owned()));
+    }
+
+    /// The bytes, cut from `body` (the body the pieces were cut from, or
+    /// one byte-identical to it).
+    pub fn write(&self, body: &str) -> String {
+        let len = self
+            .pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Body(r) => r.len(),
+                Piece::Own(t) => t.len(),
+            })
+            .sum();
+        let mut out = String::with_capacity(len);
+        for p in &self.pieces {
+            match p {
+                Piece::Body(r) => out.push_str(&body[r.clone()]),
+                Piece::Own(t) => out.push_str(t),
+            }
+        }
+        out
+    }
+}
+
 /// A body written again with one of its JSON arrays changed: the bytes
 /// before and after the array are the client's, and values kept as they
 /// were in their order are copied as one slice, separators included, so an
 /// untouched stretch costs one copy however many values it holds.
-pub(crate) struct ArrayWriter<'a> {
-    body: &'a str,
+pub(crate) struct ArrayWriter {
     array_end: usize,
-    out: String,
+    body_len: usize,
+    out: Spliced,
     first: bool,
     /// The kept values not yet written: the last one's index and the bytes
     /// from the first one's start to the last one's end.
     run: Option<(usize, Range<usize>)>,
 }
 
-impl<'a> ArrayWriter<'a> {
+impl ArrayWriter {
     /// `array` is the array's span in `body`, its brackets included.
-    pub(crate) fn new(body: &'a str, array: Range<usize>) -> Self {
-        let mut out = String::with_capacity(body.len() + 1024);
-        out.push_str(&body[..array.start]);
-        out.push('[');
+    pub(crate) fn new(body: &str, array: Range<usize>) -> Self {
+        let mut out = Spliced::default();
+        out.copy(0..array.start);
+        out.text("[");
         ArrayWriter {
-            body,
             array_end: array.end,
+            body_len: body.len(),
             out,
             first: true,
             run: None,
@@ -132,31 +180,32 @@ impl<'a> ArrayWriter<'a> {
         }
     }
 
-    /// Write a value of condense's own, or a changed one.
-    pub(crate) fn push(&mut self, value: &str) {
+    /// Starts a value of condense's own, or a changed one: it is written
+    /// piece by piece onto what this returns.
+    pub(crate) fn value(&mut self) -> &mut Spliced {
         self.flush();
         self.separate();
-        self.out.push_str(value);
+        &mut self.out
     }
 
     /// The body as it is to be sent.
-    pub(crate) fn finish(mut self) -> String {
+    pub(crate) fn finish(mut self) -> Spliced {
         self.flush();
-        self.out.push(']');
-        self.out.push_str(&self.body[self.array_end..]);
+        self.out.text("]");
+        self.out.copy(self.array_end..self.body_len);
         self.out
     }
 
     fn flush(&mut self) {
         if let Some((_, run)) = self.run.take() {
             self.separate();
-            self.out.push_str(&self.body[run]);
+            self.out.copy(run);
         }
     }
 
     fn separate(&mut self) {
         if !std::mem::take(&mut self.first) {
-            self.out.push(',');
+            self.out.text(",");
         }
     }
 }

@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::wire::{Block, WireRequest};
 use crate::render::{layout, HostList, RebuildError, Slot};
-use crate::span::ArrayWriter;
+use crate::span::{ArrayWriter, Spliced};
 use crate::view::{Part, Unit};
 
 /// Writes `steps` (computed on `host`) onto `request`. `Ok(None)`: the
@@ -27,7 +27,7 @@ pub fn rebuild(
     steps: &[PlanStep],
     answers: &HashMap<usize, String>,
     query_tool: &str,
-) -> Result<Option<String>, RebuildError> {
+) -> Result<Option<Spliced>, RebuildError> {
     let body = request.body;
     let plan = layout(units, host, steps, answers, query_tool);
     let content = &plan.content;
@@ -178,7 +178,7 @@ pub fn rebuild(
     for e in order {
         match e {
             Emit::Synthetic(text) => {
-                out.push(
+                out.value().text(
                     &serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}]})
                         .to_string(),
                 );
@@ -197,43 +197,43 @@ pub fn rebuild(
                     out.keep(m, w.span.clone());
                     continue;
                 }
-                let mut blocks = Vec::new();
-                for (b, (block, bspan)) in w.blocks.iter().enumerate() {
-                    if !keeps[b] {
-                        continue;
-                    }
-                    let replaced = match block {
-                        Block::ToolResult {
-                            content: Some(c), ..
-                        } => block_unit(m, b)
-                            .and_then(|u| content.get(&u))
-                            .map(|text| (c.clone(), result_content(&body[c.clone()], text))),
-                        Block::ToolUse { input, .. } => inputs
-                            .get(&(m, b))
-                            .map(|args| (input.clone(), args.clone())),
-                        _ => None,
-                    };
-                    blocks.push(match replaced {
-                        Some((at, with)) => format!(
-                            "{}{}{}",
-                            &body[bspan.start..at.start],
-                            with,
-                            &body[at.end..bspan.end]
-                        ),
-                        None => body[bspan.clone()].to_owned(),
-                    });
-                }
-                let content_text = if w.content_is_string {
-                    body[w.content.clone()].to_owned()
+                let v = out.value();
+                v.copy(w.span.start..w.content.start);
+                if w.content_is_string {
+                    v.copy(w.content.clone());
                 } else {
-                    format!("[{}]", blocks.join(","))
-                };
-                out.push(&format!(
-                    "{}{}{}",
-                    &body[w.span.start..w.content.start],
-                    content_text,
-                    &body[w.content.end..w.span.end]
-                ));
+                    v.text("[");
+                    let mut first = true;
+                    for (b, (block, bspan)) in w.blocks.iter().enumerate() {
+                        if !keeps[b] {
+                            continue;
+                        }
+                        if !std::mem::take(&mut first) {
+                            v.text(",");
+                        }
+                        let replaced = match block {
+                            Block::ToolResult {
+                                content: Some(c), ..
+                            } => block_unit(m, b)
+                                .and_then(|u| content.get(&u))
+                                .map(|text| (c.clone(), result_content(&body[c.clone()], text))),
+                            Block::ToolUse { input, .. } => inputs
+                                .get(&(m, b))
+                                .map(|args| (input.clone(), args.clone())),
+                            _ => None,
+                        };
+                        match replaced {
+                            Some((at, with)) => {
+                                v.copy(bspan.start..at.start);
+                                v.text(&with);
+                                v.copy(at.end..bspan.end);
+                            }
+                            None => v.copy(bspan.clone()),
+                        }
+                    }
+                    v.text("]");
+                }
+                v.copy(w.content.end..w.span.end);
             }
         }
     }
@@ -263,6 +263,10 @@ impl crate::render::WireBody for WireRequest<'_> {
         self.model.as_deref()
     }
 
+    fn body(&self) -> &str {
+        self.body
+    }
+
     fn rebuild(
         &self,
         units: &[Unit],
@@ -270,7 +274,7 @@ impl crate::render::WireBody for WireRequest<'_> {
         steps: &[PlanStep],
         answers: &HashMap<usize, String>,
         query_tool: &str,
-    ) -> Result<Option<String>, RebuildError> {
+    ) -> Result<Option<Spliced>, RebuildError> {
         rebuild(self, units, host, steps, answers, query_tool)
     }
 }

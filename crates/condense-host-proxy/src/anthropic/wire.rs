@@ -8,9 +8,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::span::{
-    common_prefix, fields_after, rest_of_array, span_of, wire_error as err, WireError,
-};
+use crate::print::BodyPrint;
+use crate::span::{fields_after, rest_of_array, span_of, wire_error as err, WireError};
 
 #[derive(Deserialize)]
 struct Top<'a> {
@@ -136,10 +135,10 @@ pub struct WireRequest<'a> {
 }
 
 /// What a read leaves for the next request of the same conversation: the
-/// body, and its messages without their texts.
+/// body's print, and its messages without their texts.
 #[derive(Debug, Clone, Default)]
 pub struct WireMemo {
-    body: String,
+    print: BodyPrint,
     model: Option<String>,
     messages_start: usize,
     messages: Vec<WireMessage<'static>>,
@@ -149,7 +148,7 @@ impl WireMemo {
     /// The memo of `request`.
     pub fn of(request: &WireRequest<'_>) -> WireMemo {
         WireMemo {
-            body: request.body.to_owned(),
+            print: print_of(request),
             model: request.model.clone(),
             messages_start: request.messages_span.start,
             messages: request.messages.iter().map(WireMessage::stripped).collect(),
@@ -160,7 +159,7 @@ impl WireMemo {
     /// are moved back, not copied).
     pub fn from_request(request: WireRequest<'_>) -> WireMemo {
         WireMemo {
-            body: request.body.to_owned(),
+            print: print_of(&request),
             model: request.model,
             messages_start: request.messages_span.start,
             messages: request
@@ -171,18 +170,25 @@ impl WireMemo {
         }
     }
 
-    /// The request's body.
-    pub fn body(&self) -> &str {
-        &self.body
+    /// Whether `body` is the request's body, byte for byte.
+    pub fn is(&self, body: &str) -> bool {
+        self.print.is(body)
     }
 
     /// The body's bytes through its first message (what identifies the
     /// conversation's next requests, [`crate::sessions`]).
     pub fn head(&self) -> &str {
-        self.messages
-            .first()
-            .map_or("", |m| &self.body[..m.span.end])
+        self.print.head()
     }
+}
+
+fn print_of(request: &WireRequest<'_>) -> BodyPrint {
+    let head = request.messages.first().map_or(0, |m| m.span.end);
+    BodyPrint::of(
+        request.body,
+        request.messages.iter().map(|m| m.span.end),
+        head,
+    )
 }
 
 fn owned(c: Cow<'_, str>) -> Cow<'static, str> {
@@ -293,12 +299,7 @@ pub fn read_request_after(
     let Some(memo) = memo else {
         return read_request(body);
     };
-    let same = common_prefix(body.as_bytes(), memo.body.as_bytes());
-    let k = memo
-        .messages
-        .iter()
-        .take_while(|m| m.span.end <= same)
-        .count();
+    let k = memo.print.shared(body).min(memo.messages.len());
     if k == 0 {
         return read_request(body);
     }

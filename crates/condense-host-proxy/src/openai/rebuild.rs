@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::wire::{Format, ItemsRequest, Side};
 use crate::render::{layout, Api, HostList, RebuildError, Slot, WireBody};
-use crate::span::ArrayWriter;
+use crate::span::{ArrayWriter, Spliced};
 use crate::view::Unit;
 
 enum Emit<'a> {
@@ -73,7 +73,7 @@ pub fn rebuild(
     steps: &[PlanStep],
     answers: &HashMap<usize, String>,
     query_tool: &str,
-) -> Result<Option<String>, RebuildError> {
+) -> Result<Option<Spliced>, RebuildError> {
     let body = request.body;
     let plan = layout(units, host, steps, answers, query_tool);
     let groups = &request.groups;
@@ -173,7 +173,7 @@ pub fn rebuild(
     for e in order {
         let g = match e {
             Emit::Synthetic(text) => {
-                out.push(&user_message(request.format, text));
+                out.value().text(&user_message(request.format, text));
                 continue;
             }
             Emit::Group(g) => g,
@@ -205,15 +205,14 @@ pub fn rebuild(
                 continue;
             }
             edits.sort_by_key(|(r, _)| r.start);
-            let mut text = String::with_capacity(item.span.len());
+            let v = out.value();
             let mut at = item.span.start;
             for (r, with) in edits {
-                text.push_str(&body[at..r.start]);
-                text.push_str(&with);
+                v.copy(at..r.start);
+                v.text(&with);
                 at = r.end;
             }
-            text.push_str(&body[at..item.span.end]);
-            out.push(&text);
+            v.copy(at..item.span.end);
         }
     }
     Ok(Some(out.finish()))
@@ -228,6 +227,10 @@ impl WireBody for ItemsRequest<'_> {
         self.model.as_deref()
     }
 
+    fn body(&self) -> &str {
+        self.body
+    }
+
     fn rebuild(
         &self,
         units: &[Unit],
@@ -235,7 +238,7 @@ impl WireBody for ItemsRequest<'_> {
         steps: &[PlanStep],
         answers: &HashMap<usize, String>,
         query_tool: &str,
-    ) -> Result<Option<String>, RebuildError> {
+    ) -> Result<Option<Spliced>, RebuildError> {
         rebuild(self, units, host, steps, answers, query_tool)
     }
 }

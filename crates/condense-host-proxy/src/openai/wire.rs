@@ -15,9 +15,8 @@ use std::ops::Range;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::span::{
-    common_prefix, fields_after, rest_of_array, span_of, wire_error as err, WireError,
-};
+use crate::print::BodyPrint;
+use crate::span::{fields_after, rest_of_array, span_of, wire_error as err, WireError};
 
 /// Which OpenAI API a body is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,16 +138,15 @@ impl ItemsRequest<'_> {
 }
 
 /// What a read leaves for the next request of the same conversation: the
-/// body, and its items without their texts.
+/// body's print, and its items without their texts.
 #[derive(Debug, Clone)]
 pub struct ItemsMemo {
-    body: String,
+    print: BodyPrint,
     format: Format,
     model: Option<String>,
     cache_key: Option<String>,
     items_start: usize,
     items: Vec<Item<'static>>,
-    head_end: usize,
 }
 
 impl ItemsMemo {
@@ -160,25 +158,28 @@ impl ItemsMemo {
             .get(head.min(request.items.len()).saturating_sub(1))
             .map_or(0, |i| i.span.end);
         ItemsMemo {
-            body: request.body.to_owned(),
+            print: BodyPrint::of(
+                request.body,
+                request.items.iter().map(|i| i.span.end),
+                head_end,
+            ),
             format: request.format,
             model: request.model,
             cache_key: request.cache_key,
             items_start: request.items_span.start,
             items: request.items.into_iter().map(Item::into_stripped).collect(),
-            head_end,
         }
     }
 
-    /// The request's body.
-    pub fn body(&self) -> &str {
-        &self.body
+    /// Whether `body` is the request's body, byte for byte.
+    pub fn is(&self, body: &str) -> bool {
+        self.print.is(body)
     }
 
     /// The body's bytes through the items that identify the conversation
     /// (what its next requests start with, [`crate::sessions`]).
     pub fn head(&self) -> &str {
-        &self.body[..self.head_end]
+        self.print.head()
     }
 }
 
@@ -438,8 +439,7 @@ pub fn read_request_after(
     let Some(memo) = memo.filter(|m| m.format == format) else {
         return read_request(body, format);
     };
-    let same = common_prefix(body.as_bytes(), memo.body.as_bytes());
-    let k = memo.items.iter().take_while(|i| i.span.end <= same).count();
+    let k = memo.print.shared(body).min(memo.items.len());
     if k == 0 {
         return read_request(body, format);
     }
