@@ -10,10 +10,13 @@
 //! (compared by identity). A rescan never depends on the memo being warm: a
 //! miss reads the same turn again.
 //!
-//! The memo holds its messages, so turns that left the branch (flushed and
-//! compacted away) would stay for the session's life: whenever the memo has
-//! doubled since it was last trimmed, the turns whose assistant only the
-//! memo still holds go.
+//! A turn whose every call is settled (summarized, or unanswered in its
+//! turn) is skipped before the memo is asked, so the memo forgets it when
+//! a rescan finds it settled: a long session's history is not held a
+//! second time as reads. The memo holds its messages, so turns that left
+//! the branch (flushed and compacted away) would stay for the session's
+//! life: whenever the memo has doubled since it was last trimmed, the turns
+//! whose assistant only the memo still holds go.
 
 use std::sync::{Arc, Mutex};
 
@@ -130,6 +133,24 @@ impl CaptureMemo {
             }
         }
         turn
+    }
+
+    /// Drops the turn of `assistant`, settled: no rescan reads it while it
+    /// stays so, and one that reads it again reads it whole.
+    pub(super) fn forget(&self, assistant: &Message) {
+        if let Ok(mut turns) = self.turns.lock() {
+            if turns.by_identity.is_empty() {
+                return;
+            }
+            let key = assistant.identity();
+            if turns
+                .by_identity
+                .get(&key)
+                .is_some_and(|t| t.assistant.same(assistant))
+            {
+                turns.by_identity.remove(&key);
+            }
+        }
     }
 
     #[cfg(test)]

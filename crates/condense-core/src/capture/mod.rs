@@ -221,6 +221,7 @@ fn capture_from_turn(
                     .filter(|x| x.is(&Role::ToolResult)),
             );
             if all_calls_settled(m, &turn_results, state) {
+                state.capture_memo().forget(m);
                 i += 1;
                 continue;
             }
@@ -578,6 +579,57 @@ mod tests {
         for _ in 0..2 {
             assert_eq!(texts(&branch), ["one", large.as_str()]);
         }
+    }
+
+    #[test]
+    fn the_memo_forgets_a_turn_once_it_is_settled() {
+        let a = msg(json!({"role":"assistant","timestamp":1,"content":[
+            {"type":"toolCall","id":"c1","name":"bash","arguments":{"command":"ls"}}]}));
+        let r1 = msg(
+            json!({"role":"toolResult","toolCallId":"c1","toolName":"bash",
+            "content":[{"type":"text","text":"one"}],"isError":false,"timestamp":2}),
+        );
+        let b = msg(json!({"role":"assistant","timestamp":3,"content":[
+            {"type":"toolCall","id":"c2","name":"bash","arguments":{"command":"pwd"}}]}));
+        let r2 = msg(
+            json!({"role":"toolResult","toolCallId":"c2","toolName":"bash",
+            "content":[{"type":"text","text":"two"}],"isError":false,"timestamp":4}),
+        );
+        let branch = [a, r1, b, r2];
+        let stamps = [None; 4];
+        let mut state = State::new();
+        let protection = Protection::new(&crate::config::Config::default());
+        let batches = capture_branch(&branch, &stamps, &state, &protection, 9);
+        assert_eq!(state.capture_memo().len(), 2);
+        // The first turn's call is summarized: the next rescan forgets that
+        // turn and keeps the pending one.
+        let c = &batches[0].calls[0];
+        state.add_record(
+            crate::records::ToolCallRecord {
+                tool_call_id: c.tool_call_id.clone(),
+                tool_name: c.tool_name.clone(),
+                args: Value::clone(&c.args),
+                result_text: c.result_text.clone(),
+                is_error: false,
+                turn_index: batches[0].turn_index,
+                timestamp: batches[0].timestamp,
+                result_timestamp: c.result_timestamp,
+                spill_path: None,
+                spill_bytes: None,
+                result_preview: None,
+                content_hash: None,
+                extra: Default::default(),
+            },
+            true,
+        );
+        let pending = capture_branch(&branch, &stamps, &state, &protection, 9);
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].calls[0].tool_call_id, "c2");
+        assert_eq!(
+            state.capture_memo().len(),
+            1,
+            "the settled turn is forgotten"
+        );
     }
 
     #[test]
