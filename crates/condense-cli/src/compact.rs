@@ -253,12 +253,12 @@ fn load_locked(args: &CompactArgs) -> Result<(Loaded, Option<Appender>), CliErro
     if !args.force {
         refuse_if_open(&path)?;
     }
-    let appender = Appender::open(&path, LockMode::Try)
+    let (appender, session) = Appender::open_reading(&path, LockMode::Try)
         .map_err(|e| CliError::Data(format!("{}: {e}", path.display())))?;
     if !args.force {
-        refuse_if_pi_runs_there(&path, appender.session())?;
+        refuse_if_pi_runs_there(&path, &session)?;
     }
-    let loaded = rebuild(path, appender.session(), config);
+    let loaded = rebuild(path, &session, config);
     Ok((loaded, Some(appender)))
 }
 

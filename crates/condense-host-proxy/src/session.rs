@@ -741,10 +741,12 @@ impl ProxySession {
             .iter()
             .find(|u| u.opens_run)
             .map_or(1, |u| request.groups[u.message].end);
-        self.memo = at.map(|at| {
+        self.memo = at.map(|mut at| {
             for u in &mut units {
                 u.view = String::new();
             }
+            units.shrink_to_fit();
+            at.shrink_to_fit();
             Memo {
                 wire: WireMemo::OpenAi(openai::ItemsMemo::from_request(request, head)),
                 sent,
@@ -814,10 +816,12 @@ impl ProxySession {
         at: Option<Vec<Option<usize>>>,
         sent: Option<Spliced>,
     ) {
-        self.memo = at.map(|at| {
+        self.memo = at.map(|mut at| {
             for u in &mut units {
                 u.view = String::new();
             }
+            units.shrink_to_fit();
+            at.shrink_to_fit();
             Memo {
                 wire: WireMemo::Anthropic(anthropic::WireMemo::from_request(request)),
                 sent,

@@ -222,15 +222,43 @@ pub fn default_id_source() -> IdSource {
 
 const ID_TRIES: usize = 100;
 
+/// The ids of a file's entries. The ids condense and pi make are eight
+/// hex digits, held as a `u32` each; any other id as its text.
+#[derive(Default)]
+struct IdSet {
+    hex: HashSet<u32>,
+    other: HashSet<Box<str>>,
+}
+
+impl IdSet {
+    fn hex(id: &str) -> Option<u32> {
+        let lower = id.len() == 8 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        lower.then(|| u32::from_str_radix(id, 16).ok()).flatten()
+    }
+
+    fn insert(&mut self, id: &str) {
+        match IdSet::hex(id) {
+            Some(n) => self.hex.insert(n),
+            None => self.other.insert(id.into()),
+        };
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        match IdSet::hex(id) {
+            Some(n) => self.hex.contains(&n),
+            None => self.other.contains(id),
+        }
+    }
+}
+
 /// Appends entries to one session file under an exclusive lock.
 ///
 /// Dropping the appender closes the file and releases the lock.
 pub struct Appender {
     path: PathBuf,
     file: File,
-    session: Session,
     leaf: Option<String>,
-    ids: HashSet<String>,
+    ids: IdSet,
     needs_newline: bool,
     id_source: IdSource,
     /// Each append is synced to disk before it returns.
@@ -250,8 +278,19 @@ impl std::fmt::Debug for Appender {
 impl Appender {
     /// Opens an existing session file for appending: takes the exclusive
     /// lock, then reads the file. Refuses files without a header and files
-    /// of another format version than 3.
+    /// of another format version than 3. The session read is not kept (a
+    /// long-lived appender must not hold the file it writes):
+    /// [`Appender::open_reading`] returns it.
     pub fn open(path: impl AsRef<Path>, mode: LockMode) -> Result<Appender, AppendError> {
+        Appender::open_reading(path, mode).map(|(appender, _)| appender)
+    }
+
+    /// [`Appender::open`], with the session as read under the lock (entries
+    /// appended since are not in it).
+    pub fn open_reading(
+        path: impl AsRef<Path>,
+        mode: LockMode,
+    ) -> Result<(Appender, Session), AppendError> {
         let path = path.as_ref().to_path_buf();
         let io_err = |source| AppendError::Io {
             path: path.clone(),
@@ -302,19 +341,22 @@ impl Appender {
             });
         }
 
-        let ids = session.entries.iter().map(|e| e.id.clone()).collect();
+        let mut ids = IdSet::default();
+        for e in &session.entries {
+            ids.insert(&e.id);
+        }
         let leaf = session.leaf().map(|e| e.id.clone());
         let needs_newline = !session.ends_with_newline();
-        Ok(Appender {
+        let appender = Appender {
             path,
             file,
-            session,
             leaf,
             ids,
             needs_newline,
             id_source: default_id_source(),
             sync_each: true,
-        })
+        };
+        Ok((appender, session))
     }
 
     /// Appends no longer wait for the disk; the caller syncs with
@@ -337,12 +379,6 @@ impl Appender {
     pub fn with_id_source(mut self, source: impl FnMut() -> u64 + Send + 'static) -> Appender {
         self.id_source = Box::new(source);
         self
-    }
-
-    /// The session as read under the lock (entries appended since are not
-    /// in it).
-    pub fn session(&self) -> &Session {
-        &self.session
     }
 
     /// The session file's path.
@@ -420,7 +456,7 @@ impl Appender {
             });
         }
         self.needs_newline = false;
-        self.ids.insert(id.clone());
+        self.ids.insert(&id);
         self.leaf = Some(id.clone());
         Ok(id)
     }
@@ -548,5 +584,27 @@ mod tests {
         let a = source();
         let b = source();
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn an_id_set_holds_each_id_exactly() {
+        let mut ids = IdSet::default();
+        for id in ["696f01c8", "00000000", "ABCDEF01", "entry-7", "abc", ""] {
+            ids.insert(id);
+        }
+        for id in ["696f01c8", "00000000", "ABCDEF01", "entry-7", "abc", ""] {
+            assert!(ids.contains(id), "{id}");
+        }
+        // Near misses: another case, another length, another number.
+        for id in [
+            "696F01C8",
+            "abcdef01",
+            "0696f01c8",
+            "696f01c9",
+            "entry-8",
+            "ab",
+        ] {
+            assert!(!ids.contains(id), "{id}");
+        }
     }
 }

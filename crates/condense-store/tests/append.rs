@@ -49,11 +49,10 @@ fn appended_entries_chain_onto_the_leaf() {
     let dir = tempfile::tempdir().unwrap();
     let path = temp_copy(dir.path(), "");
     // The first candidate collides with the fixture's leaf id and is skipped.
-    let mut app = Appender::open(&path, LockMode::Try)
-        .unwrap()
-        .with_id_source(ids(&[0x696f01c8]));
+    let (app, session) = Appender::open_reading(&path, LockMode::Try).unwrap();
+    let mut app = app.with_id_source(ids(&[0x696f01c8]));
     assert_eq!(app.leaf_id(), Some("696f01c8"));
-    assert_eq!(app.session().entries.len(), 66);
+    assert_eq!(session.entries.len(), 66);
 
     let stats = SummarizerStats {
         total_input_tokens: 7,
@@ -141,11 +140,10 @@ fn append_after_a_torn_last_line_starts_a_fresh_line() {
     let dir = tempfile::tempdir().unwrap();
     let torn = r#"{"type":"custom","customType":"context-prune-index","data":{"toolCa"#;
     let path = temp_copy(dir.path(), torn);
-    let mut app = Appender::open(&path, LockMode::Try)
-        .unwrap()
-        .with_id_source(ids(&[]));
+    let (app, session) = Appender::open_reading(&path, LockMode::Try).unwrap();
+    let mut app = app.with_id_source(ids(&[]));
     assert_eq!(
-        app.session()
+        session
             .problems
             .iter()
             .map(|p| (p.line, p.kind))

@@ -162,11 +162,17 @@ impl WireMemo {
             print: print_of(&request),
             model: request.model,
             messages_start: request.messages_span.start,
-            messages: request
-                .messages
-                .into_iter()
-                .map(WireMessage::into_stripped)
-                .collect(),
+            messages: {
+                // Held until the next request: without the slack its
+                // pushes left.
+                let mut messages: Vec<_> = request
+                    .messages
+                    .into_iter()
+                    .map(WireMessage::into_stripped)
+                    .collect();
+                messages.shrink_to_fit();
+                messages
+            },
         }
     }
 

@@ -167,7 +167,14 @@ impl ItemsMemo {
             model: request.model,
             cache_key: request.cache_key,
             items_start: request.items_span.start,
-            items: request.items.into_iter().map(Item::into_stripped).collect(),
+            items: {
+                // Held until the next request: without the slack its
+                // pushes left.
+                let mut items: Vec<_> =
+                    request.items.into_iter().map(Item::into_stripped).collect();
+                items.shrink_to_fit();
+                items
+            },
         }
     }
 
