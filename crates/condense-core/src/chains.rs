@@ -30,9 +30,6 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::collections::HashSet;
 
-#[cfg(test)]
-use serde_json::Value;
-
 use crate::message::{Message, Role};
 use crate::occurrence::OccurrenceKey;
 use crate::protect::Protection;
@@ -212,9 +209,9 @@ impl Detector {
                             chain.add_protected(&c.id);
                         }
                     } else {
-                        for (id, name, args) in m.call_args() {
-                            if p.is_protected(name, args) {
-                                chain.add_protected(id);
+                        for call in m.call_args() {
+                            if p.is_protected_call(&call.name, call.path.as_deref()) {
+                                chain.add_protected(&call.id);
                             }
                         }
                     }
@@ -373,20 +370,16 @@ impl ArgsLookup {
         }
     }
 
-    /// The arguments of the call `id` in the nearest assistant seen so far
-    /// that has one, or null.
-    pub(crate) fn args(&mut self, messages: &[Message], id: &str) -> Value {
-        let Some(&index) = self.latest.get(id) else {
-            return Value::Null;
-        };
-        let Some(message) = messages.get(index) else {
-            return Value::Null;
-        };
-        message
+    /// The `path` argument of the call `id` in the nearest assistant seen
+    /// so far that has one.
+    pub(crate) fn path(&mut self, messages: &[Message], id: &str) -> Option<String> {
+        let index = *self.latest.get(id)?;
+        messages
+            .get(index)?
             .call_args()
             .iter()
-            .find(|(cid, _, _)| cid == id)
-            .map(|(_, _, args)| args.clone())
-            .unwrap_or(Value::Null)
+            .find(|c| c.id == id)?
+            .path
+            .clone()
     }
 }

@@ -269,12 +269,14 @@ fn frontier_gap(
                 if state.is_summarized(id, m.timestamp()) {
                     continue;
                 }
-                let call_args = if id.is_empty() {
-                    serde_json::Value::Null
+                let path = if id.is_empty() {
+                    None
                 } else {
-                    args.args(branch, id)
+                    args.path(branch, id)
                 };
-                if protection.is_protected(sk.tool_name.as_deref().unwrap_or(""), &call_args) {
+                if protection
+                    .is_protected_call(sk.tool_name.as_deref().unwrap_or(""), path.as_deref())
+                {
                     continue;
                 }
                 gap += tokens(chars[i]);

@@ -17,7 +17,7 @@
 
 use std::sync::Mutex;
 
-use serde_json::Value;
+use crate::message::CallArgs;
 
 use crate::message::{Message, Role};
 use crate::protect::Protection;
@@ -102,30 +102,27 @@ pub(crate) struct BranchFacts {
 /// index rather than a scan.
 const SCAN_LIMIT: usize = crate::ID_SCAN_LIMIT;
 
-/// The arguments of `assistant`'s first call with `id`. A message of
-/// thousands of calls (a hostile session) is indexed once, in `wide`, so
-/// asking of each of its results stays linear.
-fn args_of<'m>(
+/// `assistant`'s first call with `id`. A message of thousands of calls (a
+/// hostile session) is indexed once, in `wide`, so asking of each of its
+/// results stays linear.
+fn call_of<'m>(
     assistant: &'m Message,
     id: &str,
     wide: &mut Option<(Message, FxHashMap<String, usize>)>,
-) -> Option<&'m Value> {
+) -> Option<&'m CallArgs> {
     let calls = assistant.call_args();
     if calls.len() <= SCAN_LIMIT {
-        return calls
-            .iter()
-            .find(|(cid, _, _)| cid == id)
-            .map(|(_, _, a)| a);
+        return calls.iter().find(|c| c.id == id);
     }
     if !wide.as_ref().is_some_and(|(m, _)| m.same(assistant)) {
         let mut index = FxHashMap::default();
-        for (k, (cid, _, _)) in calls.iter().enumerate() {
-            index.entry(cid.clone()).or_insert(k);
+        for (k, c) in calls.iter().enumerate() {
+            index.entry(c.id.clone()).or_insert(k);
         }
         *wide = Some((assistant.clone(), index));
     }
     let (_, index) = wide.as_ref()?;
-    calls.get(*index.get(id)?).map(|(_, _, a)| a)
+    calls.get(*index.get(id)?)
 }
 
 impl BranchFacts {
@@ -244,19 +241,18 @@ impl BranchFacts {
         };
         let sk = m.skeleton();
         let id = sk.tool_call_id.as_deref().unwrap_or("");
-        let null = Value::Null;
-        let args = if id.is_empty() {
-            &null
+        let path = if id.is_empty() {
+            None
         } else {
             args_from
                 .get(i)
                 .copied()
                 .flatten()
                 .and_then(|a| seen.get(a))
-                .and_then(|a| args_of(a, id, wide_args))
-                .unwrap_or(&null)
+                .and_then(|a| call_of(a, id, wide_args))
+                .and_then(|c| c.path.as_deref())
         };
-        let protected = protection.is_protected(sk.tool_name.as_deref().unwrap_or(""), args);
+        let protected = protection.is_protected_call(sk.tool_name.as_deref().unwrap_or(""), path);
         if let Some(slot) = self.protected.get_mut(i) {
             *slot = Some(protected);
         }

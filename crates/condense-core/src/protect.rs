@@ -122,11 +122,14 @@ impl Protection {
     /// A missing or non-string `args.path` (or non-object `args`) never
     /// matches a glob.
     pub fn is_protected(&self, tool_name: &str, args: &Value) -> bool {
-        self.is_protected_tool(tool_name)
-            || args
-                .get("path")
-                .and_then(Value::as_str)
-                .is_some_and(|path| self.is_protected_path(path))
+        self.is_protected_call(tool_name, args.get("path").and_then(Value::as_str))
+    }
+
+    /// [`Protection::is_protected`] of a call whose `args.path` is `path`
+    /// (`None`: missing or not a string), all the rules read of its
+    /// arguments.
+    pub fn is_protected_call(&self, tool_name: &str, path: Option<&str>) -> bool {
+        self.is_protected_tool(tool_name) || path.is_some_and(|path| self.is_protected_path(path))
     }
 
     /// True iff `tool_name` is one of `protectedTools` (exact, case-sensitive).

@@ -1,5 +1,5 @@
-//! The `(id, name, arguments)` of a message's `toolCall` blocks, read from
-//! its JSON without building the whole content tree.
+//! The id, name and `path` argument of a message's `toolCall` blocks, read
+//! from its JSON without building the whole content tree.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -35,11 +35,13 @@ fn raw_string(raw: Option<&RawValue>) -> Option<String> {
     serde_json::from_str(raw.get()).ok()
 }
 
-/// `(id, name, arguments)` of each `toolCall` block of a message that has a
-/// non-empty string id, in order. The arguments are `input` when present and
-/// not null, else `arguments`, else null (pi-condense reads
-/// `block.input ?? block.arguments` for protection). Parses the message's
-/// content; [`Message::call_args`](super::Message::call_args) keeps the result.
+/// Each `toolCall` block of a message that has a non-empty string id, in
+/// order, with its arguments' `path`. The arguments are `input` when
+/// present and not null, else `arguments`, else null (pi-condense reads
+/// `block.input ?? block.arguments` for protection); they are parsed whole,
+/// so `path` is what a `Value` of them holds (the last of duplicate keys).
+/// Parses the message's content; [`Message::call_args`](super::Message::call_args)
+/// keeps the result.
 pub(super) fn parse_tool_call_args(message: &Message) -> Vec<CallArgs> {
     let Ok(de) = serde_json::from_str::<ContentDe>(message.json()) else {
         return Vec::new();
@@ -57,10 +59,11 @@ pub(super) fn parse_tool_call_args(message: &Message) -> Vec<CallArgs> {
             let id = raw_string(b.id).filter(|id| !id.is_empty())?;
             let name = raw_string(b.name).unwrap_or_default();
             let raw = b.input.filter(|r| r.get() != "null").or(b.arguments);
-            let args = raw
+            let args: Value = raw
                 .and_then(|r| serde_json::from_str(r.get()).ok())
                 .unwrap_or(Value::Null);
-            Some((id, name, args))
+            let path = args.get("path").and_then(Value::as_str).map(str::to_owned);
+            Some(CallArgs { id, name, path })
         })
         .collect()
 }

@@ -148,14 +148,24 @@ struct Inner {
     json: JsonText,
     skeleton: Skeleton,
     size: usize,
-    /// The tool calls' arguments, parsed on first use: chain detection and
-    /// context metrics read them at every flush over the whole branch, and a
-    /// message never changes.
+    /// What protection reads of the tool calls' arguments, parsed on first
+    /// use: chain detection and context metrics read them at every flush
+    /// over the whole branch, and a message never changes.
     call_args: OnceLock<Vec<CallArgs>>,
 }
 
-/// `(id, name, arguments)` of a `toolCall` block (see [`Message::call_args`]).
-pub(crate) type CallArgs = (String, String, Value);
+/// A `toolCall` block as protection reads it (see [`Message::call_args`]):
+/// of its arguments only `path`, so a long session does not hold every
+/// call's arguments parsed a second time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CallArgs {
+    /// The call's id.
+    pub(crate) id: String,
+    /// The tool's name.
+    pub(crate) name: String,
+    /// The arguments' `path`, when it is a string.
+    pub(crate) path: Option<String>,
+}
 
 /// A message's JSON: `buf[range]`, a buffer of its own or one it shares
 /// (the session file a reader loaded), so a long branch is not held twice.
@@ -287,9 +297,9 @@ impl Message {
         Message::from_json(&json)
     }
 
-    /// `(id, name, arguments)` of each `toolCall` block with a non-empty
-    /// string id, in order, parsed once per message (the arguments are
-    /// `input` when present and not null, else `arguments`, else null).
+    /// Each `toolCall` block with a non-empty string id, in order, parsed
+    /// once per message (the arguments are `input` when present and not
+    /// null, else `arguments`, else null).
     pub(crate) fn call_args(&self) -> &[CallArgs] {
         self.0
             .call_args
@@ -378,6 +388,35 @@ impl Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calls_path_is_what_its_arguments_hold() {
+        let m = Message::from_json(
+            r#"{"role":"assistant","content":[
+            {"type":"toolCall","id":"a","name":"read","arguments":{"path":"x","path":"y"}},
+            {"type":"toolCall","id":"b","name":"edit","input":null,"arguments":{"path":"z"}},
+            {"type":"toolCall","id":"c","name":"bash","input":{"path":"i"},"arguments":{"path":"j"}},
+            {"type":"toolCall","id":"d","name":"bash","arguments":{"path":7}},
+            {"type":"toolCall","id":"","name":"bash","arguments":{"path":"e"}},
+            {"type":"toolCall","id":"f","name":"bash","arguments":"{\"path\":\"s\"}"}]}"#,
+        )
+        .unwrap();
+        let calls: Vec<(&str, &str, Option<&str>)> = m
+            .call_args()
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.path.as_deref()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("a", "read", Some("y")),
+                ("b", "edit", Some("z")),
+                ("c", "bash", Some("i")),
+                ("d", "bash", None),
+                ("f", "bash", None),
+            ]
+        );
+    }
 
     #[test]
     fn a_detached_message_lets_its_buffer_go() {
