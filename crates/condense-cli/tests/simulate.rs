@@ -497,3 +497,45 @@ fn codex_rollouts_are_priced_by_the_openai_profile_unless_told_otherwise() {
     let (name, _) = profile(&["simulate", "--json", dir.to_str().unwrap()]);
     assert_eq!(name, "anthropic-5m");
 }
+
+/// The allowance holds on what the user pays: with `maxExcess: 0.02` and
+/// the one-hour cache's terms, neither pi-mono session bills more than 2%
+/// above no pruning in total (prompts, outputs, summarizer). A flush whose
+/// warm switch the allowance could not pay once left its summaries in every
+/// later prompt beside the outputs they summarize (large-session: +3.3%).
+#[test]
+fn the_allowance_holds_in_total_on_the_pi_mono_sessions_under_a_one_hour_cache() {
+    let dir = pi_mono_dir();
+    let tmp = temp_dir("simulate", "allowance");
+    let settings = tmp.join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware",
+            "ttlSeconds": 3600, "writePrice": 2.0, "readPrice": 0.1, "maxExcess": 0.02}}}"#,
+    )
+    .unwrap();
+    let v = json_of(&condense(
+        &tmp,
+        &[
+            "simulate",
+            dir.to_str().unwrap(),
+            "--json",
+            "--profile",
+            "anthropic-1h",
+            "--settings",
+            settings.to_str().unwrap(),
+            "--policy",
+            "none,settings",
+        ],
+    ));
+    for s in v["sessions"].as_array().unwrap() {
+        let total = |p: &str| s["policies"][p]["total_units"].as_f64().unwrap();
+        assert!(
+            total("settings") <= total("none") * 1.02,
+            "{}: {} against {} with nothing pruned",
+            s["path"],
+            total("settings"),
+            total("none")
+        );
+    }
+}

@@ -334,6 +334,10 @@ pub struct SummarizeInputs {
     /// only (billed input is what the bound weighs), counted as the bound
     /// counts prompts, so the two compare.
     pub bound_cost: f64,
+    /// What the headroom is expected to gain before the switch that shows
+    /// the flush's summaries (units): the bound may pay that switch from
+    /// it, the summaries' own reads meanwhile counted against it.
+    pub headroom_ahead: f64,
 }
 
 /// The outcome of [`decide_summarize`], with its figures.
@@ -350,10 +354,22 @@ pub struct SummarizeDecision {
     pub held: Option<Hold>,
 }
 
+/// What a switch that removes `removed` of the `suffix` tokens after the
+/// cached prefix costs beyond keeping that prefix, at a call that finds the
+/// cache warm: `(S − P)·w − S·r`, never below zero (units).
+pub fn warm_rewrite(suffix: u64, removed: u64, prices: &CacheTerms) -> f64 {
+    let s = suffix as f64;
+    let p = removed.min(suffix) as f64;
+    ((s - p) * prices.write - s * prices.read).max(0.0)
+}
+
 /// Whether a flush the triggers asked for is worth its summarizer call.
 ///
 /// Summarizing costs now; it pays back only once the result is shown. So a
-/// flush runs, when the session's bound pays the summarizer (`headroom`),
+/// flush runs, when the session's bound pays the summarizer and the warm
+/// switch that will show its result (`headroom`; a flush whose switch the
+/// bound cannot pay would leave its summaries in every later prompt beside
+/// the outputs they summarize),
 /// if the prompt is under pressure (pruning then beats pi's compaction
 /// whatever it costs), or if the saving over the expected calls after it,
 /// net of a warm switch's rewrite, exceeds the summarizer's cost.
@@ -362,15 +378,14 @@ pub struct SummarizeDecision {
 pub fn decide_summarize(i: &SummarizeInputs) -> SummarizeDecision {
     let summarizer_cost = i.summarizer_input_tokens as f64 * i.summarizer_input_price
         + i.summarizer_output_tokens as f64 * i.summarizer_output_price;
-    let s = i.suffix_tokens as f64;
-    let p = i.removed_tokens.min(i.suffix_tokens) as f64;
-    let rewrite = ((s - p) * i.prices.write - s * i.prices.read).max(0.0);
+    let rewrite = warm_rewrite(i.suffix_tokens, i.removed_tokens, &i.prices);
     let saving =
         i.expected_calls as f64 * saving_per_later_call(i.removed_tokens, &i.prices, i.cold_share);
     let net_saving = saving - rewrite;
     let pressure =
         i.budget_triggered || under_pressure(i.prompt_tokens, i.context_window, i.pressure_share);
-    let within_bound = i.headroom >= i.bound_cost;
+    let within_bound =
+        i.headroom >= i.bound_cost && i.headroom + i.headroom_ahead >= i.bound_cost + rewrite;
     let pays = pressure || net_saving > summarizer_cost;
     let held = if i.removed_tokens == 0 {
         None

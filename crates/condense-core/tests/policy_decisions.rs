@@ -189,6 +189,7 @@ fn flush() -> SummarizeInputs {
         budget_triggered: false,
         headroom: 1e12,
         bound_cost: 5_000.0,
+        headroom_ahead: 0.0,
     }
 }
 
@@ -373,14 +374,37 @@ fn a_summary_that_would_pay_later_waits_until_the_savings_so_far_pay_it() {
     };
     assert!(decide_summarize(&pays).summarize);
     // The summarizer costs 7,500, of which the bound is charged its input,
-    // 5,000 (its output is no part of billed input).
-    let short = SummarizeInputs {
+    // 5,000 (its output is charged once written). The warm switch that
+    // will show the summaries rewrites 6,500: the headroom must pay both,
+    // or the summaries would sit in every later prompt beside the outputs
+    // they summarize.
+    let summarizer_only = SummarizeInputs {
+        headroom: 5_000.0,
+        ..pays.clone()
+    };
+    let d = decide_summarize(&summarizer_only);
+    assert!(!d.summarize);
+    assert_eq!(d.held, Some(condense_core::Hold::AllowanceSpent));
+    // The headroom the calls until then are expected to add may pay the
+    // switch; never the summarizer, paid now.
+    let switch_paid_later = SummarizeInputs {
+        headroom_ahead: 6_500.0,
+        ..summarizer_only.clone()
+    };
+    assert!(decide_summarize(&switch_paid_later).summarize);
+    let summarizer_unpaid = SummarizeInputs {
         headroom: 4_999.0,
+        headroom_ahead: 1e12,
+        ..pays.clone()
+    };
+    assert!(!decide_summarize(&summarizer_unpaid).summarize);
+    let short = SummarizeInputs {
+        headroom: 11_499.0,
         ..pays.clone()
     };
     assert!(!decide_summarize(&short).summarize);
     let enough = SummarizeInputs {
-        headroom: 5_000.0,
+        headroom: 11_500.0,
         ..pays.clone()
     };
     assert!(decide_summarize(&enough).summarize);
@@ -390,7 +414,7 @@ fn a_summary_that_would_pay_later_waits_until_the_savings_so_far_pay_it() {
     };
     assert!(!decide_summarize(&pressed).summarize);
     let pressed_within = SummarizeInputs {
-        headroom: 5_000.0,
+        headroom: 11_500.0,
         expected_calls: 1,
         ..pressed
     };

@@ -9,9 +9,9 @@
 use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
-    render_after_switch, switch_sizes, CacheTerms, CapturedBatch, ColdEvent, Config, Hold, Message,
-    NoPruningBound, PriceProfile, PromptShape, RenderSettings, Role, State, SummarizeInputs,
-    SwitchInputs, SwitchReason,
+    render_after_switch, switch_sizes, warm_rewrite, CacheTerms, CapturedBatch, ColdEvent, Config,
+    Hold, Message, NoPruningBound, PriceProfile, PromptShape, RenderSettings, Role, State,
+    SummarizeInputs, SwitchInputs, SwitchReason,
 };
 use condense_store::entries::SwitchEntryData;
 // What the summarizer reads: the bound pays for it.
@@ -598,7 +598,25 @@ impl FlushEstimate {
     fn bound_cost(&self, profile: &PriceProfile) -> f64 {
         self.bound_input as f64 * profile.summarizer
     }
+
+    /// What the switch that shows the summaries costs beyond keeping the
+    /// prefix, at a call that finds the cache warm ([`warm_rewrite`]).
+    fn warm_rewrite(&self, prices: &CacheTerms) -> f64 {
+        warm_rewrite(self.suffix, self.removed, prices)
+    }
+
+    /// What `bound`'s headroom is expected to gain over the calls the
+    /// summaries may wait for their switch ([`SWITCH_WAIT_CALLS`]), shown
+    /// meanwhile beside the outputs they summarize (their reads counted).
+    fn headroom_ahead(&self, bound: &NoPruningBound, prices: &CacheTerms) -> f64 {
+        let growth = bound.gain_per_call() - self.summaries as f64 * prices.read;
+        growth.max(0.0) * SWITCH_WAIT_CALLS
+    }
 }
+
+/// The calls a flush's summaries may wait for the bound to pay the warm
+/// switch that shows them (docs/economy.md, "The allowance").
+pub(crate) const SWITCH_WAIT_CALLS: f64 = 30.0;
 
 /// Whether summarizing `batches` (captured, not yet flushed) now, at a turn
 /// end of a long run, pays ([`decide_summarize`]): their outputs sit at the
@@ -634,6 +652,7 @@ pub(crate) fn turn_flush_pays(
         budget_triggered: false,
         headroom: log.bound(settings.config).headroom(),
         bound_cost: estimate.bound_cost(&profile),
+        headroom_ahead: estimate.headroom_ahead(&log.bound(settings.config), &prices),
     });
     match decision.held {
         _ if decision.summarize => Ok(()),
@@ -665,13 +684,17 @@ pub(crate) fn flush_affordable(
     let profile = log.profile(settings.config);
     let prices = cache_terms(settings.config);
     let cold = next_call_cold(log, settings.config, now_ms);
-    let saved_at_once = if cold {
-        estimate.removed as f64 * prices.write
-    } else {
-        0.0
-    };
-    log.bound(settings.config)
-        .allows_summary(estimate.bound_cost(&profile), saved_at_once)
+    let bound = log.bound(settings.config);
+    let cost = estimate.bound_cost(&profile);
+    if cold {
+        return bound.allows_summary(cost, estimate.removed as f64 * prices.write);
+    }
+    // Warm, the summaries are shown by a switch that rewrites what follows
+    // them: a flush whose switch the bound cannot pay soon would leave its
+    // summaries in every later prompt beside the outputs they summarize.
+    let rewrite = estimate.warm_rewrite(&prices);
+    bound.allows_summary(cost, 0.0)
+        && bound.allows_summary(cost + rewrite, estimate.headroom_ahead(&bound, &prices))
 }
 
 /// Whether a flush of `batches` pays at a call that finds the cache cold

@@ -37,6 +37,10 @@ pub struct NoPruningBound {
     unpruned: f64,
     /// The excess allowed, as a share of `unpruned`.
     max_excess: Option<f64>,
+    /// The latest call: its prompt as sent and unpruned.
+    last_call: (f64, f64),
+    /// The calls added.
+    calls: u64,
 }
 
 impl NoPruningBound {
@@ -73,6 +77,22 @@ impl NoPruningBound {
     pub fn add_call(&mut self, sent: f64, unpruned: f64) {
         self.spent += sent;
         self.unpruned += unpruned;
+        self.last_call = (sent, unpruned);
+        self.calls += 1;
+    }
+
+    /// What a call adds to the headroom while nothing changes (units;
+    /// negative when calls bill more than their allowance over the same
+    /// calls unpruned): the lower of the latest call's and the session's
+    /// average, so one cold call's saving is not taken for a trend.
+    pub fn gain_per_call(&self) -> f64 {
+        let Some(share) = self.max_excess else {
+            return f64::INFINITY;
+        };
+        let (sent, unpruned) = self.last_call;
+        let last = unpruned * (1.0 + share) - sent;
+        let average = self.headroom() / self.calls.max(1) as f64;
+        last.min(average)
     }
 
     /// Adds the summarizer's work (units).
@@ -142,6 +162,25 @@ mod tests {
 
     fn anthropic() -> PriceProfile {
         PriceProfile::named("anthropic-5m").unwrap()
+    }
+
+    #[test]
+    fn a_calls_gain_is_the_lower_of_the_latest_and_the_average() {
+        let mut bound = NoPruningBound::new(Some(0.0));
+        assert_eq!(bound.gain_per_call(), 0.0);
+        // A cold call pruning saved 900; then a warm one saving 100.
+        bound.add_call(100.0, 1_000.0);
+        assert_eq!(bound.gain_per_call(), 900.0);
+        bound.add_call(400.0, 500.0);
+        assert_eq!(bound.gain_per_call(), 100.0);
+        // A switch's rewrite: the latest call lost 300, the average is 233.
+        bound.add_call(800.0, 500.0);
+        assert_eq!(bound.gain_per_call(), -300.0);
+        // A share of the unpruned calls is allowed on top.
+        let mut allowed = NoPruningBound::new(Some(0.1));
+        allowed.add_call(1_000.0, 1_000.0);
+        assert!((allowed.gain_per_call() - 100.0).abs() < 1e-9);
+        assert_eq!(NoPruningBound::new(None).gain_per_call(), f64::INFINITY);
     }
 
     #[test]
