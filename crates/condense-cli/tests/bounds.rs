@@ -191,3 +191,31 @@ fn u64_sized_usage_does_not_wrap_the_status_figures() {
         String::from_utf8_lossy(&clean.stderr)
     );
 }
+
+#[test]
+fn a_settings_file_past_the_bounds_is_warned_about_by_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = session(dir.path());
+    let settings = dir.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"contextPrune": {"enabled": true, "economy": {"maxExcess": 1e308, "summarizerPrice": 1e308, "minCacheableTokens": 2.7}}}"#,
+    )
+    .unwrap();
+    let out = condense(&[
+        "simulate",
+        &s,
+        "--settings",
+        settings.to_str().unwrap(),
+        "--policy",
+        "settings",
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for key in ["maxExcess", "summarizerPrice", "minCacheableTokens"] {
+        assert!(
+            err.contains(&format!("economy.{key}")),
+            "{key} not named: {err}"
+        );
+    }
+}

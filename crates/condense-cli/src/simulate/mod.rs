@@ -250,6 +250,12 @@ impl SimulateArgs {
                         path.display()
                     )));
                 }
+                // What the engine will read of it, said once, as `status`
+                // says it: a key it rounds or ignores is named.
+                let (_, warnings) = condense_core::Config::from_settings_file_value(&value);
+                for w in warnings {
+                    eprintln!("condense: warning: {}: {w}", path.display());
+                }
                 Some(value)
             }
         };
