@@ -104,6 +104,9 @@ pub fn name_query_tool(text: &str, tool: &str) -> String {
         rest = &rest[at + condense_core::QUERY_TOOL_NAME.len()..];
     }
     out.push_str(rest);
+    // Kept for the session (`ProxySession::texts`): without the slack the
+    // longer names left.
+    out.shrink_to_fit();
     out
 }
 

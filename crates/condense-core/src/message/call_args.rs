@@ -65,5 +65,7 @@ pub(super) fn parse_tool_call_args(message: &Message) -> Vec<CallArgs> {
             let path = args.get("path").and_then(Value::as_str).map(str::to_owned);
             Some(CallArgs { id, name, path })
         })
-        .collect()
+        .collect::<Vec<_>>()
+        .into_boxed_slice()
+        .into_vec()
 }

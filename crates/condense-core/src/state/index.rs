@@ -25,6 +25,11 @@ impl State {
                 None => self.dedup_seeds.push(idx),
             }
         }
+        if self.records.len() == self.records.capacity() {
+            // A session keeps every record, each a few hundred bytes: grow
+            // by a quarter, not double, so a long one holds little slack.
+            self.records.reserve_exact((self.records.len() / 4).max(16));
+        }
         self.records.push(record);
         let switches = self.switches;
         let occ = self.occurrence_mut(&key);

@@ -213,7 +213,7 @@ impl WireMessage<'_> {
     /// [`WireMessage::stripped`], taking the message (what is owned
     /// already is moved).
     fn into_stripped(self) -> WireMessage<'static> {
-        let blocks = self
+        let mut blocks: Vec<_> = self
             .blocks
             .into_iter()
             .map(|(b, span)| {
@@ -243,6 +243,9 @@ impl WireMessage<'_> {
                 (b, span)
             })
             .collect();
+        // Held until the next request: a message's few blocks without the
+        // four slots a vector starts with.
+        blocks.shrink_to_fit();
         WireMessage {
             role: into_static(self.role),
             span: self.span,
