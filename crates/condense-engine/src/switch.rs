@@ -10,7 +10,7 @@ use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
     render_after_switch, switch_sizes, warm_rewrite, CacheTerms, CapturedBatch, ColdEvent, Config,
-    Hold, Message, NoPruningBound, PriceProfile, PromptShape, RenderSettings, Role, State,
+    Hold, Message, NoPruningBound, PriceProfile, PromptShape, Render, RenderSettings, Role, State,
     SummarizeInputs, SwitchInputs, SwitchReason,
 };
 use condense_store::entries::SwitchEntryData;
@@ -388,6 +388,18 @@ fn calls_ahead(prompt_tokens: u64, calls_so_far: u64, context_window: Option<u64
         .map_or(expected, |c| c.min(expected))
 }
 
+/// What [`decide`] chose at one call.
+pub(crate) struct Decided {
+    /// The switch entry to persist, on a switch.
+    pub(crate) switch: Option<SwitchEntryData>,
+    /// Why pending content that would remove tokens stays hidden.
+    pub(crate) held: Option<Hold>,
+    /// The render the call sends, when the decision made it (the one
+    /// after the switch on a switch, else the current one): the caller
+    /// renders only when nothing was pending.
+    pub(crate) render: Option<Render>,
+}
+
 /// Decides at one call, `unpruned` the same call with nothing pruned and
 /// `profile` the prices it was priced at (the bound weighs both sides at
 /// the same prices, and the caller prices once); on a switch returns the
@@ -403,12 +415,18 @@ pub(crate) fn decide(
     call: &CallFacts,
     (profile, unpruned): (&PriceProfile, &Unpruned),
     user_asked: bool,
-) -> (Option<SwitchEntryData>, Option<Hold>) {
+) -> Decided {
     if state.pending_count() == 0 && !purge_pending(messages, state, settings) {
-        (None, None)
+        Decided {
+            switch: None,
+            held: None,
+            render: None,
+        }
     } else {
-        let current = render(messages, state, settings).messages(messages);
-        let shown = render_after_switch(messages, state, settings).messages(messages);
+        let current_render = render(messages, state, settings);
+        let shown_render = render_after_switch(messages, state, settings);
+        let current = current_render.messages(messages);
+        let shown = shown_render.messages(messages);
         let sizes = switch_sizes(&current, &shown);
         let prices = cache_terms(settings.config);
         let (calls, cold) = call_history(messages, prices.ttl_ms);
@@ -443,6 +461,11 @@ pub(crate) fn decide(
             decision.switch
         };
         let held = decision.held.filter(|_| switch.is_none());
+        let chosen = if switch.is_some() {
+            shown_render
+        } else {
+            current_render
+        };
         let entry = switch.map(|reason| SwitchEntryData {
             reason: reason.as_str().to_owned(),
             message_count: messages.len() as u64,
@@ -453,7 +476,11 @@ pub(crate) fn decide(
             ts: call.now_ms,
             extra: Default::default(),
         });
-        (entry, held)
+        Decided {
+            switch: entry,
+            held,
+            render: Some(chosen),
+        }
     }
 }
 

@@ -65,8 +65,13 @@ impl Engine {
             (profile, unpruned)
         });
         let user_asked = std::mem::take(&mut self.user_asked);
+        let mut decided = None;
         if let Some((profile, unpruned)) = &priced {
-            let (switch, held) = crate::switch::decide(
+            let crate::switch::Decided {
+                switch,
+                held,
+                render,
+            } = crate::switch::decide(
                 &self.messages,
                 &self.state,
                 &settings,
@@ -82,8 +87,11 @@ impl Engine {
                     .add_switch(condense_store::economy::switch_record(&switch));
                 out.push(Effect::entry(switch_entry(&switch), Delivery::Runtime));
             }
+            decided = render;
         }
-        let r = render(&self.messages, &self.state, &settings);
+        // The decision's render is the state's now (after a switch it
+        // rendered what recording the switch shows).
+        let r = decided.unwrap_or_else(|| render(&self.messages, &self.state, &settings));
         self.report_diagnostics(&r.diagnostics, &mut out);
         if let Some((profile, unpruned)) = priced {
             self.calls
