@@ -642,8 +642,8 @@ impl FlushEstimate {
 }
 
 /// The calls a flush's summaries may wait for the bound to pay the warm
-/// switch that shows them (docs/economy.md, "How the policy got there",
-/// rule 10).
+/// switch that shows them (docs/economy.md, "The rules the policy
+/// follows", rule 10).
 pub(crate) const SWITCH_WAIT_CALLS: f64 = 30.0;
 
 /// Whether summarizing `batches` (captured, not yet flushed) now, at a turn

@@ -230,7 +230,7 @@ fn a_resumed_compacted_session_finds_the_work_after_the_compaction() {
 /// the previous call sent (on a branch without a compaction): under
 /// `cache-aware` such a change rewrites the cached prompt from there for
 /// nothing, and (as what the call writes anyway) pulls a switch forward
-/// (docs/economy.md, rules 6 to 8).
+/// (docs/economy.md, rules 6 and 7).
 fn play_checking_sent_prefix(d: &mut Driver, branch: &[&Entry]) -> (Vec<Vec<Message>>, Vec<usize>) {
     let mut changed = Vec::new();
     let prompts = play_watching(d, branch, |d, prompts| {
