@@ -12,6 +12,7 @@ pub mod chart;
 pub mod compaction;
 pub mod engine_policy;
 pub mod fidelity;
+pub mod misses;
 pub mod policy;
 pub mod replay;
 pub mod report;

@@ -5,6 +5,7 @@ use condense_core::{BillTotals, PriceProfile};
 use serde_json::{json, Map, Value};
 
 use super::fidelity::Fidelity;
+use super::misses::Misses;
 use super::replay::{recorded_totals, PolicyRun, SimCall};
 use super::tokens::Coefficients;
 use super::SessionSim;
@@ -208,6 +209,20 @@ impl Report<'_> {
         )
     }
 
+    /// The provider's cache misses over every session's no-pruning replay
+    /// (`None` when no call the replay reads from the cache recorded usage).
+    fn misses(&self) -> Option<Misses> {
+        let mut pooled = Misses::default();
+        for run in self.sims.iter().filter_map(none_run) {
+            pooled.add(&Misses::of(&run.calls));
+        }
+        pooled
+            .buckets
+            .iter()
+            .any(|(calls, _)| *calls > 0)
+            .then_some(pooled)
+    }
+
     /// The JSON object docs/cli.md describes.
     pub fn to_json(&self) -> Value {
         let profile = self.profile;
@@ -227,6 +242,7 @@ impl Report<'_> {
                     "policies": policies,
                     "recorded": none.and_then(|r| recorded_totals(r, profile)).map(|t| totals_json(&t, profile)),
                     "fidelity": none.and_then(|r| Fidelity::of_calls(&r.calls)).map(|f| f.to_json()),
+                    "cache_misses": none.map(|r| Misses::of(&r.calls).to_json()),
                 })
             })
             .collect();
@@ -285,6 +301,7 @@ impl Report<'_> {
             "totals": totals,
             "recorded": self.recorded().map(|t| totals_json(&t, profile)),
             "fidelity": self.fidelity().map(|f| f.to_json()),
+            "cache_misses": self.misses().map(|m| m.to_json()),
             "distributions": distributions,
         })
     }
@@ -387,6 +404,12 @@ impl Report<'_> {
                     "  (far from what was recorded: `--calibrate` fits the token model to these sessions)\n",
                 );
             }
+        }
+        if let Some(m) = self.misses() {
+            out.push_str(&format!(
+                "cache misses the replay does not model (the provider read under half the prefix it reads), by the gap since the previous call: {}\n",
+                m.text()
+            ));
         }
         if self.corpus && self.sims.len() > 1 {
             out.push_str("\nper session (p50 / p90 / max):\n");
