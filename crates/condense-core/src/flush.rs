@@ -266,21 +266,7 @@ fn records_of(batch: &CapturedBatch) -> Vec<ToolCallRecord> {
     batch
         .calls
         .iter()
-        .map(|c| ToolCallRecord {
-            tool_call_id: c.tool_call_id.clone(),
-            tool_name: c.tool_name.clone(),
-            args: serde_json::Value::clone(&c.args),
-            result_text: c.result_text.clone(),
-            is_error: c.is_error,
-            turn_index: batch.turn_index,
-            timestamp: batch.timestamp,
-            result_timestamp: c.result_timestamp,
-            spill_path: None,
-            spill_bytes: None,
-            result_preview: None,
-            content_hash: None,
-            extra: Default::default(),
-        })
+        .map(|c| c.record(batch.turn_index, batch.timestamp))
         .collect()
 }
 

@@ -661,6 +661,7 @@ pub(crate) fn turn_flush_pays(
     let prices = cache_terms(settings.config);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
     let profile = log.profile(settings.config);
+    let bound = log.bound(settings.config);
     let summarizer_price = profile.summarizer;
     let decision = decide_summarize(&SummarizeInputs {
         prices,
@@ -678,9 +679,9 @@ pub(crate) fn turn_flush_pays(
         context_window: log.context_window,
         pressure_share: settings.config.economy.pressure_share,
         budget_triggered: false,
-        headroom: log.bound(settings.config).headroom(),
+        headroom: bound.headroom(),
         bound_cost: estimate.bound_cost(&profile),
-        headroom_ahead: estimate.headroom_ahead(&log.bound(settings.config), &prices),
+        headroom_ahead: estimate.headroom_ahead(&bound, &prices),
     });
     match decision.held {
         _ if decision.summarize => Ok(()),

@@ -802,7 +802,8 @@ impl ProxySession {
     fn retry(&self, body: &str) -> Option<Prepared> {
         let memo = self.memo.as_ref()?;
         memo.wire.is(body).then(|| Prepared {
-            body: memo.sent.as_ref().map(|s| s.write(body)),
+            // Not cut from this body only on a print collision: fail open.
+            body: memo.sent.as_ref().and_then(|s| s.write(body)),
             notices: Vec::new(),
         })
     }
@@ -1007,7 +1008,7 @@ impl ProxySession {
         match request.rebuild(units, &host, &steps, &answers, &self.options.query_tool) {
             Ok(sent) => (
                 Prepared {
-                    body: sent.as_ref().map(|s| s.write(request.body())),
+                    body: sent.as_ref().and_then(|s| s.write(request.body())),
                     notices,
                 },
                 sent,

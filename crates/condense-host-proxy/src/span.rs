@@ -116,8 +116,8 @@ impl Spliced {
     }
 
     /// The bytes, cut from `body` (the body the pieces were cut from, or
-    /// one byte-identical to it).
-    pub fn write(&self, body: &str) -> String {
+    /// one byte-identical to it); `None` when a stretch is not in `body`.
+    pub fn write(&self, body: &str) -> Option<String> {
         let len = self
             .pieces
             .iter()
@@ -129,11 +129,11 @@ impl Spliced {
         let mut out = String::with_capacity(len);
         for p in &self.pieces {
             match p {
-                Piece::Body(r) => out.push_str(&body[r.clone()]),
+                Piece::Body(r) => out.push_str(body.get(r.clone())?),
                 Piece::Own(t) => out.push_str(t),
             }
         }
-        out
+        Some(out)
     }
 }
 

@@ -60,6 +60,26 @@ impl CapturedCall {
     pub fn key(&self) -> OccurrenceKey {
         OccurrenceKey::new(self.tool_call_id.clone(), self.result_timestamp)
     }
+
+    /// The index record of this call, summarized in the batch of turn
+    /// `turn_index` captured at `timestamp`.
+    pub fn record(&self, turn_index: i64, timestamp: i64) -> crate::records::ToolCallRecord {
+        crate::records::ToolCallRecord {
+            tool_call_id: self.tool_call_id.clone(),
+            tool_name: self.tool_name.clone(),
+            args: Value::clone(&self.args),
+            result_text: self.result_text.clone(),
+            is_error: self.is_error,
+            turn_index,
+            timestamp,
+            result_timestamp: self.result_timestamp,
+            spill_path: None,
+            spill_bytes: None,
+            result_preview: None,
+            content_hash: None,
+            extra: Default::default(),
+        }
+    }
 }
 
 /// The calls of one assistant turn (or of a merged user-turn group).
@@ -604,24 +624,7 @@ mod tests {
         // The first turn's call is summarized: the next rescan forgets that
         // turn and keeps the pending one.
         let c = &batches[0].calls[0];
-        state.add_record(
-            crate::records::ToolCallRecord {
-                tool_call_id: c.tool_call_id.clone(),
-                tool_name: c.tool_name.clone(),
-                args: Value::clone(&c.args),
-                result_text: c.result_text.clone(),
-                is_error: false,
-                turn_index: batches[0].turn_index,
-                timestamp: batches[0].timestamp,
-                result_timestamp: c.result_timestamp,
-                spill_path: None,
-                spill_bytes: None,
-                result_preview: None,
-                content_hash: None,
-                extra: Default::default(),
-            },
-            true,
-        );
+        state.add_record(c.record(batches[0].turn_index, batches[0].timestamp), true);
         let pending = capture_branch(&branch, &stamps, &state, &protection, 9);
         assert_eq!(pending.len(), 1);
         assert_eq!(pending[0].calls[0].tool_call_id, "c2");
