@@ -9,10 +9,12 @@
 //! * `bench` – `cargo bench --workspace` (the `bench` profile keeps line
 //!   tables for profiling), forwarding any extra arguments.
 //! * `soak`  – the long simulation run; see [`steps::SOAK_STEPS`].
+//! * `layers` – the module layering check; see [`layers`].
 //! * `dist`  – release binaries and npm packages in `target/dist/`; see
 //!   [`dist::dist`].
 
 mod dist;
+mod layers;
 mod packages;
 mod runner;
 mod steps;
@@ -28,6 +30,9 @@ Usage: cargo xtask <COMMAND> [ARGS...]
 Commands:
   ci       Run the CI gate, stopping at the first failing step:
              fmt     cargo fmt --all --check
+             layers  condense-core's modules import only downward, in
+                     the layers docs/ARCHITECTURE.md declares, with no
+                     circle
              clippy  cargo clippy --workspace --all-targets -- -D warnings
              test    cargo test --workspace --exclude condense-host-pi
                      --exclude condense-host-opencode --exclude condense-cli
@@ -47,6 +52,7 @@ Commands:
              condense) and pack the npm packages into target/dist/:
              condense-pi (pi), condense-opencode (OpenCode) and the platform
              package condense-<os>-<cpu> with the sidecars (needs node, npm)
+  layers   The `layers` step of `ci` alone
   bench    Run `cargo bench --workspace` (the `bench` profile: release code
              with line tables); extra ARGS are passed to cargo bench
   soak     The long simulation (docs/reliability.md):
@@ -81,6 +87,8 @@ enum Command {
     Soak,
     /// Release binaries and npm packages.
     Dist,
+    /// The layering check alone.
+    Layers,
 }
 
 /// Parses the arguments that follow the program name.
@@ -105,6 +113,7 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         "ci" => no_extra(Command::Ci),
         "soak" => no_extra(Command::Soak),
         "dist" => no_extra(Command::Dist),
+        "layers" => no_extra(Command::Layers),
         "bench" => Ok(Command::Bench(rest.to_vec())),
         other => Err(format!("unknown command `{other}`")),
     }
@@ -133,6 +142,7 @@ fn main() -> ExitCode {
         ),
         Command::Soak => runner::run_steps("soak", &Ctx::from_env(), steps::SOAK_STEPS),
         Command::Dist => runner::run_steps("dist", &Ctx::from_env(), steps::DIST_STEPS),
+        Command::Layers => runner::run_steps("layers", &Ctx::from_env(), steps::LAYERS_STEPS),
     }
 }
 

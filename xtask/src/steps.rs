@@ -12,6 +12,10 @@ pub const CI_STEPS: &[Step] = &[
         run: fmt,
     },
     Step {
+        name: "layers",
+        run: crate::layers::layers,
+    },
+    Step {
         name: "clippy",
         run: clippy,
     },
@@ -37,6 +41,12 @@ pub const CI_STEPS: &[Step] = &[
 pub const DIST_STEPS: &[Step] = &[Step {
     name: "dist",
     run: crate::dist::dist,
+}];
+
+/// The `cargo xtask layers` pipeline.
+pub const LAYERS_STEPS: &[Step] = &[Step {
+    name: "layers",
+    run: crate::layers::layers,
 }];
 
 /// The `cargo xtask bench` pipeline.
@@ -186,7 +196,10 @@ mod tests {
     #[test]
     fn ci_order_is_fixed() {
         let names: Vec<_> = CI_STEPS.iter().map(|s| s.name).collect();
-        assert_eq!(names, ["fmt", "clippy", "test", "dist", "e2e", "doc"]);
+        assert_eq!(
+            names,
+            ["fmt", "layers", "clippy", "test", "dist", "e2e", "doc"]
+        );
     }
 
     #[test]

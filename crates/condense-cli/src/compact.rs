@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use condense_core::capture_pending;
+use condense_core::Branch;
 use condense_core::ModelRef;
 use condense_core::OccurrenceKey;
-use condense_core::State;
 use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use condense_core::{FlushEffect, JobResult, Notice, NoticeLevel, WrittenSpill};
 use condense_engine::flush::{spill_batch, BlobDir};
@@ -222,7 +222,7 @@ pub struct CompactReport {
     pub written: bool,
 }
 
-fn rendered_tokens(loaded: &Loaded, state: &condense_core::State) -> u64 {
+fn rendered_tokens(loaded: &Loaded, state: &condense_core::Branch) -> u64 {
     let settings = RenderSettings {
         config: &loaded.config,
         protection: &loaded.protection,
@@ -405,7 +405,7 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
 /// The session's state while the driver runs: no lock (one thread), the
 /// steps borrow it in turn.
 struct Offline<'a> {
-    state: RefCell<State>,
+    state: RefCell<Branch>,
     config: &'a condense_core::Config,
     loaded: &'a Loaded,
     blobs: RefCell<Box<dyn Blobs + 'a>>,

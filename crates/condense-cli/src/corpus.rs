@@ -19,9 +19,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use condense_core::Branch;
 use condense_core::Config;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::QUERY_TOOL_NAME;
 use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use condense_core::{compute_context_metrics, ContextMetrics};
@@ -123,7 +123,7 @@ fn ctq_calls(m: &Message) -> Vec<Vec<String>> {
 }
 
 /// Walks the branch: user-turn groups, tool output and re-query gaps.
-fn walk(messages: &[Message], state: &State, f: &mut Figures) {
+fn walk(messages: &[Message], state: &Branch, f: &mut Figures) {
     let mut utg = 0u64;
     // The user-turn group each ref (resolved to its occurrence when the
     // index knows it) was last asked for in.

@@ -32,9 +32,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use condense_core::Branch;
 use condense_core::Config;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{array_chars, chars_to_tokens, render, PlanStep, RenderSettings};
 use condense_core::{Message, Role};
 use condense_gen::{Shape, SynthOptions};
@@ -76,7 +76,7 @@ struct StubSplit {
     other: i64,
 }
 
-fn sizes_of(messages: &[Message], state: &State, config: &Config) -> (usize, Vec<Message>) {
+fn sizes_of(messages: &[Message], state: &Branch, config: &Config) -> (usize, Vec<Message>) {
     let protection = Protection::new(config);
     let settings = RenderSettings {
         config,
@@ -92,7 +92,7 @@ fn sizes_of(messages: &[Message], state: &State, config: &Config) -> (usize, Vec
 }
 
 /// Splits the stub phase's saving by what each replaced result's record is.
-fn split_stub_phase(messages: &[Message], state: &State, config: &Config) -> StubSplit {
+fn split_stub_phase(messages: &[Message], state: &Branch, config: &Config) -> StubSplit {
     let protection = Protection::new(config);
     let settings = RenderSettings {
         config,

@@ -2,8 +2,8 @@
 
 use condense_core::capture_pending;
 use condense_core::compute_context_metrics;
+use condense_core::Branch;
 use condense_core::EconomyReport;
-use condense_core::State;
 use condense_core::{array_chars, chars_to_tokens, render, RenderSettings};
 use serde_json::{json, Value};
 
@@ -63,7 +63,7 @@ fn economy_value(report: &EconomyReport) -> Value {
     })
 }
 
-fn spilled_bytes(state: &State) -> u64 {
+fn spilled_bytes(state: &Branch) -> u64 {
     state.records().iter().filter_map(|r| r.spill_bytes).sum()
 }
 

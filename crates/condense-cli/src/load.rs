@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
+use condense_core::Branch;
 use condense_core::Config;
 use condense_core::Message;
 use condense_core::Protection;
 use condense_core::SessionEconomy;
-use condense_core::State;
 
 use crate::{CliError, SessionArg};
 
@@ -22,7 +22,7 @@ pub struct Loaded {
     /// left out): the first of `messages` is turn `turns_before`.
     pub turns_before: i64,
     /// The pruning state folded from the branch's entries.
-    pub state: State,
+    pub state: Branch,
     /// The normalized config.
     pub config: Config,
     /// Its protection predicate.

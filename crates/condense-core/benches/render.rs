@@ -20,14 +20,14 @@ mod support;
 
 use std::hint::black_box;
 
+use condense_core::Branch;
 use condense_core::Config;
 use condense_core::Message;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{render, RenderSettings};
 use criterion::{criterion_group, criterion_main, Criterion};
 
-fn describe(name: &str, messages: &[Message], state: &State, settings: &RenderSettings<'_>) {
+fn describe(name: &str, messages: &[Message], state: &Branch, settings: &RenderSettings<'_>) {
     let chars = support::array_utf16_len(messages);
     let r = render(messages, state, settings);
     let after = r.plan.as_ref().map_or(chars, |p| p.after_chars);
@@ -49,7 +49,7 @@ fn bench_render(c: &mut Criterion) {
         config: &config,
         protection: &protection,
     };
-    let empty = State::new();
+    let empty = Branch::new();
     let (turns, turns_state) = support::workload_tool_turns(1000, 20);
     let (chains, chains_state) = support::workload_chains(100, 10, 3);
     describe("tool_turns", &turns, &turns_state, &settings);

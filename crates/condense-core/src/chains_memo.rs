@@ -15,8 +15,9 @@ use crate::chains::{Detector, Span};
 use crate::message::Message;
 use crate::protect::Protection;
 
-/// The detection memo inside [`State`](crate::state::State). A clone starts
-/// empty (it belongs to one state value).
+/// The detection memo, kept beside a state by its
+/// [`Branch`](crate::branch::Branch). A clone starts empty (it belongs to
+/// one state value).
 #[derive(Debug, Default)]
 pub(crate) struct ChainsMemo {
     walk: Mutex<Walk>,
@@ -118,12 +119,12 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::Value;
 
+    use super::ChainsMemo;
     use crate::chains::detect_spans;
     use crate::config::Config;
     use crate::message::Message;
     use crate::metrics_memo::tests::message;
     use crate::protect::Protection;
-    use crate::state::State;
 
     #[derive(Debug, Clone)]
     enum Step {
@@ -152,7 +153,7 @@ mod tests {
         /// ended where the walk ends it.
         #[test]
         fn the_memo_agrees_with_a_fresh_walk(steps in proptest::collection::vec(step(), 1..24)) {
-            let state = State::new();
+            let memo = ChainsMemo::default();
             let mut branch: Vec<Message> = Vec::new();
             let mut ts = 1i64;
             for s in steps {
@@ -184,11 +185,11 @@ mod tests {
                             ..Config::default()
                         };
                         let (protection, _) = Protection::compile(&config);
-                        let memo = state.chains_memo().spans(&branch, &protection);
+                        let spans = memo.spans(&branch, &protection);
                         let fresh = detect_spans(&branch, Some(&protection));
-                        let memo_spans: Vec<_> = memo.iter().map(|(_, s)| s.clone()).collect();
+                        let memo_spans: Vec<_> = spans.iter().map(|(_, s)| s.clone()).collect();
                         prop_assert_eq!(&memo_spans, &fresh);
-                        for (at, span) in memo.iter() {
+                        for (at, span) in spans.iter() {
                             let last = span.range.last_index;
                             prop_assert!(*at == last || *at == last + 1, "{} ends {}", at, last);
                         }

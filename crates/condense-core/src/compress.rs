@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde_json::Value;
 
 use crate::chains::{select_eligible_among, with_closing_message, ChainRange};
+use crate::chains_memo::ChainsMemo;
 use crate::config::Config;
 use crate::diagnostics::{Diagnostic, DiagnosticKind};
 use crate::flush::{head_preview, FlushEffect, JobResult, WrittenSpill};
@@ -223,22 +224,19 @@ fn key_texts(keys: &[OccurrenceKey]) -> Vec<String> {
     keys.iter().map(ToString::to_string).collect()
 }
 
-/// Plans the compression of eligible chains.
-///
-/// `messages` is the branch (the closing message, when a flush runs before pi
-/// persisted it, is threaded in here); `rolling_window` is K (0 for
-/// `/pruner compact`).
-pub fn plan_chains(
+/// [`crate::plan_chains`], with the state and its memo apart.
+pub(crate) fn plan_chains(
     messages: &[Message],
     closing: Option<&Message>,
     state: &State,
+    memo: &ChainsMemo,
     config: &Config,
     protection: &Protection,
     rolling_window: u32,
 ) -> ChainPlan {
     let messages = with_closing_message(messages, closing);
     // Detected as `detect_chains` does, from the state's memo of the walk.
-    let spans = state.chains_memo().spans(&messages, protection);
+    let spans = memo.spans(&messages, protection);
     let chains = spans
         .iter()
         .filter(|(_, s)| s.start_ts.is_some())

@@ -1,7 +1,7 @@
 //! condense-core: the engine's logic, with no I/O, no clock and no threads.
 //!
-//! Given a branch's messages and the pruning [`State`], [`render()`]
-//! computes exactly what the model should see, as an edit plan over the
+//! Given a branch's messages and its [`Branch`] (the pruning [`State`]
+//! with the memos the phases keep beside it), [`render()`] computes exactly what the model should see, as an edit plan over the
 //! input. Time and ids come in as values, so the same inputs always give
 //! byte-identical outputs; that is what keeps the provider's prompt cache
 //! warm.
@@ -13,7 +13,7 @@
 //! [`Config`] is the `contextPrune` settings block.
 //!
 //! ```
-//! use condense_core::{render, Config, Message, Protection, RenderSettings, StateBuilder};
+//! use condense_core::{render, Branch, Config, Message, Protection, RenderSettings, StateBuilder};
 //!
 //! let branch = [
 //!     r#"{"role":"user","content":[{"type":"text","text":"what is in a.rs?"}],"timestamp":1}"#,
@@ -29,11 +29,11 @@
 //! let refs = serde_json::from_str::<Vec<_>>(r#"[{"shortId":"t1","toolCallId":"c1","resultTimestamp":3}]"#)?;
 //! let mut state = StateBuilder::new();
 //! state.record(record, false).summary(&refs, "- `t1` a.rs holds an empty main".into());
-//! let state = state.build();
+//! let branch = Branch::from(state.build());
 //!
 //! let config = Config::default();
 //! let settings = RenderSettings { config: &config, protection: &Protection::new(&config) };
-//! let seen = render(&messages, &state, &settings).messages(&messages);
+//! let seen = render(&messages, &branch, &settings).messages(&messages);
 //! assert!(seen[2].json().contains("ref `t1`"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -48,6 +48,7 @@
 
 #![warn(missing_docs)]
 
+mod branch;
 mod budget;
 mod capture;
 mod chains;
@@ -109,14 +110,21 @@ pub use records::{
     ChainEntry, Frontier, FrontierOutcome, SummarizerStats, SummaryRef, ToolCallRecord,
 };
 pub use state::{State, SummaryBody};
+
+// A branch: its state and the phases' memos, and the entry points that
+// read them.
+pub use branch::{
+    capture_branch, capture_pending, compute_context_metrics, plan_chains, render,
+    render_after_switch, Branch,
+};
 pub use state_builder::StateBuilder;
 pub use token_estimate::chars_to_tokens;
 
 // Rendering what the model sees.
 pub use diagnostics::{Diagnostic, DiagnosticKind, DiagnosticSink};
 pub use render::{
-    apply_steps, array_chars, in_grace_keys, neutralize_closing_tags, render, render_after_switch,
-    PlanStep, Render, RenderPlan, RenderSettings,
+    apply_steps, array_chars, in_grace_keys, neutralize_closing_tags, PlanStep, Render, RenderPlan,
+    RenderSettings,
 };
 
 // Recovery: `context_tree_query`.
@@ -129,8 +137,8 @@ pub use query::{
 
 // Flushing: capture, summarization jobs, persisted effects.
 pub use capture::{
-    capture_branch, capture_pending, capture_turn, group_by_mode, merge_runs, run_groups,
-    trim_to_pending, without_protected, CapturedBatch, CapturedCall,
+    capture_turn, group_by_mode, merge_runs, run_groups, trim_to_pending, without_protected,
+    CapturedBatch, CapturedCall,
 };
 pub use dedup::{content_hash, normalize as normalize_for_hash};
 pub use flush::{
@@ -142,14 +150,14 @@ pub use refs::substitute_inline_refs;
 
 // Chains: detection, eligibility, compression.
 pub use chains::{detect_chains, select_eligible, with_closing_message, ChainRange};
-pub use compress::{apply_chains, plan_chains, ChainPlan, ChainResult, ChainWork, FusionJob};
+pub use compress::{apply_chains, ChainPlan, ChainResult, ChainWork, FusionJob};
 
 // Budget gates and context metrics.
 pub use budget::{
     budget_hit, flush_trigger, usage_fraction, BudgetDecision, BudgetGate, TriggerKind,
     MAX_BUDGET_WINDOW,
 };
-pub use metrics::{compute_context_metrics, ContextMetrics};
+pub use metrics::ContextMetrics;
 
 // The display policy: when flushed content is shown (cache economics).
 pub use config::Policy;

@@ -27,8 +27,11 @@ use crate::js::js_len;
 use crate::message::Message;
 #[cfg(test)]
 use crate::message::Role;
+#[cfg(test)]
 use crate::protect::Protection;
+#[cfg(test)]
 use crate::records::Frontier;
+#[cfg(test)]
 use crate::state::State;
 use crate::token_estimate::chars_to_tokens;
 
@@ -62,72 +65,7 @@ pub(crate) fn rounded_pct(part: u64, total: u64) -> u64 {
     ((200 * part + total) / (2 * total)) as u64
 }
 
-/// Computes the metrics of a branch.
-///
-/// `branch` is the persisted branch's messages in order; `frontier` the last
-/// persisted prune frontier; `state` answers whether an occurrence is
-/// summarized ([`State::is_summarized`], strict); `protection` whether a call
-/// is protected (tool name and the call's arguments).
-///
-/// **Open segment**: the messages strictly after the last text-only assistant
-/// (an assistant without `toolCall` blocks) through the end, every role
-/// included; the whole branch when there is none.
-///
-/// **Open-cycle thinking**: the summed chars of the `thinking` blocks of the
-/// open segment's assistant messages, each block measured as its own JSON
-/// text (`JSON.stringify(block).length`, signature included, as
-/// pi-condense's src/context-metrics.ts does), then converted to tokens once.
-///
-/// **Largest-chain share**: the larger of the largest chain and the open
-/// segment, over the whole branch. Chains are the detector's closed and
-/// interrupted chains (interrupted ones count: they are retained context);
-/// a closed chain spans its start user message through its closing
-/// assistant, an interrupted one through the message before the user
-/// message that interrupted it. Ranges are positional, straight from the
-/// detection walk, and chains whose start has no timestamp count too (they
-/// are retained context even if they can never be compressed).
-///
-/// **Frontier gap**: the boundary is located by counting every assistant
-/// message from 0 (the turn counter of pi-condense's branch rescan, so the
-/// first assistant is turn 0): the boundary turn is the first assistant
-/// whose counter equals `last_attempted_turn_index`; it must hold a
-/// `toolCall` with `last_attempted_tool_call_id`, otherwise (or with no
-/// frontier, or no such turn) the window is the whole branch. With a
-/// boundary, tool results up to and including the boundary assistant are
-/// outside the window, and so are results after it, but before the next
-/// assistant, whose id is one of the boundary turn's calls up to and
-/// including the frontier's call. Each tool result in the window counts its
-/// tokens unless its occurrence (`toolCallId` + its own timestamp) is
-/// summarized or its call is protected, judged by the result's `toolName`
-/// and the arguments of the call with its id in the nearest preceding
-/// assistant.
-///
-/// `branch` is the context pi builds from the branch; `turns_before` is
-/// the number of assistant messages on the branch before it (the ones pi's
-/// compaction left out), so the frontier's turn, numbered over the whole
-/// branch, is found in it; a frontier before it leaves the whole context in
-/// the window.
-///
-/// The state keeps what it read off the messages between calls (a memo
-/// checked against the very messages), so measuring a branch that grew
-/// reads only the new messages and the frontier window.
-pub fn compute_context_metrics(
-    branch: &[Message],
-    turns_before: i64,
-    frontier: Option<&Frontier>,
-    state: &State,
-    protection: &Protection,
-) -> ContextMetrics {
-    let frontier = frontier.map(|f| Frontier {
-        last_attempted_turn_index: f.last_attempted_turn_index - turns_before,
-        ..f.clone()
-    });
-    state
-        .metrics_memo()
-        .measure(branch, frontier.as_ref(), state, protection)
-}
-
-/// [`compute_context_metrics`] by a rescan of the whole branch: the
+/// [`compute_context_metrics`](crate::compute_context_metrics) by a rescan of the whole branch: the
 /// definition the memo is tested against.
 #[cfg(test)]
 pub(crate) fn rescan_context_metrics(

@@ -27,7 +27,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::metrics::{rounded_pct, thinking_block_chars, tokens, ContextMetrics};
 
-/// The metrics' memo inside [`State`]. A clone starts empty (it belongs to
+/// The metrics' memo, kept beside a state by its
+/// [`Branch`](crate::branch::Branch). A clone starts empty (it belongs to
 /// one state value).
 #[derive(Debug, Default)]
 pub(crate) struct MetricsMemo {
@@ -340,6 +341,7 @@ pub(crate) mod tests {
     use proptest::prelude::*;
     use serde_json::{json, Value};
 
+    use super::MetricsMemo;
     use crate::config::Config;
     use crate::message::Message;
     use crate::metrics::rescan_context_metrics;
@@ -441,6 +443,7 @@ pub(crate) mod tests {
         fn the_memo_agrees_with_a_rescan(steps in proptest::collection::vec(step(), 1..24)) {
             let mut branch: Vec<Message> = Vec::new();
             let mut state = State::new();
+            let metrics_memo = MetricsMemo::default();
             let mut ts = 1i64;
             for s in steps {
                 match s {
@@ -491,7 +494,7 @@ pub(crate) mod tests {
                             ..Config::default()
                         };
                         let (protection, _) = Protection::compile(&config);
-                        let memo = state.metrics_memo().measure(
+                        let memo = metrics_memo.measure(
                             &branch, frontier.as_ref(), &state, &protection);
                         let rescan = rescan_context_metrics(
                             &branch, frontier.as_ref(), &state, &protection);
@@ -515,6 +518,7 @@ pub(crate) mod tests {
         };
         let (protection, _) = Protection::compile(&config);
         let state = State::new();
+        let metrics_memo = MetricsMemo::default();
         let mut branch = vec![
             message(0, 0, 1),
             message(3, 1, 2),
@@ -523,9 +527,7 @@ pub(crate) mod tests {
             message(5, 9, 5),
         ];
         let measure = |branch: &[Message]| {
-            let memo = state
-                .metrics_memo()
-                .measure(branch, None, &state, &protection);
+            let memo = metrics_memo.measure(branch, None, &state, &protection);
             assert_eq!(
                 memo,
                 rescan_context_metrics(branch, None, &state, &protection)

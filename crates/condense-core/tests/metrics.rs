@@ -6,10 +6,10 @@
 //! (thinking: summed, then rounded; gap: rounded per result, then summed),
 //! share = `round(100 × numerator / total)`.
 
+use condense_core::Branch;
 use condense_core::Config;
 use condense_core::Message;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{compute_context_metrics, ContextMetrics};
 use condense_core::{Frontier, ToolCallRecord};
 use serde_json::{json, Value};
@@ -76,8 +76,8 @@ fn frontier(id: &str, turn: i64) -> Frontier {
     .unwrap()
 }
 
-fn state_with(summarized: &[(&str, i64)]) -> State {
-    let mut state = State::new();
+fn state_with(summarized: &[(&str, i64)]) -> Branch {
+    let mut state = Branch::new();
     for (id, ts) in summarized {
         let record: ToolCallRecord = serde_json::from_value(json!({
             "toolCallId": id, "toolName": "bash", "args": {}, "resultText": "x",
@@ -562,7 +562,7 @@ fn empty_branch_is_all_zeros() {
         &[],
         0,
         Some(&frontier("x", 0)),
-        &State::new(),
+        &Branch::new(),
         &Protection::default(),
     );
     assert_eq!(got, ContextMetrics::default());
@@ -593,7 +593,7 @@ fn exact_values() {
             vec![call("c2", "bash", json!({}))],
         )),
     ];
-    let got = compute_context_metrics(&messages, 0, None, &State::new(), &Protection::default());
+    let got = compute_context_metrics(&messages, 0, None, &Branch::new(), &Protection::default());
     assert_eq!(got.open_cycle_thinking_tokens, 31, "summed, then rounded");
     assert_eq!(got.frontier_gap_tokens, 34);
     assert_eq!(got.largest_chain_share_pct, 100);

@@ -1,11 +1,11 @@
 //! Stubs are cached per occurrence between renders; the cache must never
 //! show a stale stub after the state or the protection rules change.
 
+use condense_core::Branch;
 use condense_core::Config;
 use condense_core::Message;
 use condense_core::OccurrenceKey;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{render, RenderSettings};
 use condense_core::{SummaryRef, ToolCallRecord};
 use serde_json::{json, Value};
@@ -38,7 +38,7 @@ fn finished_chain() -> Vec<Message> {
 
 /// The rendered messages' JSON, checked equal to a render from a cold copy
 /// of the state.
-fn warm_render_text(messages: &[Message], state: &State, settings: &RenderSettings<'_>) -> String {
+fn warm_render_text(messages: &[Message], state: &Branch, settings: &RenderSettings<'_>) -> String {
     let r = render(messages, state, settings);
     assert_eq!(r, render(messages, &state.clone(), settings), "warm = cold");
     r.messages(messages)
@@ -55,7 +55,7 @@ fn record() -> ToolCallRecord {
     .unwrap()
 }
 
-fn result_text(state: &State, config: &Config) -> String {
+fn result_text(state: &Branch, config: &Config) -> String {
     let messages = branch();
     let protection = Protection::new(config);
     let r = render(
@@ -74,7 +74,7 @@ fn result_text(state: &State, config: &Config) -> String {
 #[test]
 fn a_later_short_ref_replaces_the_cached_stub() {
     let config = Config::default();
-    let mut state = State::new();
+    let mut state = Branch::new();
     state.add_record(record(), true);
     let first = result_text(&state, &config);
     assert!(first.contains("ref `c1`"), "{first}");
@@ -94,7 +94,7 @@ fn a_later_short_ref_replaces_the_cached_stub() {
 #[test]
 fn changed_protection_rules_are_honoured_after_a_cached_render() {
     let mut config = Config::default();
-    let mut state = State::new();
+    let mut state = Branch::new();
     state.add_record(record(), true);
     assert!(result_text(&state, &config).starts_with("[Summarized"));
     config.protected_paths = vec!["src/**".into()];
@@ -110,7 +110,7 @@ fn changed_protection_rules_are_honoured_after_a_cached_render() {
 #[test]
 fn a_record_turned_spilled_changes_the_stub() {
     let config = Config::default();
-    let mut state = State::new();
+    let mut state = Branch::new();
     state.add_record(record(), true);
     assert!(result_text(&state, &config).starts_with("[Summarized"));
     let mut spilled = record();
@@ -145,7 +145,7 @@ fn a_replaced_chain_entry_replaces_the_memoized_synthetic() {
         )
         .unwrap()
     };
-    let synthetic = |state: &State| -> Value {
+    let synthetic = |state: &Branch| -> Value {
         let r = render(
             &messages,
             state,
@@ -163,7 +163,7 @@ fn a_replaced_chain_entry_replaces_the_memoized_synthetic() {
         );
         out[1].to_value().unwrap()["content"][0]["text"].clone()
     };
-    let mut state = State::new();
+    let mut state = Branch::new();
     state.register_chain(chain("FIRST"));
     assert!(synthetic(&state).as_str().unwrap().contains("FIRST"));
     assert!(
@@ -272,7 +272,7 @@ fn warm_renders_equal_cold_ones_across_switches_and_replaced_chains() {
         protection: &protection,
     };
     let (messages, mut state) = support::workload_chains(8, 3, 2);
-    let check = |state: &State, what: &str| {
+    let check = |state: &Branch, what: &str| {
         for _ in 0..2 {
             let cold = state.clone();
             assert_eq!(
@@ -324,7 +324,7 @@ fn a_chain_text_follows_its_summaries_across_switches() {
         protection: &protection,
     };
     let messages = finished_chain();
-    let mut state = State::new();
+    let mut state = Branch::new();
     // The start switch: a branch with none renders ungated.
     state.record_switch(0);
     state.register_summary_body(vec![OccurrenceKey::new("c1", Some(3))], "FIRST".to_owned());
@@ -334,7 +334,7 @@ fn a_chain_text_follows_its_summaries_across_switches() {
             "finalAssistantTimestamp":4,"toolRefs":[],"compressedAt":9}))
         .unwrap(),
     );
-    let shown = |state: &State| warm_render_text(&messages, state, &settings);
+    let shown = |state: &Branch| warm_render_text(&messages, state, &settings);
     assert!(!shown(&state).contains("FIRST"), "pending before a switch");
     state.record_switch(messages.len());
     assert!(shown(&state).contains("FIRST"));
@@ -361,8 +361,8 @@ fn a_chain_text_follows_the_block_it_names() {
         protection: &protection,
     };
     let messages = finished_chain();
-    let text = |state: &State| warm_render_text(&messages, state, &settings);
-    let mut state = State::new();
+    let text = |state: &Branch| warm_render_text(&messages, state, &settings);
+    let mut state = Branch::new();
     state.register_chain(
         serde_json::from_value(json!({"blockId":"b1","startUserTimestamp":1,
             "droppedToolCallIds":["c1"],"finalAssistantTimestamp":4,"toolRefs":[],
@@ -407,7 +407,7 @@ fn a_chain_text_follows_the_block_it_names() {
 /// new ref would rewrite the cached prompt from there without one.
 fn a_backfilled_stub_waits_for_a_switch(
     messages: &[Message],
-    seed: impl Fn(&mut State),
+    seed: impl Fn(&mut Branch),
     (id, ts): (&str, i64),
     shown_ref: &str,
     backfilled_ref: &str,
@@ -429,7 +429,7 @@ fn a_backfilled_stub_waits_for_a_switch(
             config: &config,
             protection: &protection,
         };
-        let mut state = State::new();
+        let mut state = Branch::new();
         seed(&mut state);
         state.record_switch(messages.len());
         let shown = render(messages, &state, &settings).messages(messages);
@@ -494,7 +494,7 @@ fn a_backfilled_alias_keeps_its_stub_until_a_switch_shows_its_chain() {
         .chain([json!({"role":"user","content":"next","timestamp":30})])
         .map(|v| Message::from_value(&v).unwrap())
         .collect();
-    let seed = |state: &mut State| {
+    let seed = |state: &mut Branch| {
         let original = serde_json::from_value(json!({
             "toolCallId":"c1","toolName":"read","args":{"path":"src/a.rs"},"resultText":"SAME OUTPUT",
             "isError":false,"turnIndex":0,"timestamp":11,"resultTimestamp":12
@@ -531,7 +531,7 @@ fn a_backfilled_spill_keeps_its_stub_until_a_switch_shows_its_chain() {
     .iter()
     .map(|v| Message::from_value(v).unwrap())
     .collect();
-    let seed = |state: &mut State| {
+    let seed = |state: &mut Branch| {
         let spilled = serde_json::from_value(json!({
             "toolCallId":"g1","toolName":"read","args":{"path":"big.log"},"resultText":"",
             "isError":false,"turnIndex":0,"timestamp":11,"resultTimestamp":12,
@@ -567,7 +567,7 @@ fn a_chain_quoting_a_protected_output_follows_that_output() {
         "compressedAt":9,"rangeSummaryText":"BODY"}),
     )
     .unwrap();
-    let mut state = State::new();
+    let mut state = Branch::new();
     state.register_chain(chain);
     let synthetic = |messages: &[Message]| -> String {
         let r = render(

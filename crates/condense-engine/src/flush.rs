@@ -28,13 +28,13 @@ use condense_core::Diagnostic;
 use condense_core::Message;
 use condense_core::OccurrenceKey;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::TriggerKind;
 use condense_core::{apply_chains, plan_chains, ChainPlan, FusionJob};
 use condense_core::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, FlushPlan,
     JobResult, Notice, PlannedBatch, SummaryJob, WrittenSpill,
 };
+use condense_core::{Branch, State};
 use condense_core::{ChainEntry, Frontier};
 use condense_store::entries::{FlushMetrics, FlushMetricsEntryData};
 use condense_summarizer::{CancelToken, ProgressEvent, RunOptions, Summarizer};
@@ -278,7 +278,7 @@ impl Summarized {
     pub fn plan_chains(
         self,
         messages: &[Message],
-        state: &State,
+        state: &Branch,
         config: &Config,
         protection: &Protection,
     ) -> Chains {

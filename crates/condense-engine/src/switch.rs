@@ -9,8 +9,8 @@
 use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
-    render_after_switch, switch_sizes, warm_rewrite, CacheTerms, CapturedBatch, ColdEvent, Config,
-    Hold, Message, NoPruningBound, PriceProfile, PromptShape, Render, RenderSettings, Role, State,
+    render_after_switch, switch_sizes, warm_rewrite, Branch, CacheTerms, CapturedBatch, ColdEvent,
+    Config, Hold, Message, NoPruningBound, PriceProfile, PromptShape, Render, RenderSettings, Role,
     SummarizeInputs, SwitchInputs, SwitchReason,
 };
 use condense_store::entries::SwitchEntryData;
@@ -318,7 +318,7 @@ fn cache_terms(config: &Config) -> CacheTerms {
 /// Whether a failed call past the purge horizon (the context at the last
 /// switch) may have its arguments purged at the next switch: that, too, is
 /// something a switch removes, though no flush made it pending.
-fn purge_pending(messages: &[Message], state: &State, settings: &RenderSettings<'_>) -> bool {
+fn purge_pending(messages: &[Message], state: &Branch, settings: &RenderSettings<'_>) -> bool {
     settings.config.purge_errors.enabled
         && messages
             .get(state.purge_horizon().unwrap_or(0)..)
@@ -409,7 +409,7 @@ pub(crate) struct Decided {
 /// whatever it costs.
 pub(crate) fn decide(
     messages: &[Message],
-    state: &State,
+    state: &Branch,
     settings: &RenderSettings<'_>,
     log: &CallLog,
     call: &CallFacts,

@@ -6,10 +6,10 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use condense_core::compute_context_metrics;
+use condense_core::Branch;
 use condense_core::Message;
 use condense_core::OccurrenceKey;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::TriggerKind;
 use condense_core::{
     capture_branch, capture_turn, group_by_mode, trim_to_pending, without_protected,
@@ -50,7 +50,7 @@ pub(crate) struct Writer<'a> {
     /// The branch's context messages and their entries' timestamps.
     pub(crate) messages: Vec<Message>,
     entry_ts: Vec<Option<i64>>,
-    pub(crate) state: State,
+    pub(crate) state: Branch,
     protection: Protection,
     blob_root: PathBuf,
     pub(crate) blobs: Vec<Blob>,
@@ -86,7 +86,7 @@ impl<'a> Writer<'a> {
             clock,
             messages: Vec::new(),
             entry_ts: Vec::new(),
-            state: State::new(),
+            state: Branch::new(),
             protection: Protection::new(&opts.config),
             blob_root,
             blobs: Vec::new(),

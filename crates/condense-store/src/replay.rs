@@ -26,8 +26,8 @@ use crate::entries::{
     CUSTOM_TYPE_CHAIN, CUSTOM_TYPE_DEDUP_ALIAS, CUSTOM_TYPE_FRONTIER, CUSTOM_TYPE_INDEX,
     CUSTOM_TYPE_STATS, CUSTOM_TYPE_SUMMARY, CUSTOM_TYPE_SWITCH,
 };
+use condense_core::{Branch, StateBuilder};
 use condense_core::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
-use condense_core::{State, StateBuilder};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -266,13 +266,14 @@ impl Fold {
         self.state.summary(&refs, summary_text_of(content));
     }
 
-    fn finish(self) -> (State, Vec<ReplayProblem>) {
-        (self.state.build(), self.problems)
+    fn finish(self) -> (Branch, Vec<ReplayProblem>) {
+        (Branch::from(self.state.build()), self.problems)
     }
 }
 
-/// Folds entries into a fresh state. Returns the state and what was skipped.
-pub fn replay<'a, I>(entries: I) -> (State, Vec<ReplayProblem>)
+/// Folds entries into a fresh state. Returns it as a branch ready to
+/// render (its memos empty), and what was skipped.
+pub fn replay<'a, I>(entries: I) -> (Branch, Vec<ReplayProblem>)
 where
     I: IntoIterator<Item = ReplayEntry<'a>>,
 {
@@ -340,7 +341,7 @@ fn record_of(
 /// once folded); index records go straight from their JSON text into
 /// records whose result texts stay in the session's buffer. Problems carry
 /// the entry's line in the session file.
-pub fn replay_branch(branch: &[&crate::session::Entry]) -> (State, Vec<ReplayProblem>) {
+pub fn replay_branch(branch: &[&crate::session::Entry]) -> (Branch, Vec<ReplayProblem>) {
     use crate::session::EntryType;
     const READ: [&str; 7] = [
         CUSTOM_TYPE_INDEX,

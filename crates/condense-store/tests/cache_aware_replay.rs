@@ -12,7 +12,7 @@
 mod common;
 
 use common::rendered;
-use condense_core::{Config, EconomyConfig, OccurrenceKey, Policy, Role, State};
+use condense_core::{Branch, Config, EconomyConfig, OccurrenceKey, Policy, Role};
 use condense_store::entries::{summary_text, CondenseEntry};
 use condense_store::replay::replay_branch;
 use condense_store::{build_context, Entry, EntryType, Session};
@@ -82,7 +82,7 @@ fn with_switches(text: &str, chosen: &[bool]) -> String {
 
 /// Applies one branch entry to a live state, the way a flush or a switch
 /// mutates it in the sidecar.
-fn apply_live(state: &mut State, entry: &Entry) {
+fn apply_live(state: &mut Branch, entry: &Entry) {
     let Some(Ok(parsed)) = CondenseEntry::from_entry(entry) else {
         return;
     };
@@ -158,7 +158,7 @@ fn check(seed: u64, tasks: usize, chosen: &[bool]) -> Result<(), TestCaseError> 
     let cache_aware = config(Policy::CacheAware);
     let reference = config(Policy::Reference);
 
-    let mut live = State::new();
+    let mut live = Branch::new();
     let mut applied = 0usize;
     let plain_calls = calls(&plain_branch);
     let switched_calls = calls(&branch);

@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use common::rendered;
 use condense_core::query;
+use condense_core::Branch;
 use condense_core::Message;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{apply_chains, plan_chains};
 use condense_core::{
     apply_flush, apply_spill, plan_flush, plan_spill, FlushEffect, FlushOutcome, JobResult, Usage,
@@ -99,7 +99,7 @@ fn assert_same_render(label: &str, expected: &[String], actual: &[String]) {
 }
 
 /// Opens a fixture, checks the reader's problems, replays and renders it.
-fn check_fixture(name: &str, problems: &[(usize, ProblemKind)]) -> (Session, State) {
+fn check_fixture(name: &str, problems: &[(usize, ProblemKind)]) -> (Session, Branch) {
     let session = Session::open(fixture(&format!("{name}.jsonl"))).expect("fixture opens");
     let found: Vec<(usize, ProblemKind)> =
         session.problems.iter().map(|p| (p.line, p.kind)).collect();
@@ -192,7 +192,7 @@ struct Flushed {
     config: Config,
     messages: Vec<Message>,
     closing: Message,
-    state: State,
+    state: Branch,
     effects: Vec<FlushEffect>,
 }
 
@@ -319,7 +319,7 @@ fn restart_renders_byte_identical_to_the_live_state() {
 }
 
 /// What a state holds, for comparing two replays.
-fn facets(s: &State) -> String {
+fn facets(s: &Branch) -> String {
     format!(
         "records={:?}\nbodies={:?}\nchains={:?}\nfrontier={:?}\nstats={:?}\nnext_ref={} indexed={}",
         s.records(),
@@ -332,7 +332,7 @@ fn facets(s: &State) -> String {
     )
 }
 
-fn replay_file(path: &Path) -> (Session, State) {
+fn replay_file(path: &Path) -> (Session, Branch) {
     let session = Session::open(path).expect("opens");
     let (state, problems) = replay_branch(&session.branch(None));
     assert!(problems.is_empty(), "{problems:?}");
@@ -439,7 +439,7 @@ fn spill_turn(id: &str, ts: i64, text: &str) -> condense_core::CapturedBatch {
 fn eager_spill(
     blobs: &Path,
     batch: condense_core::CapturedBatch,
-    state: &mut State,
+    state: &mut Branch,
     config: &Config,
 ) -> (Vec<FlushEffect>, condense_core::CapturedBatch) {
     let plan = plan_spill(&batch, state, config);
@@ -473,7 +473,7 @@ fn oversized_results_spill_to_blobs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let blobs = dir.path().join("0190-blobs");
     let config = spill_config();
-    let mut state = State::new();
+    let mut state = Branch::new();
     let big = big_output();
 
     let (effects, rest) = eager_spill(&blobs, spill_turn("s1", 1110, &big), &mut state, &config);
@@ -589,7 +589,7 @@ fn a_failed_blob_write_leaves_the_result_pending() {
     let not_a_dir = dir.path().join("blobs");
     std::fs::write(&not_a_dir, "a file where the blob dir should be").expect("write");
     let config = spill_config();
-    let mut state = State::new();
+    let mut state = Branch::new();
     let key = condense_core::OccurrenceKey::new("s1", Some(1110));
     assert!(write_blob(&not_a_dir, &key, &big_output()).is_err());
 
@@ -617,7 +617,7 @@ fn spill_paths_outside_the_blob_dir_are_refused() {
     std::fs::create_dir_all(&blobs).expect("blob dir");
     std::fs::write(dir.path().join("x"), "SECRET next to the blob dir").expect("write");
     let outside = format!("{}/../x", blobs.display());
-    let mut state = State::new();
+    let mut state = Branch::new();
     for (id, path) in [
         ("evil1", "/etc/passwd"),
         ("evil2", outside.as_str()),

@@ -134,8 +134,8 @@ fn strict_generated_sessions_keep_every_guarantee() {
 mod repro {
     use condense_core::capture_pending;
     use condense_core::query;
+    use condense_core::Branch;
     use condense_core::Protection;
-    use condense_core::State;
     use condense_core::{apply_chains, plan_chains};
     use condense_core::{apply_flush, plan_flush, JobResult, Usage};
     use condense_core::{render, RenderSettings};
@@ -178,7 +178,7 @@ mod repro {
     /// One task: a big output (summarized) and a tiny one (a trivial batch,
     /// skipped by `minBatchChars`), then a flush and chain compression with
     /// a rolling window of 0. Returns the branch, the state and the render.
-    pub fn covered_chain_with_a_trivial_batch() -> (Vec<Message>, State, Vec<Message>) {
+    pub fn covered_chain_with_a_trivial_batch() -> (Vec<Message>, Branch, Vec<Message>) {
         let config = Config {
             enabled: true,
             min_batch_chars: 1000,
@@ -198,7 +198,7 @@ mod repro {
             result("tiny", "ok", T + 40),
             reply(T + 50),
         ];
-        let mut state = State::new();
+        let mut state = Branch::new();
         let ts = vec![None; messages.len()];
         let batches = capture_pending(
             &messages,
@@ -233,7 +233,7 @@ mod repro {
         out.iter().any(|o| o.json() == m.json())
     }
 
-    pub fn recoverable(state: &State, id: &str) -> bool {
+    pub fn recoverable(state: &Branch, id: &str) -> bool {
         !query(state, &[id.to_owned()], |_| None).results.is_empty()
     }
 
@@ -297,9 +297,9 @@ fn bug_replayed_total_cost_is_exact() {
 /// it is in the index, but no visible ref leads to it.
 #[test]
 fn bug_spilled_output_in_a_compressed_chain_has_no_visible_ref() {
+    use condense_core::Branch;
     use condense_core::Config;
     use condense_core::Protection;
-    use condense_core::State;
     use condense_core::{apply_chains, plan_chains};
     use condense_core::{
         apply_flush, apply_spill, plan_flush, plan_spill, JobResult, Usage, WrittenSpill,
@@ -322,7 +322,7 @@ fn bug_spilled_output_in_a_compressed_chain_has_no_visible_ref() {
         result("huge", &"x".repeat(5_000), T + 40),
         reply(T + 50),
     ];
-    let mut state = State::new();
+    let mut state = Branch::new();
     // turn_end of the second turn: the huge output spills.
     let batch = capture_turn(&messages[3], &messages[4..5], 1, T + 45);
     let plan = plan_spill(&batch, &state, &config);

@@ -77,8 +77,8 @@ pub(super) struct TurnRead {
     pub(super) calls: Vec<CallRead>,
 }
 
-/// The capture memo inside [`State`](crate::state::State). A clone starts
-/// empty (it belongs to one state value).
+/// The capture memo, kept beside a state by its [`Branch`](crate::branch::Branch).
+/// A clone starts empty (it belongs to one state value).
 #[derive(Debug, Default)]
 pub(crate) struct CaptureMemo {
     turns: Mutex<Turns>,

@@ -27,9 +27,10 @@ use crate::records::Frontier;
 use crate::state::State;
 use crate::text::SharedText;
 
-pub(crate) mod memo;
+mod memo;
 mod read;
 
+pub(crate) use memo::CaptureMemo;
 use memo::{CallRead, TurnRead};
 use read::{assistant_parts, call_from};
 
@@ -179,19 +180,23 @@ pub fn without_protected(mut batch: CapturedBatch, protection: &Protection) -> C
     batch
 }
 
-/// Rescans a branch for completed, unsummarized, unprotected tool calls.
-///
-/// `entry_timestamps[i]` is the ms timestamp of the session entry holding
-/// `messages[i]` (a batch's timestamp); when absent the assistant message's
-/// own timestamp is used, then `now`.
-pub fn capture_branch(
+/// What a rescan checks calls against: the state (what is summarized
+/// already) and the memo of the turns it read before.
+#[derive(Clone, Copy)]
+pub(crate) struct Known<'a> {
+    pub(crate) state: &'a State,
+    pub(crate) turns: &'a CaptureMemo,
+}
+
+/// [`crate::capture_branch`], with the state and its memo apart.
+pub(crate) fn capture_branch(
     messages: &[Message],
     entry_timestamps: &[Option<i64>],
-    state: &State,
+    known: Known<'_>,
     protection: &Protection,
     now: i64,
 ) -> Vec<CapturedBatch> {
-    capture_from_turn(messages, entry_timestamps, 0, state, protection, now, 0)
+    capture_from_turn(messages, entry_timestamps, 0, known, protection, now, 0)
 }
 
 /// [`capture_branch`] without the batches of turns before `first_turn`
@@ -203,11 +208,12 @@ fn capture_from_turn(
     messages: &[Message],
     entry_timestamps: &[Option<i64>],
     turns_before: i64,
-    state: &State,
+    known: Known<'_>,
     protection: &Protection,
     now: i64,
     first_turn: i64,
 ) -> Vec<CapturedBatch> {
+    let Known { state, turns: memo } = known;
     let mut batches = Vec::new();
     let mut turn_counter: i64 = turns_before;
     let mut group: u32 = 0;
@@ -241,15 +247,12 @@ fn capture_from_turn(
                     .filter(|x| x.is(&Role::ToolResult)),
             );
             if all_calls_settled(m, &turn_results, state) {
-                state.capture_memo().forget(m);
+                memo.forget(m);
                 i += 1;
                 continue;
             }
-            let turn = state.capture_memo().get_or_read(
-                m,
-                |id| turn_results.get(id),
-                || read_turn(m, &turn_results),
-            );
+            let turn =
+                memo.get_or_read(m, |id| turn_results.get(id), || read_turn(m, &turn_results));
             let ready: Vec<CapturedCall> = turn
                 .calls
                 .iter()
@@ -433,37 +436,29 @@ pub fn run_groups(
     groups
 }
 
-/// What a flush would work on now: the branch rescanned, trimmed to what
-/// lies past the frontier, grouped by the batching mode.
-///
-/// `messages` is the context pi builds from the branch; `turns_before` is
-/// the number of assistant messages on the branch before it (the ones pi's
-/// compaction left out). Turns are numbered over the
-/// whole branch, as pi-condense's rescan of `getBranch()` numbers them, so
-/// the frontier, which both write in that numbering, still holds after a
-/// compaction.
-pub fn capture_pending(
+/// [`crate::capture_pending`], with the state and its memo apart.
+pub(crate) fn capture_pending(
     messages: &[Message],
     entry_timestamps: &[Option<i64>],
     turns_before: i64,
-    state: &State,
+    known: Known<'_>,
     protection: &Protection,
     mode: BatchingMode,
     now: i64,
 ) -> Vec<CapturedBatch> {
-    let frontier = state.frontier();
+    let frontier = known.state.frontier();
     let first_turn = frontier.map_or(0, |f| f.last_attempted_turn_index);
     let batches = capture_from_turn(
         messages,
         entry_timestamps,
         turns_before,
-        state,
+        known,
         protection,
         now,
         first_turn,
     )
     .into_iter()
-    .filter_map(|b| trim_to_pending(b, state, frontier))
+    .filter_map(|b| trim_to_pending(b, known.state, frontier))
     .collect();
     group_by_mode(batches, mode)
 }
@@ -471,6 +466,7 @@ pub fn capture_pending(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::branch::{capture_branch, capture_pending, Branch};
     use serde_json::json;
 
     fn msg(v: Value) -> Message {
@@ -519,7 +515,7 @@ mod tests {
             "c3",
             json!([{"type":"text","text":"x"},{"type":"text","text":"y"}]),
         );
-        let state = State::new();
+        let state = Branch::new();
         let protection = Protection::new(&crate::config::Config::default());
         let branch = [a, one_block, string, two_blocks];
         let batches = capture_branch(&branch, &[None; 4], &state, &protection, 9);
@@ -569,7 +565,7 @@ mod tests {
             )
         };
         let (r1, r2) = (result("c1", "one"), result("c2", "two"));
-        let state = State::new();
+        let state = Branch::new();
         let protection = Protection::new(&crate::config::Config::default());
         let texts = |branch: &[Message]| -> Vec<String> {
             let stamps = vec![None; branch.len()];
@@ -617,7 +613,7 @@ mod tests {
         );
         let branch = [a, r1, b, r2];
         let stamps = [None; 4];
-        let mut state = State::new();
+        let mut state = Branch::new();
         let protection = Protection::new(&crate::config::Config::default());
         let batches = capture_branch(&branch, &stamps, &state, &protection, 9);
         assert_eq!(state.capture_memo().len(), 2);
@@ -672,7 +668,7 @@ mod tests {
         branch.extend(results);
         let stamps = vec![None; branch.len()];
         let protection = Protection::new(&crate::config::Config::default());
-        let rescan = capture_branch(&branch, &stamps, &State::new(), &protection, 9);
+        let rescan = capture_branch(&branch, &stamps, &Branch::new(), &protection, 9);
         let [batch] = rescan.as_slice() else {
             panic!("one batch: {rescan:?}");
         };
@@ -703,7 +699,7 @@ mod tests {
 
     #[test]
     fn frontier_trim() {
-        let state = State::new();
+        let state = Branch::new();
         let f: Frontier = serde_json::from_value(json!({
             "lastAttemptedToolCallId":"b","lastAttemptedTurnIndex":2}))
         .unwrap();
@@ -862,7 +858,7 @@ mod tests {
             }
         }
         for frontier in frontiers {
-            let mut state = State::new();
+            let mut state = Branch::new();
             if let Some(f) = &frontier {
                 state.set_frontier(f.clone());
             }

@@ -19,8 +19,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::chains::{BoundaryIndex, ResolvedRange};
 
-/// The chain phase's cache inside [`State`](crate::state::State). A clone
-/// starts empty (it belongs to one state value).
+/// The chain phase's cache, one of a branch's
+/// [`RenderMemos`](super::RenderMemos). A clone starts empty (it belongs to
+/// one state value).
 #[derive(Debug, Default)]
 pub(crate) struct ChainMemo {
     blocks: Mutex<FxHashMap<String, ChainMemoEntry>>,

@@ -28,7 +28,7 @@ use crate::records::ChainEntry;
 use crate::state::State;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::chain_memo::{ChainText, RangeScan};
+use super::chain_memo::{ChainMemo, ChainText, RangeScan};
 use super::thinking::without_thinking;
 use super::{Item, Working};
 
@@ -249,14 +249,15 @@ impl Resolved<'_> {
 pub(crate) fn resolve<'s>(
     input: &[Message],
     state: &'s State,
+    memo: &ChainMemo,
     gate: super::Gate,
     diags: &mut Collector,
 ) -> Resolved<'s> {
     let shown = state
         .chains()
         .filter(|e| gate.shows(state.chain_since(e.start_user_timestamp)));
-    let ranges: Vec<(&ChainEntry, Option<ResolvedRange>)> =
-        state.chain_memo().with_index(input, |boundaries, _| {
+    let ranges: Vec<(&ChainEntry, Option<ResolvedRange>)> = memo
+        .with_index(input, |boundaries, _| {
             shown.map(|e| (e, boundaries.resolve(e))).collect()
         });
 
@@ -330,12 +331,11 @@ pub(crate) fn resolve<'s>(
         claimed.insert(c.range.start);
         chains.push((c.entry, c.range));
     }
-    let scan =
-        (!chains.is_empty()).then(|| state.chain_memo().scan(state.generation(), &chains, input));
+    let scan = (!chains.is_empty()).then(|| memo.scan(state.generation(), &chains, input));
     let suppressed = if chains.is_empty() {
         Vec::new()
     } else {
-        suppressed_summaries(input, state, &chains)
+        suppressed_summaries(input, memo, &chains)
     };
     Resolved {
         chains,
@@ -351,7 +351,7 @@ pub(crate) fn resolve<'s>(
 /// any result or call of its id.
 fn suppressed_summaries(
     input: &[Message],
-    state: &State,
+    memo: &ChainMemo,
     chains: &[(&ChainEntry, ResolvedRange)],
 ) -> Vec<usize> {
     // Accepted ranges never nest nor share a start, so their insides are
@@ -362,7 +362,7 @@ fn suppressed_summaries(
         let k = ranges.partition_point(|&(start, _)| start < i);
         k > 0 && i < ranges[k - 1].1
     };
-    state.chain_memo().with_index(input, |_, ids| {
+    memo.with_index(input, |_, ids| {
         ids.summaries
             .iter()
             .copied()
@@ -385,6 +385,7 @@ fn suppressed_summaries(
 pub(crate) fn apply(
     work: &mut Working<'_>,
     state: &State,
+    memo: &ChainMemo,
     resolved: &Resolved<'_>,
     strip_final_thinking: bool,
     diags: &mut Collector,
@@ -446,7 +447,7 @@ pub(crate) fn apply(
         // outputs the text is compared; with them, the outputs' messages
         // are (their text is long and quoted whole).
         let synthetic = if protected.is_empty() {
-            state.chain_memo().synthetic(
+            memo.synthetic(
                 &entry.block_id,
                 state,
                 entry.compressed_at,
@@ -454,7 +455,7 @@ pub(crate) fn apply(
                 |t| synthetic_message(entry, t),
             )
         } else {
-            state.chain_memo().protected_synthetic(
+            memo.protected_synthetic(
                 &entry.block_id,
                 state.content_generation(),
                 &protected,
@@ -499,9 +500,7 @@ pub(crate) fn apply(
         if let Some(block) =
             strip_block.filter(|_| m.is(&Role::Assistant) && m.skeleton().thinking_blocks > 0)
         {
-            let s = state
-                .chain_memo()
-                .stripped(block, m, || without_thinking(m));
+            let s = memo.stripped(block, m, || without_thinking(m));
             if let Some(s) = s {
                 stripped[i] = Some(s);
             }

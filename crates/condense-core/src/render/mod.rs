@@ -44,6 +44,20 @@ use crate::protect::Protection;
 use crate::state::State;
 use crate::token_estimate::chars_to_tokens;
 
+use chain_memo::ChainMemo;
+use purge_memo::PurgeMemo;
+use render_memo::RenderMemo;
+
+/// What the render phases keep between renders of one branch: the last
+/// renders, the chain phase's indexes and synthetics, the purged copies.
+/// A render never depends on them being warm. A clone starts empty.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RenderMemos {
+    last: RenderMemo,
+    chain: ChainMemo,
+    purge: PurgeMemo,
+}
+
 /// One step of an edit plan. The output is the concatenation of the steps;
 /// input messages not covered by a `Keep` are dropped.
 #[derive(Debug, Clone, PartialEq)]
@@ -274,44 +288,52 @@ impl Gate {
     }
 }
 
-/// Computes what the model should see for `messages` given `state`.
-pub fn render(messages: &[Message], state: &State, settings: &RenderSettings<'_>) -> Render {
-    let gate = Gate::new(state, settings.config.economy.policy);
-    render_gated(messages, state, settings, gate)
-}
-
-/// What the model would see if a switch were recorded now, at this context:
-/// [`render`] with everything pending shown. Equal to [`render`] under the
-/// reference policy. The cache-aware policy compares the two to price a
-/// switch.
-pub fn render_after_switch(
+/// [`crate::render`], with the branch's state and render memos apart.
+pub(crate) fn render(
     messages: &[Message],
     state: &State,
+    memos: &RenderMemos,
+    settings: &RenderSettings<'_>,
+) -> Render {
+    let gate = Gate::new(state, settings.config.economy.policy);
+    render_gated(messages, state, memos, settings, gate)
+}
+
+/// [`crate::render_after_switch`], with the state and memos apart.
+pub(crate) fn render_after_switch(
+    messages: &[Message],
+    state: &State,
+    memos: &RenderMemos,
     settings: &RenderSettings<'_>,
 ) -> Render {
     let gate = Gate::after_switch(state, settings.config.economy.policy, messages.len());
-    render_gated(messages, state, settings, gate)
+    render_gated(messages, state, memos, settings, gate)
 }
 
 fn render_gated(
     messages: &[Message],
     state: &State,
+    memos: &RenderMemos,
     settings: &RenderSettings<'_>,
     gate: Gate,
 ) -> Render {
-    state.render_memo().get_or_make(
-        state.generation(),
+    // Keyed on the content generation: a switch changes only what the gate
+    // captures, so the render that priced a switch is the one the call then
+    // sends.
+    memos.last.get_or_make(
+        state.content_generation(),
         gate,
         settings.config,
         settings.protection.fingerprint(),
         messages,
-        || render_now(messages, state, settings, gate),
+        || render_now(messages, state, memos, settings, gate),
     )
 }
 
 fn render_now(
     messages: &[Message],
     state: &State,
+    memos: &RenderMemos,
     settings: &RenderSettings<'_>,
     gate: Gate,
 ) -> Render {
@@ -321,7 +343,7 @@ fn render_now(
 
     // Chains resolve first so the stub phase can skip the results they drop.
     let resolved = (config.chain_compression.enabled && state.chains().len() > 0)
-        .then(|| chains::resolve(messages, state, gate, &mut diags));
+        .then(|| chains::resolve(messages, state, &memos.chain, gate, &mut diags));
     let dropped = resolved.as_ref().and_then(|r| r.dropped_results(messages));
     stub::apply(
         &mut work,
@@ -333,12 +355,13 @@ fn render_now(
     );
     if config.purge_errors.enabled {
         let limit = gate.purge_limit(work.len());
-        purge::apply(&mut work, &config.purge_errors, limit, state.purge_memo());
+        purge::apply(&mut work, &config.purge_errors, limit, &memos.purge);
     }
     if let Some(resolved) = &resolved {
         chains::apply(
             &mut work,
             state,
+            &memos.chain,
             resolved,
             config.chain_compression.strip_final_assistant_thinking,
             &mut diags,

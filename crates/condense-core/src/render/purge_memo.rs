@@ -19,8 +19,9 @@ use std::sync::Mutex;
 use crate::message::Message;
 use rustc_hash::FxHashMap;
 
-/// The purge phase's memo inside [`State`](crate::state::State). A clone
-/// starts empty (it belongs to one state value).
+/// The purge phase's memo, one of a branch's
+/// [`RenderMemos`](super::RenderMemos). A clone starts empty (it belongs to
+/// one state value).
 #[derive(Debug, Default)]
 pub(crate) struct PurgeMemo {
     /// By the original's identity ([`Message::identity`]); the entry holds

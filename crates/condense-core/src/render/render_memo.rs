@@ -5,8 +5,9 @@
 //! switch (to price the switch), then the render it sends, which is one of
 //! the two. The render is a function of the messages, the state, the gate
 //! and the settings, so the last two are kept under exactly those: the very
-//! messages (by identity), the state's generation, the gate, the config and
-//! the protection rules' fingerprint. A render never depends on the memo
+//! messages (by identity), the state's content generation (a switch changes
+//! only what the gate captures), the gate, the config and the protection
+//! rules' fingerprint. A render never depends on the memo
 //! being warm: a miss renders again.
 
 use std::sync::Mutex;
@@ -16,8 +17,8 @@ use crate::message::Message;
 
 use super::{Gate, Render};
 
-/// The render memo inside [`State`](crate::state::State). A clone starts
-/// empty (it belongs to one state value).
+/// The render memo, one of a branch's [`RenderMemos`](super::RenderMemos).
+/// A clone starts empty (it belongs to one state value).
 #[derive(Debug, Default)]
 pub(crate) struct RenderMemo {
     /// Newest first.
@@ -96,18 +97,5 @@ impl RenderMemo {
             );
         }
         render
-    }
-
-    /// A switch was recorded, taking the state from generation `from` to
-    /// `to`. A switch changes only what a gate captures (the switch count
-    /// and the purge horizon), and a kept render names its gate, so a
-    /// render made in `from` is the render in `to` under the same gate:
-    /// the render that priced the switch is the one the call then sends.
-    pub(crate) fn carry(&self, from: u64, to: u64) {
-        if let Ok(mut last) = self.last.lock() {
-            for l in last.iter_mut().filter(|l| l.generation == from) {
-                l.generation = to;
-            }
-        }
     }
 }

@@ -24,14 +24,9 @@ mod summaries;
 mod switches;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use crate::capture::memo::CaptureMemo;
-use crate::chains_memo::ChainsMemo;
-use crate::metrics_memo::MetricsMemo;
-use crate::render::chain_memo::ChainMemo;
-use crate::render::purge_memo::PurgeMemo;
-use crate::render::render_memo::RenderMemo;
 use rustc_hash::FxHashMap;
 
 use crate::occurrence::OccurrenceKey;
@@ -81,12 +76,6 @@ pub struct State {
     /// The blocks registrations added or replaced, in order (see
     /// [`State::registered_blocks`]).
     registered_blocks: Vec<String>,
-    chain_memo: ChainMemo,
-    purge_memo: PurgeMemo,
-    metrics_memo: MetricsMemo,
-    render_memo: RenderMemo,
-    chains_memo: ChainsMemo,
-    capture_memo: CaptureMemo,
     short_refs: HashMap<String, OccurrenceKey>,
     next_short_ref: u64,
     /// Records that seed dedup, in indexing order; hashed on first lookup
@@ -172,51 +161,32 @@ impl State {
         &mut list[pos]
     }
 
-    /// The chain phase's memo.
-    pub(crate) fn chain_memo(&self) -> &ChainMemo {
-        &self.chain_memo
-    }
-
-    /// The error purge's memo.
-    pub(crate) fn purge_memo(&self) -> &PurgeMemo {
-        &self.purge_memo
-    }
-
-    /// Chain detection's memo.
-    pub(crate) fn chains_memo(&self) -> &ChainsMemo {
-        &self.chains_memo
-    }
-
-    /// The last render.
-    pub(crate) fn render_memo(&self) -> &RenderMemo {
-        &self.render_memo
-    }
-
-    /// Capture's memo of the turns it read.
-    pub(crate) fn capture_memo(&self) -> &CaptureMemo {
-        &self.capture_memo
-    }
-
-    /// The context metrics' memo.
-    pub(crate) fn metrics_memo(&self) -> &MetricsMemo {
-        &self.metrics_memo
-    }
-
-    /// Increases on every change that can alter a render.
+    /// Changes on every change that can alter a render.
     pub(crate) fn generation(&self) -> u64 {
         self.generation
     }
 
-    /// Increases on every change but a switch: what the state holds, as
+    /// Changes on every change but a switch: what the state holds, as
     /// opposed to what it shows (a chain's text depends on this alone).
     pub(crate) fn content_generation(&self) -> u64 {
         self.content_generation
     }
 
     fn changed(&mut self) {
-        self.generation += 1;
-        self.content_generation += 1;
+        self.generation = next_generation();
+        self.content_generation = self.generation;
     }
+}
+
+/// A generation no state has had. Generations are drawn from one counter
+/// for the whole process, not counted per state, so the memos the phases
+/// keep beside a state (`Branch`) key on them soundly: a state put in
+/// place of another never meets an entry the other left under the same
+/// number. Two states share a generation only as a clone and its original
+/// before either changes, when they hold the same facts.
+fn next_generation() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 #[cfg(test)]

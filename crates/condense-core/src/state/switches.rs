@@ -9,9 +9,8 @@ impl State {
     /// cache-aware policy, and failed calls among the first `messages`
     /// messages of the context may have their arguments purged.
     pub fn record_switch(&mut self, messages: usize) {
-        self.render_memo.carry(self.generation, self.generation + 1);
         // What is shown changes, not what the state holds.
-        self.generation += 1;
+        self.generation = super::next_generation();
         self.switches += 1;
         self.purge_horizon = Some(messages);
     }

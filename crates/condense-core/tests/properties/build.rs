@@ -1,11 +1,11 @@
 //! Building a case: the pi branch, the state a flush and the chain
 //! compressor would have written for it, and the config its knobs give.
 
+use condense_core::Branch as PruningBranch;
 use condense_core::ChainEntry;
 use condense_core::Config;
 use condense_core::Message;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{render, Render, RenderSettings};
 use serde_json::{json, Map, Value};
 
@@ -16,7 +16,7 @@ use crate::support::{compress_chain, index_batch, spilled_record, Branch, Call, 
 pub struct Built {
     pub branch: Branch,
     pub messages: Vec<Message>,
-    pub state: State,
+    pub state: PruningBranch,
     pub config: Config,
     pub protection: Protection,
 }
@@ -26,7 +26,7 @@ impl Built {
         self.render_with(&self.state)
     }
 
-    pub fn render_with(&self, state: &State) -> Render {
+    pub fn render_with(&self, state: &PruningBranch) -> Render {
         let settings = RenderSettings {
             config: &self.config,
             protection: &self.protection,
@@ -109,7 +109,7 @@ pub fn build(case: &Case) -> Built {
     let protection = Protection::new(&config);
     let is_protected = |m: &Meta| protection.is_protected(&m.tool_name, &m.args);
     let mut b = Branch::new();
-    let mut state = State::new();
+    let mut state = PruningBranch::new();
     let mut n = 0usize;
     let mut events = case.events.clone();
     if !matches!(events.first(), Some(Event::Prompt(_))) {
@@ -253,7 +253,7 @@ pub fn build(case: &Case) -> Built {
 
 pub fn add_chains(
     b: &mut Branch,
-    state: &mut State,
+    state: &mut PruningBranch,
     case: &Case,
     is_protected: &dyn Fn(&Meta) -> bool,
 ) {

@@ -37,9 +37,9 @@ use std::collections::HashSet;
 
 use build::build;
 use case_model::case;
+use condense_core::Branch as PruningBranch;
 use condense_core::Config;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{render, RenderSettings};
 use condense_core::{Message, Role};
 use oracles::{orphans, output_of, relocated, synthetic_texts};
@@ -191,7 +191,7 @@ proptest! {
             built.config.purge_errors.enabled = false;
         }
         prop_assert!(!orphans(&built.branch).contains(&true), "clean case with an orphan");
-        let r = built.render_with(&State::new());
+        let r = built.render_with(&PruningBranch::new());
         prop_assert!(r.plan.is_none(), "plan for an untouched branch: {:?}", r.plan);
         prop_assert!(r.diagnostics.is_empty());
     }
@@ -300,7 +300,7 @@ fn rendered_by_default(b: &Branch) -> Vec<Message> {
     let messages = b.messages();
     render(
         &messages,
-        &State::new(),
+        &PruningBranch::new(),
         &RenderSettings {
             config: &config,
             protection: &protection,
@@ -395,7 +395,7 @@ fn bug_purge_by_bare_id_purges_a_call_that_succeeded() {
 #[test]
 fn bug_user_prompt_that_looks_like_a_synthetic_hides_a_chain() {
     let mut b = Branch::new();
-    let mut state = State::new();
+    let mut state = PruningBranch::new();
     let config = Config {
         protected_tools: vec!["todo".into()],
         ..Config::default()

@@ -524,8 +524,8 @@ fn bash_turn(b: &mut Branch, n: usize) -> usize {
 /// thinking and one bash call each, a 3,600-char result). All but the last
 /// `verbatim` results are summarized in batches of 10: records, `t<N>` refs, a
 /// summary body, and the per-batch summary message after each batch.
-/// Render the messages with `State::new()` for a no-op render.
-pub fn workload_tool_turns(turns: usize, verbatim: usize) -> (Vec<Message>, State) {
+/// Render the messages with `Branch::new()` for a no-op render.
+pub fn workload_tool_turns(turns: usize, verbatim: usize) -> (Vec<Message>, condense_core::Branch) {
     let mut b = Branch::new();
     let mut state = State::new();
     b.user("Explore the repository and report on every module.");
@@ -542,7 +542,7 @@ pub fn workload_tool_turns(turns: usize, verbatim: usize) -> (Vec<Message>, Stat
             }
         }
     }
-    (b.messages(), state)
+    (b.messages(), state.into())
 }
 
 /// Workload (b): `prompts` user prompts, each followed by `turns` tool turns
@@ -550,7 +550,11 @@ pub fn workload_tool_turns(turns: usize, verbatim: usize) -> (Vec<Message>, Stat
 /// its summary message after the reply, as agent-message flushes write it)
 /// and every closed chain but the last `open_chains` is compressed with a
 /// range summary.
-pub fn workload_chains(prompts: usize, turns: usize, open_chains: usize) -> (Vec<Message>, State) {
+pub fn workload_chains(
+    prompts: usize,
+    turns: usize,
+    open_chains: usize,
+) -> (Vec<Message>, condense_core::Branch) {
     let mut b = Branch::new();
     let mut state = State::new();
     let mut n = 0usize;
@@ -583,7 +587,7 @@ pub fn workload_chains(prompts: usize, turns: usize, open_chains: usize) -> (Vec
         let entry = compress_chain(&mut state, &b, range, block, at, Some(body), |_| false);
         state.register_chain(entry);
     }
-    (b.messages(), state)
+    (b.messages(), state.into())
 }
 
 /// `JSON.stringify(messages).length` computed from the texts.

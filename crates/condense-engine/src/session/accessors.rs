@@ -1,7 +1,7 @@
 //! What a host reads of the engine (messages, state, config, economy),
 //! `context_tree_query`, and the one way the config changes.
 
-use condense_core::{Config, EconomyReport, Message, Protection, State};
+use condense_core::{Branch, Config, EconomyReport, Message, Protection};
 use serde_json::{json, Value};
 
 use super::Engine;
@@ -103,8 +103,8 @@ impl Engine {
         &self.config
     }
 
-    /// The pruning state.
-    pub fn state(&self) -> &State {
+    /// The pruning state, with the phases' memos.
+    pub fn state(&self) -> &Branch {
         &self.state
     }
 

@@ -20,9 +20,9 @@
 
 use std::path::PathBuf;
 
+use condense_core::Branch;
 use condense_core::Message;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::SummarizerStats;
 use condense_core::{BudgetGate, CapturedBatch, ContextMetrics, DiagnosticSink};
 use condense_core::{Config, FlushEffect, Notice, SessionEconomy};
@@ -97,7 +97,7 @@ pub struct Engine {
     /// The branch's assistant messages before `messages` (see
     /// [`crate::turns`]).
     turns_before: i64,
-    state: State,
+    state: Branch,
     pending: Vec<CapturedBatch>,
     rearmed: bool,
     /// Under the cache-aware policy, a flush a reply asked for: it runs when
@@ -144,7 +144,7 @@ impl Default for Engine {
             injected: Injected::default(),
             entry_ts: Vec::new(),
             turns_before: 0,
-            state: State::new(),
+            state: Branch::new(),
             pending: Vec::new(),
             rearmed: false,
             reply_flush: ReplyFlush::None,

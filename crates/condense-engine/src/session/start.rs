@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use condense_core::{render, Config, Message, Protection, PruneOn, RenderSettings, Role, State};
+use condense_core::{render, Branch, Config, Message, Protection, PruneOn, RenderSettings, Role};
 use condense_store::entries::CUSTOM_TYPE_SWITCH;
 use condense_store::session::{Entry, EntryType, Session};
 use serde_json::{json, Value};
@@ -198,7 +198,7 @@ fn last_call_position(
 fn recorded_call(
     messages: &[Message],
     at: usize,
-    state: &State,
+    state: &Branch,
     settings: &RenderSettings<'_>,
 ) -> Option<RecordedCall> {
     let at_ms = messages.get(at)?.timestamp()?;

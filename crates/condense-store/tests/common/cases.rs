@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use condense_core::Branch;
 use condense_core::Config;
-use condense_core::State;
 use condense_store::replay::{replay, ReplayEntry};
 use serde_json::Value;
 
@@ -146,7 +146,7 @@ pub fn config_of(case: &Value) -> Result<Config, String> {
 }
 
 /// Session entries (as in a case file) replayed into a state.
-pub fn replay_values(entries: &[Value]) -> Result<State, String> {
+pub fn replay_values(entries: &[Value]) -> Result<Branch, String> {
     static NULL: Value = Value::Null;
     let mut replayed = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {

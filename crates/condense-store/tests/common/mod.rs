@@ -6,11 +6,11 @@ pub mod cases;
 
 use std::path::PathBuf;
 
-use condense_core::{render, Config, Message, Protection, RenderSettings, State};
+use condense_core::{render, Branch, Config, Message, Protection, RenderSettings};
 
 /// The messages the model is sent for `messages` under `state`, each as its
 /// JSON text.
-pub fn rendered(messages: &[Message], state: &State, config: &Config) -> Vec<String> {
+pub fn rendered(messages: &[Message], state: &Branch, config: &Config) -> Vec<String> {
     let protection = Protection::new(config);
     let settings = RenderSettings {
         config,

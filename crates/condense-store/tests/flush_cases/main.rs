@@ -62,9 +62,9 @@ mod steps;
 
 use common::cases::{array_field, config_of, replay_values, Suite};
 use common::rendered;
+use condense_core::Branch;
 use condense_core::Message;
 use condense_core::Protection;
-use condense_core::State;
 use scripted::{js, messages_of};
 use serde_json::Value;
 use steps::{run_chain, run_flush};
@@ -113,7 +113,7 @@ const SUITE: Suite = Suite {
 /// What a flush and the compression after it appended, as case entries.
 struct Run {
     effects: Vec<Value>,
-    state: State,
+    state: Branch,
 }
 
 fn run(case: &Value) -> Result<(), String> {
@@ -130,7 +130,7 @@ fn run(case: &Value) -> Result<(), String> {
 
     let mut run = Run {
         effects: Vec::new(),
-        state: State::new(),
+        state: Branch::new(),
     };
     let processed = if case.get("skipFlush") == Some(&Value::Bool(true)) {
         true

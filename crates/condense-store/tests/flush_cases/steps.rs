@@ -2,10 +2,10 @@
 //! the scripted answers) and chain compression after it. Each checks its
 //! part of `expected` as it goes.
 
+use condense_core::Branch;
 use condense_core::Config;
 use condense_core::Message;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{apply_chains, plan_chains};
 use condense_core::{apply_flush, plan_flush, FlushOutcome, WrittenSpill};
 use condense_core::{capture_branch, group_by_mode, trim_to_pending};
@@ -20,7 +20,7 @@ pub fn run_flush(
     config: &Config,
     protection: &Protection,
     messages: &[Message],
-    state: &mut State,
+    state: &mut Branch,
     failures: &mut Vec<String>,
 ) -> Result<(Vec<Value>, bool), String> {
     let now = case.get("now").and_then(Value::as_i64).unwrap_or(0);
@@ -134,7 +134,7 @@ pub fn run_chain(
     protection: &Protection,
     messages: &[Message],
     closing: Option<&Message>,
-    state: &mut State,
+    state: &mut Branch,
     failures: &mut Vec<String>,
 ) -> Result<Vec<Value>, String> {
     let k = chain

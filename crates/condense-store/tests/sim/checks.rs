@@ -6,9 +6,9 @@
 use std::collections::HashSet;
 
 use condense_core::normalize_for_hash;
+use condense_core::Branch;
 use condense_core::OccurrenceKey;
 use condense_core::PlanStep;
-use condense_core::State;
 use condense_core::ToolCallRecord;
 use condense_core::{query_page, query_with, PageRequest, QueryOptions, QUERY_MAX_BYTES};
 use condense_core::{render, Render, RenderSettings};
@@ -211,7 +211,7 @@ impl Sim {
     /// occurrence and record: originals and blobs do not change.)
     fn check_recoverable(
         &mut self,
-        state: &State,
+        state: &Branch,
         record: &ToolCallRecord,
         m: &Message,
         key_ts: Option<i64>,
@@ -318,7 +318,7 @@ const PAGE_THROUGH_BYTES: usize = 512 * 1024;
 /// Pages through `key`'s output with `context_tree_query`'s `offset`, as
 /// the truncation notices say, and joins the pages back.
 fn read_through_pages(
-    state: &State,
+    state: &Branch,
     key: &str,
     read_spill: impl Fn(&ToolCallRecord) -> Option<String>,
 ) -> Result<String, String> {
@@ -392,7 +392,7 @@ fn floor(s: &str, n: usize) -> usize {
 
 /// True if input `i` lies inside a chain the state compresses whose body
 /// came from per-batch summaries (not the deterministic, backfilling kind).
-fn in_covered_chain(messages: &[Message], state: &State, i: usize) -> bool {
+fn in_covered_chain(messages: &[Message], state: &Branch, i: usize) -> bool {
     state.chains().any(|c| {
         if c.body_source.as_deref() == Some("deterministic") {
             return false;

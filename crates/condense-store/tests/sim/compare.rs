@@ -1,8 +1,8 @@
 //! Comparing what two runs hold: message lists byte for byte, states by
 //! their facets.
 
+use condense_core::Branch;
 use condense_core::Message;
-use condense_core::State;
 
 /// The first position where two message lists differ (byte for byte).
 pub fn first_difference(a: &[Message], b: &[Message]) -> Option<usize> {
@@ -18,7 +18,7 @@ pub fn first_difference(a: &[Message], b: &[Message]) -> Option<usize> {
 /// short-ref counter is left out: an oversized summary burns refs that are
 /// never written, so a restart may number later refs lower; refs in use are
 /// compared through the renders.)
-pub fn facets(s: &State, exact_cost: bool) -> Vec<String> {
+pub fn facets(s: &Branch, exact_cost: bool) -> Vec<String> {
     let mut out: Vec<String> = s
         .records()
         .iter()

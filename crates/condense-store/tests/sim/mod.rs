@@ -44,9 +44,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use condense_core::Branch;
 use condense_core::Message;
 use condense_core::Protection;
-use condense_core::State;
 use condense_core::{BatchingMode, Config, PruneOn};
 use condense_gen::SplitMix64;
 use condense_store::append::{Appender, LockMode};
@@ -172,7 +172,7 @@ pub struct Sim {
     // The live view: what the sidecar holds.
     messages: Vec<Message>,
     entry_ts: Vec<Option<i64>>,
-    state: State,
+    state: Branch,
     clock: i64,
     open_task: bool,
     turn_index: i64,
@@ -226,7 +226,7 @@ impl Sim {
             fault_scale: knobs.fault_scale,
             messages: Vec::new(),
             entry_ts: Vec::new(),
-            state: State::new(),
+            state: Branch::new(),
             clock,
             open_task: false,
             turn_index: 0,
@@ -266,7 +266,7 @@ impl Sim {
     }
 
     /// The live state.
-    pub fn state(&self) -> &State {
+    pub fn state(&self) -> &Branch {
         &self.state
     }
 

@@ -3,7 +3,7 @@
 //! restarts, and a dump of the file for debugging.
 
 use condense_core::render;
-use condense_core::State;
+use condense_core::Branch;
 use condense_core::{Message, Role};
 use condense_store::context::build_context;
 use condense_store::replay::replay_branch;
@@ -18,7 +18,7 @@ pub(super) struct FileView {
     pub(super) session: Session,
     pub(super) messages: Vec<Message>,
     pub(super) entry_ts: Vec<Option<i64>>,
-    pub(super) state: State,
+    pub(super) state: Branch,
 }
 
 impl Sim {
@@ -145,7 +145,7 @@ impl Sim {
         Ok(())
     }
 
-    pub(super) fn check_blobs(&self, state: &State) -> Result<(), String> {
+    pub(super) fn check_blobs(&self, state: &Branch) -> Result<(), String> {
         for r in state.records() {
             let Some(path) = &r.spill_path else { continue };
             if trusted_spill_path(&self.blobs, r).is_none() {
