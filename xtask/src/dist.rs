@@ -8,9 +8,12 @@
 //!   install it only on P;
 //! * `packages/condense/`: the `condense` command's launcher
 //!   (`bin/condense.js`, from `crates/condense-cli/npm`);
-//! * `packages/condense-pi/`: the shim (`extension/`), its `pi` manifest;
-//! * `packages/condense-opencode/`: the plugin (`plugin/`) and, in
-//!   `shared/`, the shim modules it imports, its imports rewritten to them;
+//! * `packages/condense-pi/`: the shim in `condense-host-pi/extension/`
+//!   and the client it imports in `condense-engine/client/`, at their
+//!   places relative to each other in the repository, so every import is
+//!   as written; its `pi` manifest names the shim's entry;
+//! * `packages/condense-opencode/`: the plugin in
+//!   `condense-host-opencode/plugin/` and the client beside it the same way;
 //! * the main packages name `condense-P@V` as an optional dependency;
 //! * `condense-P-V.tgz`, `condense-pi-V.tgz`, `condense-opencode-V.tgz`,
 //!   `condense-V.tgz`: `npm pack` of each;
@@ -20,9 +23,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::packages::{
-    imports, main_manifest_patch, readme, rewrite_plugin_imports, shared_module, ships,
-    sibling_module, Platform, CLI, CLI_FILES, CLI_PACKAGE, CLI_SOURCE, OPENCODE_PACKAGE,
-    OPENCODE_SOURCE, PI_PACKAGE, PI_SOURCE, SHARED_DIR, SIDECARS,
+    entry_fields, imports, main_manifest_patch, packed_dir, readme, ships, Platform, CLI,
+    CLIENT_SOURCE, CLI_FILES, CLI_PACKAGE, CLI_SOURCE, OPENCODE_PACKAGE, OPENCODE_SOURCE,
+    PI_PACKAGE, PI_SOURCE, SIDECARS,
 };
 use crate::runner::{Ctx, StepError};
 
@@ -200,13 +203,14 @@ fn patch_manifest(
     source: &Path,
     dir: &Path,
     platforms: &[Platform],
+    entry: Option<&str>,
 ) -> Result<(), StepError> {
     let mut node = ctx.command("node");
     node.arg("-e")
         .arg(PATCH_MANIFEST_JS)
         .arg(source)
         .arg(dir.join("package.json"))
-        .arg(main_manifest_patch(VERSION, platforms));
+        .arg(main_manifest_patch(VERSION, platforms, entry));
     ctx.run(&mut node)
 }
 
@@ -221,7 +225,7 @@ fn lay_out_cli(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(), Step
         }
         copy_executable(&from, &to)?;
     }
-    patch_manifest(ctx, &source.join("package.json"), dir, platforms)?;
+    patch_manifest(ctx, &source.join("package.json"), dir, platforms, None)?;
     write(
         &dir.join("README.md"),
         &readme(
@@ -232,57 +236,18 @@ fn lay_out_cli(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(), Step
     )
 }
 
-/// `condense-pi`: the shim as pi loads it.
+/// `condense-pi`: the shim as pi loads it, with the client.
 fn lay_out_pi(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(), StepError> {
-    let source = ctx.root.join(PI_SOURCE);
-    create_dir(dir)?;
-    for name in shipped_files(&source)? {
-        let from = source.join(&name);
-        fs::copy(&from, dir.join(&name)).map_err(|e| io_error("cannot copy", &from, e))?;
-    }
-    patch_manifest(ctx, &source.join("package.json"), dir, platforms)?;
+    lay_out_host(ctx, dir, platforms, PI_PACKAGE, PI_SOURCE)?;
     write(
         &dir.join("README.md"),
         &readme(PI_PACKAGE, "Install into pi: `pi install npm:condense-pi`."),
     )
 }
 
-/// `condense-opencode`: the plugin, and the shim modules it shares in
-/// `shared/` with its imports pointed there.
+/// `condense-opencode`: the plugin as OpenCode loads it, with the client.
 fn lay_out_opencode(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(), StepError> {
-    let source = ctx.root.join(OPENCODE_SOURCE);
-    let shim = ctx.root.join(PI_SOURCE);
-    let shared = dir.join(SHARED_DIR);
-    create_dir(&shared)?;
-    let mut wanted: Vec<String> = Vec::new();
-    for name in shipped_files(&source)? {
-        let text = read(&source.join(&name))?;
-        wanted.extend(
-            imports(&text)
-                .into_iter()
-                .filter_map(shared_module)
-                .map(str::to_owned),
-        );
-        write(&dir.join(&name), &rewrite_plugin_imports(&text))?;
-    }
-    // The shared modules and, transitively, the shim modules they import.
-    let mut copied: Vec<String> = Vec::new();
-    while let Some(name) = wanted.pop() {
-        if copied.contains(&name) {
-            continue;
-        }
-        if !ships(&name) {
-            return Err(StepError::new(format!(
-                "the plugin imports {name} from the shim, which is not a shipped module"
-            )));
-        }
-        let text = read(&shim.join(&name))?;
-        wanted.extend(imports(&text).into_iter().filter_map(sibling_module));
-        write(&shared.join(&name), &text)?;
-        copied.push(name);
-    }
-    check_self_contained(dir)?;
-    patch_manifest(ctx, &source.join("package.json"), dir, platforms)?;
+    lay_out_host(ctx, dir, platforms, OPENCODE_PACKAGE, OPENCODE_SOURCE)?;
     write(
         &dir.join("README.md"),
         &readme(
@@ -292,8 +257,38 @@ fn lay_out_opencode(ctx: &Ctx, dir: &Path, platforms: &[Platform]) -> Result<(),
     )
 }
 
-/// Fails if a packaged module imports anything by a path that leaves its
-/// package (`../`): it would work in the repository and break when installed.
+/// A host package: the host's shipped files and the client's, each at its
+/// [`packed_dir`], checked to import nothing outside the package, and the
+/// manifest naming the host's entry.
+fn lay_out_host(
+    ctx: &Ctx,
+    dir: &Path,
+    platforms: &[Platform],
+    package: &str,
+    source: &str,
+) -> Result<(), StepError> {
+    for from in [source, CLIENT_SOURCE] {
+        let (from_dir, to_dir) = (ctx.root.join(from), dir.join(packed_dir(from)));
+        create_dir(&to_dir)?;
+        for name in shipped_files(&from_dir)? {
+            let file = from_dir.join(&name);
+            fs::copy(&file, to_dir.join(&name)).map_err(|e| io_error("cannot copy", &file, e))?;
+        }
+    }
+    check_self_contained(dir)?;
+    let entry = entry_fields(package);
+    patch_manifest(
+        ctx,
+        &ctx.root.join(source).join("package.json"),
+        dir,
+        platforms,
+        entry.as_deref(),
+    )
+}
+
+/// Fails if a packaged module imports, by a relative path, a file that is
+/// not in its package: it would work in the repository and break when
+/// installed.
 fn check_self_contained(dir: &Path) -> Result<(), StepError> {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(current) = stack.pop() {
@@ -306,25 +301,43 @@ fn check_self_contained(dir: &Path) -> Result<(), StepError> {
                 stack.push(path);
                 continue;
             }
-            if path.extension().is_some_and(|e| e == "ts") {
-                let text = read(&path)?;
-                let depth = path
-                    .strip_prefix(dir)
-                    .map(|p| p.components().count() - 1)
-                    .unwrap_or(0);
-                for spec in imports(&text) {
-                    let ups = spec.matches("../").count();
-                    if ups > depth {
-                        return Err(StepError::new(format!(
-                            "{} imports {spec}, outside its package",
-                            path.display()
-                        )));
-                    }
+            if path.extension().is_none_or(|e| e != "ts") {
+                continue;
+            }
+            let text = read(&path)?;
+            let here = path.strip_prefix(dir).unwrap_or(&path).parent();
+            for spec in imports(&text).into_iter().filter(|s| s.starts_with('.')) {
+                let inside = resolve_inside(here.unwrap_or(Path::new("")), spec);
+                let found = inside.as_ref().is_some_and(|p| {
+                    let target = dir.join(p);
+                    target.is_file() || target.with_extension("ts").is_file()
+                });
+                if !found {
+                    return Err(StepError::new(format!(
+                        "{} imports {spec}, which is not in its package",
+                        path.display()
+                    )));
                 }
             }
         }
     }
     Ok(())
+}
+
+/// `spec` resolved from `from` (both relative to a package's root), or
+/// `None` when it climbs above the root.
+fn resolve_inside(from: &Path, spec: &str) -> Option<PathBuf> {
+    let mut parts: Vec<&std::ffi::OsStr> = from.iter().collect();
+    for part in spec.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(std::ffi::OsStr::new(p)),
+        }
+    }
+    Some(parts.iter().collect())
 }
 
 #[cfg(test)]
@@ -354,13 +367,14 @@ mod tests {
             (PI_SOURCE, PI_PACKAGE),
             (OPENCODE_SOURCE, OPENCODE_PACKAGE),
             (CLI_SOURCE, CLI_PACKAGE),
+            (CLIENT_SOURCE, "condense-client"),
         ] {
             let manifest = source(&format!("{dir}/package.json"));
             assert_eq!(manifest_field(&manifest, "version"), Some(VERSION), "{dir}");
             assert_eq!(manifest_field(&manifest, "name"), Some(name), "{dir}");
         }
         assert!(
-            source(&format!("{PI_SOURCE}/sidecar.ts"))
+            source(&format!("{CLIENT_SOURCE}/sidecar.ts"))
                 .contains(&format!("export const SHIM_VERSION = \"{VERSION}\";")),
             "the shim's SHIM_VERSION"
         );
@@ -368,7 +382,7 @@ mod tests {
             source("CHANGELOG.md").contains(&format!("\n## {VERSION}")),
             "CHANGELOG.md has a section for {VERSION}"
         );
-        let locate = source(&format!("{PI_SOURCE}/locate.ts"));
+        let locate = source(&format!("{CLIENT_SOURCE}/locate.ts"));
         assert!(
             locate.contains("return `condense-${platform}-${arch}`;"),
             "the shim looks for the package Platform::package names"
@@ -381,20 +395,34 @@ mod tests {
     }
 
     #[test]
-    fn the_plugin_packs_without_leaving_its_package() {
+    fn a_package_imports_only_its_own_files() {
         let dir = std::env::temp_dir().join(format!("xtask-dist-test-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(dir.join("shared")).expect("temp dir");
-        fs::write(dir.join("a.ts"), "import { x } from \"./shared/b.ts\";\n").expect("write");
-        fs::write(dir.join("shared/b.ts"), "import { y } from \"../c.ts\";\n").expect("write");
+        fs::create_dir_all(dir.join("host/ext")).expect("temp dir");
+        fs::create_dir_all(dir.join("engine/client")).expect("temp dir");
+        let put = |p: &str, text: &str| fs::write(dir.join(p), text).expect("write");
+        put(
+            "host/ext/a.ts",
+            "import { x } from \"../../engine/client/b.ts\";\nimport { y } from \"./c\";\n\
+             import * as fs from \"node:fs\";\n",
+        );
+        put("host/ext/c.ts", "");
+        put("engine/client/b.ts", "import { z } from \"./d.ts\";\n");
+        put("engine/client/d.ts", "");
         assert!(check_self_contained(&dir).is_ok());
-        fs::write(
-            dir.join("d.ts"),
-            "import { z } from \"../../outside.ts\";\n",
-        )
-        .expect("write");
+        put(
+            "host/ext/e.ts",
+            "import { z } from \"../../../outside.ts\";\n",
+        );
         let err = check_self_contained(&dir).expect_err("an import leaves the package");
-        assert!(err.message.contains("outside its package"), "{err}");
+        assert!(err.message.contains("not in its package"), "{err}");
+        fs::remove_file(dir.join("host/ext/e.ts")).expect("remove");
+        put(
+            "host/ext/f.ts",
+            "import { w } from \"../../engine/client/missing.ts\";\n",
+        );
+        let err = check_self_contained(&dir).expect_err("a file the package lacks");
+        assert!(err.message.contains("missing.ts"), "{err}");
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -34,13 +34,15 @@ Commands:
                      the layers docs/ARCHITECTURE.md declares, with no
                      circle
              clippy  cargo clippy --workspace --all-targets -- -D warnings
-             test    cargo test --workspace --exclude condense-host-pi
-                     --exclude condense-host-opencode --exclude condense-cli
-                     (includes doc tests)
+             test    cargo test --workspace --exclude condense-engine
+                     --exclude condense-host-pi --exclude condense-host-opencode
+                     --exclude condense-cli (includes doc tests)
              dist    cargo xtask dist (below): the packages e2e installs
-             e2e     cargo test -p condense-host-pi -p condense-host-opencode
-                     -p condense-cli -- --nocapture (end-to-end tests against
-                     real pi, OpenCode, Claude Code and Codex; installs Node
+             e2e     cargo test -p condense-engine -p condense-host-pi
+                     -p condense-host-opencode -p condense-cli -- --nocapture
+                     (end-to-end tests against real pi, OpenCode, Claude
+                     Code and Codex, and the TypeScript client's under Node;
+                     installs Node
                      22 and 20, pi 0.83, 1.6 and 0.73, opencode-ai 1.18.33,
                      @anthropic-ai/claude-code 2.1.328, @openai/codex 0.169.0
                      and verdaccio 6.8.0

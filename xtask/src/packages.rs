@@ -6,17 +6,15 @@
 /// `crates/condense-host-pi/extension`.
 pub const PI_PACKAGE: &str = "condense-pi";
 /// The OpenCode plugin package (`"plugin": ["condense-opencode"]`): the
-/// plugin in `crates/condense-host-opencode/plugin` with the shim modules it
-/// shares.
+/// plugin in `crates/condense-host-opencode/plugin`.
 pub const OPENCODE_PACKAGE: &str = "condense-opencode";
 /// The pi shim's sources, relative to the workspace root.
 pub const PI_SOURCE: &str = "crates/condense-host-pi/extension";
 /// The OpenCode plugin's sources, relative to the workspace root.
 pub const OPENCODE_SOURCE: &str = "crates/condense-host-opencode/plugin";
-/// How the plugin's sources import the shim modules they share.
-pub const SHARED_IMPORT: &str = "../../condense-host-pi/extension/";
-/// Where the shared modules go inside the OpenCode package.
-pub const SHARED_DIR: &str = "shared";
+/// The client both hosts import (`../../condense-engine/client/…`), shipped
+/// in both packages.
+pub const CLIENT_SOURCE: &str = "crates/condense-engine/client";
 /// The sidecar binaries every platform package carries, under `bin/`.
 pub const SIDECARS: [&str; 2] = ["condense-pi", "condense-opencode"];
 /// The command-line tool: in every platform package's `bin/` (what the
@@ -141,13 +139,16 @@ impl Platform {
 /// The fields `dist` sets on a main package's own `package.json`: the
 /// version, and the platform packages as optional dependencies at that same
 /// version (npm installs the one whose `os`/`cpu` match).
-pub fn main_manifest_patch(version: &str, platforms: &[Platform]) -> String {
+/// With `entry` ([`entry_fields`]) the fields that name the package's
+/// entry module are set too.
+pub fn main_manifest_patch(version: &str, platforms: &[Platform], entry: Option<&str>) -> String {
     let deps: Vec<String> = platforms
         .iter()
         .map(|p| format!("{}: {}", json_string(&p.package()), json_string(version)))
         .collect();
+    let entry = entry.map(|e| format!(", {e}")).unwrap_or_default();
     format!(
-        "{{\"version\": {}, \"optionalDependencies\": {{{}}}}}",
+        "{{\"version\": {}, \"optionalDependencies\": {{{}}}{entry}}}",
         json_string(version),
         deps.join(", ")
     )
@@ -176,31 +177,35 @@ pub fn imports(source: &str) -> Vec<&str> {
     found
 }
 
-/// The shim module a plugin import names (`protocol.ts` for
-/// `../../condense-host-pi/extension/protocol.ts`).
-pub fn shared_module(spec: &str) -> Option<&str> {
-    spec.strip_prefix(SHARED_IMPORT)
-        .filter(|m| !m.contains('/'))
+/// Where a source directory's files go inside a package: its last two
+/// path components (`condense-host-pi/extension`). A host and the client
+/// keep their places relative to each other, so the host's imports of the
+/// client (`../../condense-engine/client/…`) resolve in the package as in
+/// the repository, unchanged.
+pub fn packed_dir(source: &str) -> &str {
+    let mut cut = source.rmatch_indices('/').map(|(i, _)| i + 1);
+    let _ = cut.next();
+    &source[cut.next().unwrap_or(0)..]
 }
 
-/// A module a shim module imports from its own directory (`./protocol` →
-/// `protocol.ts`).
-pub fn sibling_module(spec: &str) -> Option<String> {
-    let name = spec.strip_prefix("./")?;
-    if name.contains('/') {
-        return None;
-    }
-    Some(if name.ends_with(".ts") {
-        name.to_owned()
+/// The manifest fields that name a host package's entry module, at its
+/// place in the package (see [`packed_dir`]).
+pub fn entry_fields(package: &str) -> Option<String> {
+    if package == PI_PACKAGE {
+        let entry = format!("./{}/index.ts", packed_dir(PI_SOURCE));
+        Some(format!(
+            "\"pi\": {{\"extensions\": [{}]}}",
+            json_string(&entry)
+        ))
+    } else if package == OPENCODE_PACKAGE {
+        let entry = format!("./{}/index.ts", packed_dir(OPENCODE_SOURCE));
+        Some(format!(
+            "\"main\": {e}, \"exports\": {{\".\": {e}}}",
+            e = json_string(&entry)
+        ))
     } else {
-        format!("{name}.ts")
-    })
-}
-
-/// A plugin file with its imports of the shim pointed at the package's
-/// copy (`./shared/…`).
-pub fn rewrite_plugin_imports(source: &str) -> String {
-    source.replace(&format!("\"{SHARED_IMPORT}"), &format!("\"./{SHARED_DIR}/"))
+        None
+    }
 }
 
 /// A package's README: the one-line install and where the project lives.
@@ -273,44 +278,29 @@ mod tests {
     fn main_packages_depend_on_their_platforms_at_the_same_version() {
         let platforms = [PLATFORMS[0], PLATFORMS[3]];
         assert_eq!(
-            main_manifest_patch("0.4.0", &platforms),
+            main_manifest_patch("0.4.0", &platforms, None),
             "{\"version\": \"0.4.0\", \"optionalDependencies\": \
              {\"condense-linux-x64\": \"0.4.0\", \"condense-darwin-arm64\": \"0.4.0\"}}"
+        );
+        assert_eq!(
+            main_manifest_patch("0.4.0", &[], Some("\"main\": \"a.ts\"")),
+            "{\"version\": \"0.4.0\", \"optionalDependencies\": {}, \"main\": \"a.ts\"}"
         );
     }
 
     #[test]
-    fn plugin_imports_of_the_shim_move_into_the_package() {
-        let source = "import { a } from \"../../condense-host-pi/extension/protocol.ts\";\n\
-                      import type { B } from \"./messages.ts\";\n\
-                      import \"node:fs\";\n";
+    fn a_source_keeps_its_last_two_components_in_its_package() {
+        assert_eq!(packed_dir(PI_SOURCE), "condense-host-pi/extension");
+        assert_eq!(packed_dir(OPENCODE_SOURCE), "condense-host-opencode/plugin");
+        assert_eq!(packed_dir(CLIENT_SOURCE), "condense-engine/client");
+        assert_eq!(packed_dir("a/b"), "a/b");
         assert_eq!(
-            imports(source),
-            [
-                "../../condense-host-pi/extension/protocol.ts",
-                "./messages.ts",
-                "node:fs"
-            ]
+            entry_fields(PI_PACKAGE).as_deref(),
+            Some("\"pi\": {\"extensions\": [\"./condense-host-pi/extension/index.ts\"]}")
         );
-        assert_eq!(
-            shared_module("../../condense-host-pi/extension/protocol.ts"),
-            Some("protocol.ts")
-        );
-        assert_eq!(shared_module("./messages.ts"), None);
-        assert_eq!(
-            shared_module("../../condense-host-pi/extension/a/b.ts"),
-            None
-        );
-        let rewritten = rewrite_plugin_imports(source);
-        assert!(
-            rewritten.contains("from \"./shared/protocol.ts\""),
-            "{rewritten}"
-        );
-        assert!(!rewritten.contains("../"), "{rewritten}");
-        assert_eq!(sibling_module("./protocol"), Some("protocol.ts".to_owned()));
-        assert_eq!(sibling_module("./sync.ts"), Some("sync.ts".to_owned()));
-        assert_eq!(sibling_module("node:path"), None);
-        assert_eq!(sibling_module("./a/b"), None);
+        assert!(entry_fields(OPENCODE_PACKAGE)
+            .is_some_and(|f| f.contains("\"main\": \"./condense-host-opencode/plugin/index.ts\"")));
+        assert_eq!(entry_fields(CLI_PACKAGE), None);
     }
 
     #[test]

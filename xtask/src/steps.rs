@@ -109,9 +109,15 @@ fn clippy(ctx: &Ctx) -> Result<(), StepError> {
 }
 
 /// The crates whose tests drive a real harness (pi, OpenCode, Claude Code
-/// and Codex through the CLI's `condense claude` and `condense codex`);
+/// and Codex through the CLI's `condense claude` and `condense codex`) or
+/// run the TypeScript client under Node (condense-engine's `client_*`);
 /// they run in the `e2e` step.
-const E2E_PACKAGES: [&str; 3] = ["condense-host-pi", "condense-host-opencode", "condense-cli"];
+const E2E_PACKAGES: [&str; 4] = [
+    "condense-engine",
+    "condense-host-pi",
+    "condense-host-opencode",
+    "condense-cli",
+];
 
 /// Environment variable naming the Node + pi cache of the end-to-end tests.
 const E2E_CACHE_ENV: &str = "CONDENSE_E2E_CACHE";
@@ -120,8 +126,9 @@ const E2E_CACHE_ENV: &str = "CONDENSE_E2E_CACHE";
 /// in CI, so the `e2e` step removes it.
 const E2E_SKIP_ENV: &str = "CONDENSE_SKIP_E2E";
 
-/// `cargo test --workspace --exclude condense-host-pi --exclude
-/// condense-host-opencode --exclude condense-cli`: lib, bin and
+/// `cargo test --workspace --exclude condense-engine --exclude
+/// condense-host-pi --exclude condense-host-opencode --exclude
+/// condense-cli`: lib, bin and
 /// integration tests plus doc tests of every other crate.
 ///
 /// The host crates' tests (which include the end-to-end tests) run in the
@@ -135,9 +142,10 @@ fn test(ctx: &Ctx) -> Result<(), StepError> {
     ctx.run(&mut ctx.cargo(args))
 }
 
-/// `cargo test -p condense-host-pi -p condense-host-opencode -p condense-cli
-/// -- --nocapture`: every test of those crates, including the end-to-end
-/// tests against real pi, real OpenCode, real Claude Code and real Codex.
+/// `cargo test -p condense-engine -p condense-host-pi -p
+/// condense-host-opencode -p condense-cli -- --nocapture`: every test of
+/// those crates, including the end-to-end tests against real pi, real
+/// OpenCode, real Claude Code and real Codex, and the client's under Node.
 ///
 /// The tests install Node (22 and 20), pi (0.83, 1.6, 0.73), OpenCode
 /// (1.18.33), Claude Code (2.1.328), Codex (0.169.0) and verdaccio (6.8.0) from the npm registry with the system `npm` into `$CONDENSE_E2E_CACHE` (default `<root>/.cache/pi-e2e`, kept if

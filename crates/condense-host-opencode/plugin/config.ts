@@ -3,8 +3,8 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 
-import type { Json } from "../../condense-host-pi/extension/protocol.ts";
-import { errorText } from "../../condense-host-pi/extension/sidecar.ts";
+import type { Json } from "../../condense-engine/client/protocol.ts";
+import { errorText } from "../../condense-engine/client/sidecar.ts";
 
 /** The config directories searched, global first: the later one's keys win. */
 export function configDirs(directory: string, env: NodeJS.ProcessEnv = process.env): string[] {

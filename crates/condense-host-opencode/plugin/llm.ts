@@ -9,8 +9,8 @@
 // extractive summarizer, takes the batch; a refused key answers `auth`.
 
 import type { PluginInput } from "@opencode-ai/plugin";
-import type { LlmCompleteResult } from "../../condense-host-pi/extension/protocol.ts";
-import { CodedError } from "../../condense-host-pi/extension/sidecar.ts";
+import type { LlmCompleteResult } from "../../condense-engine/client/protocol.ts";
+import { CodedError } from "../../condense-engine/client/sidecar.ts";
 
 /** `llm.complete`'s params (docs/protocol.md). */
 export interface CompleteParams {

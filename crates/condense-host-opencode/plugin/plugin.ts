@@ -38,14 +38,15 @@ import { fileURLToPath } from "node:url";
 // file, which resolves the package where OpenCode installed it.
 import type { Plugin, PluginInput } from "@opencode-ai/plugin";
 import type { tool as toolFn } from "@opencode-ai/plugin";
-import { findBinary, missingNotice } from "../../condense-host-pi/extension/locate.ts";
-import type { Lookup } from "../../condense-host-pi/extension/locate.ts";
-import { parseEffect } from "../../condense-host-pi/extension/protocol.ts";
-import type { ContextParams, Effect, Json, ShimMethod, ShimRequests, SidecarRequest, SidecarResult } from "../../condense-host-pi/extension/protocol.ts";
-import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-host-pi/extension/sidecar.ts";
-import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable } from "../../condense-host-pi/extension/sync.ts";
-import { priceRatio } from "../../condense-host-pi/extension/prices.ts";
-import type { HeldAnswer } from "../../condense-host-pi/extension/sync.ts";
+import { findBinary, missingNotice } from "../../condense-engine/client/locate.ts";
+import type { Lookup } from "../../condense-engine/client/locate.ts";
+import { parseEffect } from "../../condense-engine/client/protocol.ts";
+import type { ContextParams, Effect, Json, ShimMethod, ShimRequests, SidecarRequest, SidecarResult } from "../../condense-engine/client/protocol.ts";
+import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-engine/client/sidecar.ts";
+import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable } from "../../condense-engine/client/sync.ts";
+import { priceRatio } from "../../condense-engine/client/prices.ts";
+import type { HeldAnswer } from "../../condense-engine/client/sync.ts";
+import { CONTEXT_TIMEOUT_MS, HELLO_TIMEOUT_MS, QUERY_TOOL, REQUEST_TIMEOUT_MS } from "../../condense-engine/client/constants.ts";
 import { configDirs, readConfig } from "./config.ts";
 import { placeholdersIn, refusal, WRITING_TOOLS } from "./guard.ts";
 import { complete, resolveModel } from "./llm.ts";
@@ -55,7 +56,6 @@ import type { LoggedEntry } from "./log.ts";
 import { applyRender, contextTokens, convert, isCompaction, isCompactionSummary, toPi } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
 
-const QUERY_TOOL = "context_tree_query";
 /**
  * What OpenCode's compaction is told besides its own prompt: the stubs it
  * reads stand for outputs the query tool pages back, by refs that only its
@@ -69,10 +69,6 @@ const COMPACTION_HINT =
 	"so the work can page back the outputs it still needs.";
 /** pi's `/pruner status` as a tool (an OpenCode command is a prompt for the model, no display). */
 const STATUS_TOOL = "context_prune_status";
-/** `context` deadline: OpenCode waits for it before every LLM call. */
-const CONTEXT_TIMEOUT_MS = 2_000;
-const HELLO_TIMEOUT_MS = 30_000;
-const REQUEST_TIMEOUT_MS = 300_000;
 
 type Client = PluginInput["client"];
 

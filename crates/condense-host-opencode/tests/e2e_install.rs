@@ -107,7 +107,8 @@ fn plugin_by_name_from_a_registry_prunes() {
     let installed = files_under(env.root.path());
     for wanted in [
         Path::new("condense-opencode")
-            .join("shared")
+            .join("condense-engine")
+            .join("client")
             .join("locate.ts"),
         Path::new(&format!("condense-{}", node_platform()))
             .join("bin")

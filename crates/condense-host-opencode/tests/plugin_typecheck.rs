@@ -1,6 +1,6 @@
 //! Type-checks the OpenCode plugin (`tsc --noEmit`) against the
 //! `@opencode-ai/plugin` types of the OpenCode the e2e tests install, and
-//! the pi shim's protocol types it imports: a hook's input read wrong, or a
+//! the client's protocol types it imports: a hook's input read wrong, or a
 //! request whose params drift from `protocol.ts`, fails the build. The
 //! compiler comes from the npm registry next to the e2e installs
 //! (`support::typescript`); the tsconfig is written into a temporary
@@ -11,13 +11,10 @@
 mod support;
 
 use std::path::Path;
-use std::process::Command;
-use std::time::Duration;
 
 use serde_json::json;
 use support::opencode_env::require_opencode;
 use support::pi_env::require_pi;
-use support::process::run_bounded;
 use support::typescript::typescript;
 
 #[test]
@@ -61,16 +58,5 @@ fn the_plugin_type_checks() {
     });
     std::fs::write(dir.path().join("tsconfig.json"), config.to_string())
         .expect("write tsconfig.json");
-    let mut cmd = Command::new(&node.node);
-    cmd.arg(&ts.tsc)
-        .args(["--noEmit", "--pretty", "false", "-p", "tsconfig.json"])
-        .current_dir(dir.path());
-    let out = run_bounded(&mut cmd, Duration::from_secs(300)).expect("run tsc");
-    assert!(
-        out.success(),
-        "tsc found errors in the plugin ({}):\n{}{}",
-        out.describe_status(),
-        out.stdout,
-        out.stderr
-    );
+    ts.assert_clean(&node.node, dir.path(), &[], "the plugin");
 }

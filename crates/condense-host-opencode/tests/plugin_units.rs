@@ -15,5 +15,5 @@ use support::pi_env::require_pi;
 fn plugin_unit_tests_pass() {
     let Some(install) = require_pi() else { return };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("plugin");
-    assert_node_tests_pass(&install.node, &dir, &["--import", "./test-resolve.mjs"]);
+    assert_node_tests_pass(&install.node, &dir, &[]);
 }

@@ -1,11 +1,11 @@
 // Carrying out the effects a sidecar answer lists (docs/protocol.md, "Effects").
 
 import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-agent";
-import { parseEffect } from "./protocol";
-import type { Effect, InputEffect, Level, Placement, SelectEffect } from "./protocol";
-import { noteSettingsBlock } from "./prices";
+import { parseEffect } from "../../condense-engine/client/protocol.ts";
+import type { Effect, InputEffect, Level, Placement, SelectEffect } from "../../condense-engine/client/protocol.ts";
+import { noteSettingsBlock } from "../../condense-engine/client/prices.ts";
 import { saveContextPrune } from "./settings";
-import { errorText, logError } from "./sidecar";
+import { errorText, logError } from "../../condense-engine/client/sidecar.ts";
 
 /** The footer key pi-condense uses. */
 export const STATUS_KEY = "context-prune";

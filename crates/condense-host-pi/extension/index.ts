@@ -12,13 +12,13 @@ import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { applyEffects, applyEffectsInteractive, applyUiEffects, clearWidgetTimers } from "./effects";
 import { complete, LlmCalls, resolveModel } from "./llm";
-import { noteSettingsBlock, summarizerPrice } from "./prices";
-import type { CommandInfo, ContextParams, Json, QueryParams, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "./protocol";
+import { noteSettingsBlock, summarizerPrice } from "../../condense-engine/client/prices.ts";
+import type { CommandInfo, ContextParams, Json, QueryParams, ShimMethod, ShimRequests, SidecarNotice, SidecarRequest } from "../../condense-engine/client/protocol.ts";
 import { readSettings } from "./settings";
 import { loadTui, renderSummary } from "./render";
-import { findBinary, missingNotice } from "./locate";
-import type { Lookup } from "./locate";
-import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "./sidecar";
+import { findBinary, missingNotice } from "../../condense-engine/client/locate.ts";
+import type { Lookup } from "../../condense-engine/client/locate.ts";
+import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-engine/client/sidecar.ts";
 import {
 	answerSteps,
 	applySteps,
@@ -27,27 +27,20 @@ import {
 	KeyTable,
 	withoutSystemMessages,
 	type HeldAnswer,
-} from "./sync";
+} from "../../condense-engine/client/sync.ts";
 import { TurnEnds } from "./turns";
+import { CONTEXT_TIMEOUT_MS, HELLO_TIMEOUT_MS, QUERY_TOOL, REQUEST_TIMEOUT_MS, SUMMARY_TYPE } from "../../condense-engine/client/constants.ts";
 
-/** Deadline for `context` answers (pi waits for them before every LLM call). */
-const CONTEXT_TIMEOUT_MS = 2_000;
-/** Deadline for every other request (a flush may run summarizer calls). */
-const REQUEST_TIMEOUT_MS = 300_000;
 /**
  * How long `context` waits for the `turn_end` handler of the tool turn it
  * sends to start (pi 0.73/0.74 queue it behind earlier handlers; turns.ts).
  */
 const TURN_END_START_WAIT_MS = 2_000;
-/** Deadline for the `hello` handshake. */
-const HELLO_TIMEOUT_MS = 30_000;
 /** How long `session_shutdown` waits for the sidecar's goodbye. */
 const SHUTDOWN_TIMEOUT_MS = 2_000;
 /** How long `session_shutdown` lets unfinished work (a flush) finish when a user is waiting. */
 const SHUTDOWN_GRACE_UI_MS = 2_000;
 
-const QUERY_TOOL = "context_tree_query";
-const SUMMARY_TYPE = "context-prune-summary";
 
 function extensionDir(): string | undefined {
 	try {

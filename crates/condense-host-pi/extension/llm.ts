@@ -11,8 +11,8 @@
 //   extension loader aliases).
 
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
-import type { LlmCompleteParams, LlmCompleteResult, LlmEventKind, LlmUsage } from "./protocol";
-import { CodedError, errorText, logError } from "./sidecar";
+import type { LlmCompleteParams, LlmCompleteResult, LlmEventKind, LlmUsage } from "../../condense-engine/client/protocol.ts";
+import { CodedError, errorText, logError } from "../../condense-engine/client/sidecar.ts";
 
 /** The pi-ai entry points that may export `stream`, newest first. */
 const PI_AI_MODULES = [

@@ -5,8 +5,8 @@ import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import type { Json } from "./protocol";
-import { expandHome } from "./sidecar";
+import type { Json } from "../../condense-engine/client/protocol.ts";
+import { expandHome } from "../../condense-engine/client/sidecar.ts";
 
 /** `PI_CODING_AGENT_DIR`, else `~/.pi/agent`. */
 export function agentDir(): string {

@@ -75,17 +75,15 @@ fn dist_tarballs_in(dist: &Path) -> Vec<PathBuf> {
 /// test can see.)
 fn assert_fresh(packages: &Path) {
     let root = workspace_root();
+    // Each host package holds the host's sources and the client's at their
+    // repository places below `crates/` (xtask's `packed_dir`).
     let sources = [
-        (
-            "condense-pi",
-            root.join("crates/condense-host-pi/extension"),
-        ),
-        (
-            "condense-opencode",
-            root.join("crates/condense-host-opencode/plugin"),
-        ),
+        ("condense-pi", "condense-host-pi/extension"),
+        ("condense-pi", "condense-engine/client"),
+        ("condense-opencode", "condense-host-opencode/plugin"),
+        ("condense-opencode", "condense-engine/client"),
     ];
-    for (package, source) in sources {
+    for (package, place) in sources {
         let shipped = |dir: &Path| -> Vec<String> {
             let mut names: Vec<String> = fs::read_dir(dir)
                 .map(|entries| {
@@ -101,7 +99,8 @@ fn assert_fresh(packages: &Path) {
             names.sort();
             names
         };
-        let packed_dir = packages.join(package);
+        let source = root.join("crates").join(place);
+        let packed_dir = packages.join(package).join(place);
         let names = shipped(&source);
         let stale = |why: String| -> ! {
             panic!(
@@ -114,10 +113,7 @@ fn assert_fresh(packages: &Path) {
         }
         for name in names {
             let read = |p: &Path| fs::read_to_string(p).unwrap_or_default();
-            // The OpenCode package's imports of the shim point into it (dist.rs).
-            let expected = read(&source.join(&name))
-                .replace("\"../../condense-host-pi/extension/", "\"./shared/");
-            if read(&packed_dir.join(&name)) != expected {
+            if read(&packed_dir.join(&name)) != read(&source.join(&name)) {
                 stale(format!("{name} differs from the workspace's"));
             }
         }

@@ -33,6 +33,27 @@ pub struct TypeScript {
     pub type_roots: PathBuf,
 }
 
+impl TypeScript {
+    /// Runs `tsc --noEmit -p tsconfig.json` in `dir` with `node` and panics
+    /// with the compiler's report unless it finds nothing; `extra` are more
+    /// arguments (`--typeRoots`, say). `what` names the code in the report.
+    pub fn assert_clean(&self, node: &Path, dir: &Path, extra: &[&std::ffi::OsStr], what: &str) {
+        let mut cmd = Command::new(node);
+        cmd.arg(&self.tsc)
+            .args(["--noEmit", "--pretty", "false", "-p", "tsconfig.json"])
+            .args(extra)
+            .current_dir(dir);
+        let out = run_bounded(&mut cmd, Duration::from_secs(300)).expect("run tsc");
+        assert!(
+            out.success(),
+            "tsc found errors in {what} ({}):\n{}{}",
+            out.describe_status(),
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
 /// Finds or installs the compiler once per test process; the error says why not.
 pub fn typescript() -> Result<&'static TypeScript, String> {
     static INSTALL: OnceLock<Result<TypeScript, String>> = OnceLock::new();

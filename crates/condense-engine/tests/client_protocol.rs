@@ -1,14 +1,12 @@
 //! The typed protocol across both sides: a sample of every `Effect`
 //! variant, every `Request` variant, every answer, and every sidecar
 //! request and notification, serialized by Rust, must equal the checked-in
-//! `extension/protocol.samples.json` (regenerate it with
+//! `client/protocol.samples.json` (regenerate it with
 //! `CONDENSE_BLESS=1`), read back into the same values, and come back
 //! unchanged after the shim's checks read and re-emit it (`node --test
-//! extension/protocol.test.ts`). A field renamed on either side fails here;
+//! client/protocol.test.ts`). A field renamed on either side fails here;
 //! a field renamed in a TypeScript interface alone fails `tsc`
-//! (`tests/shim_typecheck.rs`).
-
-mod support;
+//! (`tests/client_typecheck.rs`).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -25,10 +23,10 @@ use condense_engine::request::{
     MessageEndParams, QueryParams, Raw, Request, SessionStartParams, TurnEndParams, TurnUsage,
 };
 use condense_engine::{Delivery, Effect, Placement};
+use condense_testkit::pi_env::require_pi;
+use condense_testkit::process::run_bounded;
 use serde::Serialize;
 use serde_json::{json, Value};
-use support::pi_env::require_pi;
-use support::process::run_bounded;
 
 /// One sample of every variant (and of each optional field both ways).
 fn samples() -> Vec<Effect> {
@@ -622,8 +620,8 @@ fn every_request_variant_has_a_sample_and_an_answer() {
     }
 }
 
-fn extension() -> PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("extension")
+fn client() -> PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("client")
 }
 
 fn samples_json() -> String {
@@ -638,7 +636,7 @@ fn the_samples_cover_every_variant_and_the_checked_in_file_is_current() {
         seen[variant(&e)] = true;
     }
     assert!(seen.iter().all(|s| *s), "a variant has no sample: {seen:?}");
-    let file = extension().join("protocol.samples.json");
+    let file = client().join("protocol.samples.json");
     let fresh = samples_json();
     if std::env::var("CONDENSE_BLESS").as_deref() == Ok("1") {
         std::fs::write(&file, &fresh).expect("write the samples");
@@ -647,8 +645,8 @@ fn the_samples_cover_every_variant_and_the_checked_in_file_is_current() {
     assert!(
         checked_in == fresh,
         "{} is stale: the Rust effects changed. Regenerate it with \
-         CONDENSE_BLESS=1 cargo test -p condense-host-pi --test protocol_roundtrip, \
-         then update extension/protocol.ts to match",
+         CONDENSE_BLESS=1 cargo test -p condense-engine --test client_protocol, \
+         then update client/protocol.ts to match",
         file.display()
     );
     let v: Value = serde_json::from_str(&checked_in).expect("the samples are JSON");
@@ -669,7 +667,7 @@ fn every_message_round_trips_through_the_typescript_types() {
         .arg("protocol.test.ts")
         .env("CONDENSE_PROTOCOL_SAMPLES", &input)
         .env("CONDENSE_PROTOCOL_OUT", &output)
-        .current_dir(extension());
+        .current_dir(client());
     let out = run_bounded(&mut cmd, Duration::from_secs(120)).expect("run node --test");
     let report = format!("stdout:\n{}\nstderr:\n{}", out.stdout, out.stderr);
     assert!(out.success() && report.contains("# fail 0"), "{report}");

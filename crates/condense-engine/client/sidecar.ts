@@ -11,8 +11,8 @@ import type { ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { ProtocolError, readSidecarNotice, readSidecarRequest, SHIM_REQUESTS } from "./protocol";
-import type { ShimMethod, ShimNotifications, ShimRequests, SidecarNotice, SidecarRequest, SidecarResult } from "./protocol";
+import { ProtocolError, readSidecarNotice, readSidecarRequest, SHIM_REQUESTS } from "./protocol.ts";
+import type { ShimMethod, ShimNotifications, ShimRequests, SidecarNotice, SidecarRequest, SidecarResult } from "./protocol.ts";
 
 /** Protocol major version this shim speaks. */
 export const PROTOCOL_VERSION = 1;

@@ -1,7 +1,6 @@
 // Where a sidecar binary is. Shared by the pi shim and the OpenCode plugin,
 // and by both the workspace checkout and the npm packages (`cargo xtask dist`
-// copies this file into the OpenCode package), so it imports Node built-ins
-// only.
+// ships the client in both), so it imports Node built-ins only.
 //
 // The order, first hit wins:
 // 1. the environment variable (`CONDENSE_PI_BIN`, `CONDENSE_OPENCODE_BIN`):
