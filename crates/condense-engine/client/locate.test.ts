@@ -1,5 +1,5 @@
 // The sidecar lookup (locate.ts) against directory trees laid out as npm and
-// the workspace lay them out. Run by tests/shim_units.rs.
+// the workspace lay them out. Run by condense-engine's tests/client_units.rs.
 
 import assert from "node:assert/strict";
 import * as fs from "node:fs";

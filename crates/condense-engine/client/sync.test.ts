@@ -1,4 +1,4 @@
-// Unit tests of sync.ts, run by `cargo test -p condense-host-pi --test shim_units`
+// Unit tests of sync.ts, run by `cargo test -p condense-engine --test client_units`
 // with the end-to-end tests' Node 22 (`node --test`, TypeScript types stripped).
 import assert from "node:assert/strict";
 import { test } from "node:test";

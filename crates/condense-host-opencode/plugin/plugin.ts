@@ -43,9 +43,8 @@ import type { Lookup } from "../../condense-engine/client/locate.ts";
 import { parseEffect } from "../../condense-engine/client/protocol.ts";
 import type { ContextParams, Effect, Json, ShimMethod, ShimRequests, SidecarRequest, SidecarResult } from "../../condense-engine/client/protocol.ts";
 import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-engine/client/sidecar.ts";
-import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable } from "../../condense-engine/client/sync.ts";
+import { ContextClient } from "../../condense-engine/client/context.ts";
 import { priceRatio } from "../../condense-engine/client/prices.ts";
-import type { HeldAnswer } from "../../condense-engine/client/sync.ts";
 import { CONTEXT_TIMEOUT_MS, HELLO_TIMEOUT_MS, QUERY_TOOL, REQUEST_TIMEOUT_MS } from "../../condense-engine/client/constants.ts";
 import { configDirs, readConfig } from "./config.ts";
 import { placeholdersIn, refusal, WRITING_TOOLS } from "./guard.ts";
@@ -133,10 +132,8 @@ class SessionLink {
 	anchor: string | null = null;
 	/** The session model, for `llm.complete`'s `"default"`. */
 	model: { providerID: string; modelID: string } | undefined;
-	/** One key per message the sidecar holds (`undefined`: unknown, send everything). */
-	keys: KeyTable | undefined;
-	/** The last render steps applied, for incremental answers. */
-	held: HeldAnswer | undefined;
+	/** What the sidecar's copy holds and the render last applied (the client's context.ts). */
+	readonly context = new ContextClient();
 	/** The OpenCode messages the last `context` carried. */
 	sent = new Set<string>();
 	/** The next transform is OpenCode's compaction summarizing the history, not a call of the agent's. */
@@ -251,8 +248,7 @@ class SessionLink {
 		if (!first || !isCompaction(first) || first.info.id === this.compaction) return;
 		const logged = this.log.read();
 		await this.startSession(sidecar, messages.slice(0, knownCount(messages, logged)), logged, "compact");
-		this.keys = undefined;
-		this.held = undefined;
+		this.context.reset();
 		this.sent = new Set();
 	}
 
@@ -357,8 +353,8 @@ class SessionLink {
 			// message the last `context` already carried may not have been
 			// appended again: then the next `context` sends everything.
 			if (te.synced === true) {
-				if (this.sent.has(info.id)) this.keys = undefined;
-				else this.keys?.append([message, ...toolResults], 0);
+				if (this.sent.has(info.id)) this.context.forgetCopy();
+				else this.context.keys?.append([message, ...toolResults], 0);
 			}
 			this.carryOut(te.effects, false);
 			this.log.append([{ type: "reported", after: info.id }]);
@@ -514,32 +510,27 @@ class CondenseState {
 			link.anchor = messages.at(-1)?.info.id ?? link.anchor;
 			const converted = convert(messages);
 			// Only what changed since the sidecar's copy (sync.ts's keys).
-			const keep = link.keys ? link.keys.commonPrefix(converted.pi) : 0;
-			if (link.held && !heldIntact(link.held)) link.held = undefined;
-			const base = link.held?.seq;
+			const keep = link.context.keep(converted.pi);
+			const base = link.context.base(sidecar);
 			const params: ContextParams = { keep, append: asJson(converted.pi.slice(keep)), now: Date.now() };
 			if (link.model) params.model = `${link.model.providerID}/${link.model.modelID}`;
 			const summarizerPrice = await this.summarizerPrice(link.model);
 			if (summarizerPrice !== undefined) params.summarizerPrice = summarizerPrice;
 			if (base !== undefined) params.base = base;
-			link.keys = undefined; // until the answer says the sidecar holds this list
+			link.context.forgetCopy(); // until the answer says the sidecar holds this list
 			const res = await ask(sidecar, "context", params, CONTEXT_TIMEOUT_MS);
-			link.keys = KeyTable.of(converted.pi);
+			link.context.sync(0, converted.pi);
 			link.sent = new Set(messages.map((m) => m.info.id));
 			link.carryOut(res.effects, false);
-			if (res.unchanged === true) return undefined;
-			const steps = answerSteps(link.held, base, res);
-			const rendered = steps && (applySteps(converted.pi, steps) as PiMessage[] | undefined);
-			if (!steps || !rendered) {
-				link.held = undefined;
+			const applied = link.context.apply(converted.pi, base, res, sidecar);
+			if (applied.kind === "unchanged") return undefined;
+			if (applied.kind === "malformed") {
 				link.fail("the sidecar sent a malformed render");
 				return undefined;
 			}
-			link.held = holdAnswer(res.seq, steps, link.held, typeof res.reuse === "number" ? res.reuse : 0);
-			return applyRender(messages, converted, rendered);
+			return applyRender(messages, converted, applied.messages as PiMessage[]);
 		} catch (err) {
-			link.keys = undefined;
-			link.held = undefined;
+			link.context.reset();
 			// The sidecar's copy no longer matches this list: the messages pass
 			// unchanged, and the next call sends the whole list (keys unset).
 			if (err instanceof CodedError && err.code === OUT_OF_SYNC) return undefined;

@@ -19,15 +19,8 @@ import { loadTui, renderSummary } from "./render";
 import { findBinary, missingNotice } from "../../condense-engine/client/locate.ts";
 import type { Lookup } from "../../condense-engine/client/locate.ts";
 import { CodedError, errorText, logError, PROTOCOL_VERSION, SHIM_VERSION, Sidecar } from "../../condense-engine/client/sidecar.ts";
-import {
-	answerSteps,
-	applySteps,
-	heldIntact,
-	holdAnswer,
-	KeyTable,
-	withoutSystemMessages,
-	type HeldAnswer,
-} from "../../condense-engine/client/sync.ts";
+import { withoutSystemMessages } from "../../condense-engine/client/sync.ts";
+import { ContextClient } from "../../condense-engine/client/context.ts";
 import { TurnEnds } from "./turns";
 import { CONTEXT_TIMEOUT_MS, HELLO_TIMEOUT_MS, QUERY_TOOL, REQUEST_TIMEOUT_MS, SUMMARY_TYPE } from "../../condense-engine/client/constants.ts";
 
@@ -98,12 +91,8 @@ export default function condense(pi: ExtensionAPI) {
 	/** A sidecar between spawn and handshake. */
 	let handshaking: Sidecar | undefined;
 	let starting: Promise<Sidecar | undefined> | undefined;
-	/** One key per message the sidecar holds (sync.ts). */
-	let keys = new KeyTable();
-	/** The last render steps applied, for incremental answers (sync.ts). */
-	let held: HeldAnswer | undefined;
-	/** The sidecar that sent `held` (answer numbers are per sidecar process). */
-	let heldFrom: Sidecar | undefined;
+	/** What the sidecar's copy holds and the render last applied (the client's context.ts). */
+	const context = new ContextClient();
 	/** Bumped by every `context` request, to detect one racing a `turn.end`. */
 	let contextEpoch = 0;
 	/** The `turn_end` handlers started: `context` waits for its turn's. */
@@ -145,7 +134,7 @@ export default function condense(pi: ExtensionAPI) {
 		if (sidecar !== s && handshaking !== s) return; // retired on purpose (shutdown): nothing to report
 		if (sidecar === s) sidecar = undefined;
 		if (handshaking === s) handshaking = undefined;
-		keys = new KeyTable();
+		context.forgetCopy();
 		tellUser(`condense: ${reason}. Context pruning is off until the next session start; pi continues unpruned.`);
 	}
 
@@ -217,7 +206,7 @@ export default function condense(pi: ExtensionAPI) {
 		}
 		if (!s.alive) return undefined;
 		sidecar = s;
-		keys = new KeyTable();
+		context.forgetCopy();
 		return s;
 	}
 
@@ -285,10 +274,10 @@ export default function condense(pi: ExtensionAPI) {
 			branch,
 			tree,
 		};
-		keys = new KeyTable();
+		context.forgetCopy();
 		const res = await call("session.start", params, REQUEST_TIMEOUT_MS);
 		if (!res) return;
-		if (Array.isArray(messages)) keys = KeyTable.of(messages);
+		if (Array.isArray(messages)) context.sync(0, messages);
 		applyEffects(res.effects, ctx, pi);
 		if (timing) {
 			process.stderr.write(
@@ -337,7 +326,7 @@ export default function condense(pi: ExtensionAPI) {
 		const message = event?.message ?? null;
 		const toolResults = Array.isArray(event?.toolResults) ? event.toolResults : [];
 		const epoch = contextEpoch;
-		const heldKeys = keys.length;
+		const heldKeys = context.keys?.length;
 		const res = await call("turn.end", {
 			turnIndex: event?.turnIndex ?? 0,
 			message,
@@ -350,16 +339,16 @@ export default function condense(pi: ExtensionAPI) {
 		});
 		if (!res) {
 			// An error answer leaves the sidecar's copy unknown: resend everything next time.
-			if (sidecar === s) keys = new KeyTable();
+			if (sidecar === s) context.forgetCopy();
 			return;
 		}
 		// A sidecar that appended the turn to its copy says `synced`; mirror it,
 		// unless a context request raced this one (then resend everything).
 		if (res.synced === true && sidecar === s) {
-			if (contextEpoch === epoch && keys.length === heldKeys && message) {
-				keys.append([message, ...toolResults], 0);
+			if (contextEpoch === epoch && context.keys && context.keys.length === heldKeys && message) {
+				context.keys.append([message, ...toolResults], 0);
 			} else {
-				keys = new KeyTable();
+				context.forgetCopy();
 			}
 		}
 		applyEffects(res.effects, ctx, pi);
@@ -409,12 +398,12 @@ export default function condense(pi: ExtensionAPI) {
 			// Without the rebuilt list the sidecar cannot tell what the
 			// compaction kept; the next `context` resends it as before.
 			if (!Array.isArray(messages)) return;
-			const keep = keys.commonPrefix(messages);
+			const keep = context.keep(messages);
 			const request = call("session.compact", { keep, append: messages.slice(keep) as Json[], now: Date.now() });
-			keys.sync(keep, messages);
+			context.sync(keep, messages);
 			const res = await (compacting = request);
 			if (!res) {
-				if (sidecar === s) keys = new KeyTable();
+				if (sidecar === s) context.forgetCopy();
 				return;
 			}
 			applyEffects(res.effects, ctx, pi);
@@ -449,8 +438,7 @@ export default function condense(pi: ExtensionAPI) {
 			const s = sidecar;
 			if (!s?.alive || !Array.isArray(messages)) return undefined;
 			const started = timing ? performance.now() : 0;
-			if (held && (heldFrom !== s || !heldIntact(held))) held = undefined;
-			const base = held?.seq;
+			const base = context.base(s);
 			contextEpoch++;
 			const request = (from: number, withBase: boolean) => {
 				const params: ContextParams = { keep: from, append: messages.slice(from), now: Date.now() };
@@ -466,10 +454,10 @@ export default function condense(pi: ExtensionAPI) {
 			};
 			// Sent on the cheap prefix (roles, timestamps, ids); the contents,
 			// the costly half of the keys, are checked while the sidecar renders.
-			const header = keys.headerPrefix(messages);
+			const header = context.headerPrefix(messages);
 			let pending = request(header, true);
 			const keyed = timing ? performance.now() : 0;
-			const keep = keys.contentPrefix(messages, header);
+			const keep = context.contentPrefix(messages, header);
 			let stale: Promise<any> | undefined;
 			if (keep < header) {
 				// A message changed in place (another extension's handler edits
@@ -478,16 +466,13 @@ export default function condense(pi: ExtensionAPI) {
 				stale = pending;
 				pending = request(keep, false);
 			}
-			keys.sync(keep, messages);
+			context.sync(keep, messages);
 			const checked = timing ? performance.now() : 0;
 			const res = await pending;
 			const answered = timing ? performance.now() : 0;
 			if (!res) {
 				// An error answer leaves the sidecar's copy unknown: resend everything next time.
-				if (sidecar === s) {
-					keys = new KeyTable();
-					held = undefined;
-				}
+				if (sidecar === s) context.reset();
 				return undefined;
 			}
 			// The stale answer's render is dropped, not its effects: a switch
@@ -495,20 +480,13 @@ export default function condense(pi: ExtensionAPI) {
 			const staleRes = stale ? await stale.catch(() => undefined) : undefined;
 			if (staleRes) applyEffects(staleRes.effects, ctx, pi);
 			applyEffects(res.effects, ctx, pi);
-			let out: unknown[] | undefined;
-			let stepCount = 0;
-			if (res.unchanged !== true) {
-				const steps = answerSteps(held, base, res);
-				out = steps && applySteps(messages, steps);
-				if (!steps || !out) {
-					held = undefined;
-					s.fail("the sidecar answered context with malformed render steps");
-					return undefined;
-				}
-				stepCount = steps.length;
-				held = holdAnswer(res.seq, steps, held, typeof res.reuse === "number" ? res.reuse : 0);
-				heldFrom = s;
+			const applied = context.apply(messages, base, res, s);
+			if (applied.kind === "malformed") {
+				s.fail("the sidecar answered context with malformed render steps");
+				return undefined;
 			}
+			const out = applied.kind === "rendered" ? applied.messages : undefined;
+			const stepCount = applied.kind === "rendered" ? applied.steps : 0;
 			if (timing) {
 				const done = performance.now();
 				const ms = done - started;
@@ -542,7 +520,7 @@ export default function condense(pi: ExtensionAPI) {
 			}
 			const s = sidecar;
 			sidecar = undefined;
-			keys = new KeyTable();
+			context.forgetCopy();
 			llm.cancelAll();
 			clearWidgetTimers();
 			if (!s) return;
