@@ -1,4 +1,5 @@
-//! Replay: fold a branch's condense entries into core [`State`].
+//! Replay: fold a branch's condense entries into core's
+//! [`State`](condense_core::State), returned as a [`Branch`].
 //!
 //! This is what pi-condense's `session_start` does, in the same order:
 //! 1. `context-prune-index`: each record is indexed; records that are not
