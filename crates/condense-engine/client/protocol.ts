@@ -334,8 +334,17 @@ export interface HelloParams {
 	/** The protocol major version the shim speaks. */
 	protocol: number;
 	shim: string;
-	/** pi's version. */
-	pi: string;
+	/** The harness the shim runs in. */
+	host?: HostInfo;
+}
+
+/** The harnesses a shim is written for. */
+export type HostName = "pi" | "opencode";
+
+/** The harness a shim runs in, and its version when the shim can tell. */
+export interface HostInfo {
+	name: HostName;
+	version?: string;
 }
 
 export interface SessionStartParams {
@@ -497,7 +506,11 @@ const isStep: Check<Step> = (v, where) => {
 /** The checks of every shim request's params and answer. */
 export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRequests[M]["params"]>; result: Check<ShimRequests[M]["result"]> } } = {
 	hello: {
-		params: record<HelloParams>({ protocol: isNumber, shim: isString, pi: isString }),
+		params: record<HelloParams>({
+			protocol: isNumber,
+			shim: isString,
+			host: optional(record<HostInfo>({ name: oneOfValues<HostName>("pi", "opencode"), version: optional(isString) })),
+		}),
 		result: record<HelloResult>({
 			protocol: isNumber,
 			sidecar: isString,

@@ -107,9 +107,32 @@ pub struct HelloParams {
     /// The shim's version.
     #[serde(default, deserialize_with = "lenient")]
     pub shim: Option<String>,
-    /// pi's version.
+    /// The harness the shim runs in.
     #[serde(default, deserialize_with = "lenient")]
-    pub pi: Option<String>,
+    pub host: Option<HostInfo>,
+}
+
+/// The harness a shim runs in, and its version when the shim can tell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// Which harness.
+    pub name: HostName,
+    /// Its version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+/// The harnesses a shim is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HostName {
+    /// pi (`condense-host-pi`'s extension).
+    Pi,
+    /// OpenCode (`condense-host-opencode`'s plugin).
+    Opencode,
+    /// A harness this sidecar does not know.
+    #[serde(other)]
+    Other,
 }
 
 /// `session.start`.
@@ -503,12 +526,28 @@ pub struct LlmEventParams {
     /// The `llm.complete` request it belongs to.
     #[serde(default, deserialize_with = "lenient")]
     pub request_id: String,
-    /// `text`, `thinking` or `usage`.
+    /// What the delta is.
     #[serde(default, deserialize_with = "lenient")]
-    pub kind: String,
+    pub kind: LlmEventKind,
     /// The streamed text.
     #[serde(default, deserialize_with = "lenient")]
     pub delta: String,
+}
+
+/// What an `llm.event` streams.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LlmEventKind {
+    /// Reply text.
+    Text,
+    /// Thinking.
+    Thinking,
+    /// The call's usage.
+    Usage,
+    /// A kind this sidecar does not know (the call is still alive).
+    #[default]
+    #[serde(other)]
+    Other,
 }
 
 /// One line from the shim.
@@ -618,5 +657,37 @@ impl<'de> de::DeserializeSeed<'de> for ParamsSeed<'_> {
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Request, D::Error> {
         Request::read(self.0, d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_harness_or_event_kind_reads_as_other() {
+        let hello: HelloParams =
+            serde_json::from_str(r#"{"protocol":1,"host":{"name":"zed","version":"1"}}"#)
+                .expect("hello");
+        assert_eq!(hello.host.map(|h| h.name), Some(HostName::Other));
+        let opencode: HelloParams =
+            serde_json::from_str(r#"{"protocol":1,"host":{"name":"opencode"}}"#).expect("hello");
+        assert_eq!(
+            opencode.host,
+            Some(HostInfo {
+                name: HostName::Opencode,
+                version: None
+            })
+        );
+        // An older shim's `pi` field is no harness, and no error.
+        let older: HelloParams =
+            serde_json::from_str(r#"{"protocol":1,"pi":"0.83.0"}"#).expect("hello");
+        assert_eq!(older.host, None);
+        let event: LlmEventParams =
+            serde_json::from_str(r#"{"requestId":"s1","kind":"audio","delta":""}"#).expect("event");
+        assert_eq!(event.kind, LlmEventKind::Other);
+        let event: LlmEventParams =
+            serde_json::from_str(r#"{"requestId":"s1","kind":"text","delta":"a"}"#).expect("event");
+        assert_eq!(event.kind, LlmEventKind::Text);
     }
 }

@@ -19,8 +19,9 @@ use condense_engine::protocol::{
     TurnEndResult, UiEffectsParams,
 };
 use condense_engine::request::{
-    CommandParams, CompactParams, ContextParams, HelloParams, Incoming, LlmEventParams,
-    MessageEndParams, QueryParams, Raw, Request, SessionStartParams, TurnEndParams, TurnUsage,
+    CommandParams, CompactParams, ContextParams, HelloParams, HostInfo, HostName, Incoming,
+    LlmEventKind, LlmEventParams, MessageEndParams, QueryParams, Raw, Request, SessionStartParams,
+    TurnEndParams, TurnUsage,
 };
 use condense_engine::{Delivery, Effect, Placement};
 use condense_testkit::pi_env::require_pi;
@@ -116,7 +117,18 @@ fn requests() -> Vec<Request> {
         Request::Hello(HelloParams {
             protocol: 1,
             shim: Some("0.1.0".into()),
-            pi: Some("1.6.0".into()),
+            host: Some(HostInfo {
+                name: HostName::Pi,
+                version: Some("1.6.0".into()),
+            }),
+        }),
+        Request::Hello(HelloParams {
+            protocol: 1,
+            shim: Some("0.1.0".into()),
+            host: Some(HostInfo {
+                name: HostName::Opencode,
+                version: None,
+            }),
         }),
         Request::SessionStart(SessionStartParams {
             reason: Some("startup".into()),
@@ -454,14 +466,18 @@ fn notices() -> Vec<(&'static str, Notice)> {
 
 /// The shim's `llm.event` notifications.
 fn llm_events() -> Vec<LlmEventParams> {
-    ["text", "thinking"]
-        .into_iter()
-        .map(|kind| LlmEventParams {
-            request_id: "s3".into(),
-            kind: kind.into(),
-            delta: "- `t1`".into(),
-        })
-        .collect()
+    [
+        LlmEventKind::Text,
+        LlmEventKind::Thinking,
+        LlmEventKind::Usage,
+    ]
+    .into_iter()
+    .map(|kind| LlmEventParams {
+        request_id: "s3".into(),
+        kind,
+        delta: "- `t1`".into(),
+    })
+    .collect()
 }
 
 fn errors() -> Vec<ErrorBody> {

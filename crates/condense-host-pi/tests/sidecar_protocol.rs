@@ -20,7 +20,7 @@ impl Sidecar {
         let mut s = Sidecar::start();
         let hello = s.call(
             "hello",
-            json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+            json!({"protocol": 1, "shim": "test", "host": {"name": "pi", "version": "1.6.0"}}),
         );
         assert_eq!(hello["result"]["protocol"], 1, "{hello}");
         let start = s.call(
@@ -136,7 +136,7 @@ fn renders_and_queries_the_fixture_like_pi_condense() {
     let mut s = Sidecar::start();
     let hello = s.call(
         "hello",
-        json!({"protocol": 1, "shim": "test", "pi": "0.83.0"}),
+        json!({"protocol": 1, "shim": "test", "host": {"name": "pi", "version": "0.83.0"}}),
     );
     assert_eq!(hello["result"]["protocol"], 1);
     let bad = s.call("hello", json!({"protocol": 99}));
@@ -322,7 +322,7 @@ fn hello_lists_the_pruner_subcommands_of_the_picker() {
     let mut s = Sidecar::with_empty_session("hello", json!({"enabled": true}), Value::Null);
     let hello = s.call(
         "hello",
-        json!({"protocol": 1, "shim": "test", "pi": "1.6.0"}),
+        json!({"protocol": 1, "shim": "test", "host": {"name": "pi", "version": "1.6.0"}}),
     );
     let commands = hello["result"]["commands"].as_array().expect("commands");
     let picker = s.call("command", json!({"args": "", "utcOffsetMinutes": 0}));

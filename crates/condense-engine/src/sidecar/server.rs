@@ -39,7 +39,7 @@ use crate::protocol::{
     EffectsResult, ErrorBody, HelloResult, ProtocolErrorParams, TurnEndResult, UiEffectsParams,
     PROTOCOL_VERSION,
 };
-use crate::request::{Incoming, Request};
+use crate::request::{Incoming, LlmEventKind, Request};
 use crate::session::EngineLock;
 use crate::{host, jsonl, CallFacts, Effects, Engine, StartParams};
 
@@ -499,11 +499,11 @@ where
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner);
                 if let Some((_, sink)) = pending.get(&p.request_id) {
-                    match p.kind.as_str() {
-                        "thinking" => sink.thinking(p.delta),
-                        "text" => sink.text(p.delta),
+                    match p.kind {
+                        LlmEventKind::Thinking => sink.thinking(p.delta),
+                        LlmEventKind::Text => sink.text(p.delta),
                         // Usage and unknown kinds still show the call is alive.
-                        _ => sink.thinking(String::new()),
+                        LlmEventKind::Usage | LlmEventKind::Other => sink.thinking(String::new()),
                     }
                 }
             }

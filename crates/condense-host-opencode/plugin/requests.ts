@@ -1,0 +1,44 @@
+// The plugin's requests to a sidecar, each logged when debugging
+// (`$CONDENSE_OPENCODE_DEBUG`), and the protocol's JSON read field by field.
+
+import * as fs from "node:fs";
+import type { Json, ShimMethod, ShimRequests } from "../../condense-engine/client/protocol.ts";
+import { errorText, Sidecar } from "../../condense-engine/client/sidecar.ts";
+
+/** `$CONDENSE_OPENCODE_DEBUG`: a file that gets one line per request and answer. */
+const DEBUG_FILE = process.env.CONDENSE_OPENCODE_DEBUG;
+
+/** Logs `text()` when debugging (built only then: a request can be megabytes). */
+export function debug(text: () => string): void {
+	if (!DEBUG_FILE) return;
+	try {
+		fs.appendFileSync(DEBUG_FILE, `${new Date().toISOString()} ${text()}\n`);
+	} catch {
+		// debugging only
+	}
+}
+
+/** Messages and entries as the protocol's JSON: they are plain data read from OpenCode's JSON messages. */
+export function asJson<T extends object>(value: T): T extends unknown[] ? Json[] : Json {
+	return value as never;
+}
+
+/** An answer's fields: the answer is read field by field, never trusted whole. */
+export type Answer = { readonly [key: string]: unknown };
+
+export function asAnswer(value: unknown): Answer {
+	return value && typeof value === "object" && !Array.isArray(value) ? (value as Answer) : {};
+}
+
+/** A request to the sidecar, logged when debugging. */
+export async function ask<M extends ShimMethod>(sidecar: Sidecar, method: M, params: ShimRequests[M]["params"], timeoutMs: number): Promise<Answer> {
+	debug(() => `-> ${method} ${JSON.stringify(params).slice(0, 2000)}`);
+	try {
+		const res = asAnswer(await sidecar.request(method, params, timeoutMs));
+		debug(() => `<- ${method} ${JSON.stringify(res).slice(0, 2000)}`);
+		return res;
+	} catch (err) {
+		debug(() => `<- ${method} failed: ${errorText(err)}`);
+		throw err;
+	}
+}
