@@ -359,22 +359,96 @@ pub enum Request {
     Unknown(String),
 }
 
+/// The methods a shim sends, each named once ([`Method::name`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `hello`.
+    Hello,
+    /// `session.start`.
+    SessionStart,
+    /// `context`.
+    Context,
+    /// `turn.end`.
+    TurnEnd,
+    /// `message.end`.
+    MessageEnd,
+    /// `agent.start`.
+    AgentStart,
+    /// `agent.end`.
+    AgentEnd,
+    /// `session.compact`.
+    SessionCompact,
+    /// `query`.
+    Query,
+    /// `command`.
+    Command,
+    /// `shutdown`.
+    Shutdown,
+}
+
+impl Method {
+    /// Every method.
+    pub const ALL: [Method; 11] = [
+        Method::Hello,
+        Method::SessionStart,
+        Method::Context,
+        Method::TurnEnd,
+        Method::MessageEnd,
+        Method::AgentStart,
+        Method::AgentEnd,
+        Method::SessionCompact,
+        Method::Query,
+        Method::Command,
+        Method::Shutdown,
+    ];
+
+    /// The method's name on the wire.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Method::Hello => "hello",
+            Method::SessionStart => "session.start",
+            Method::Context => "context",
+            Method::TurnEnd => "turn.end",
+            Method::MessageEnd => "message.end",
+            Method::AgentStart => "agent.start",
+            Method::AgentEnd => "agent.end",
+            Method::SessionCompact => "session.compact",
+            Method::Query => "query",
+            Method::Command => "command",
+            Method::Shutdown => "shutdown",
+        }
+    }
+
+    /// The method named `name`, if this sidecar knows it.
+    pub fn named(name: &str) -> Option<Method> {
+        Method::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
 impl Request {
+    /// The method, `None` for one this sidecar does not know.
+    pub fn kind(&self) -> Option<Method> {
+        Some(match self {
+            Request::Hello(_) => Method::Hello,
+            Request::SessionStart(_) => Method::SessionStart,
+            Request::Context(_) => Method::Context,
+            Request::TurnEnd(_) => Method::TurnEnd,
+            Request::MessageEnd(_) => Method::MessageEnd,
+            Request::AgentStart => Method::AgentStart,
+            Request::AgentEnd => Method::AgentEnd,
+            Request::SessionCompact(_) => Method::SessionCompact,
+            Request::Query(_) => Method::Query,
+            Request::Command(_) => Method::Command,
+            Request::Shutdown => Method::Shutdown,
+            Request::Unknown(_) => return None,
+        })
+    }
+
     /// The method's name on the wire.
     pub fn method(&self) -> &str {
         match self {
-            Request::Hello(_) => "hello",
-            Request::SessionStart(_) => "session.start",
-            Request::Context(_) => "context",
-            Request::TurnEnd(_) => "turn.end",
-            Request::MessageEnd(_) => "message.end",
-            Request::AgentStart => "agent.start",
-            Request::AgentEnd => "agent.end",
-            Request::SessionCompact(_) => "session.compact",
-            Request::Query(_) => "query",
-            Request::Command(_) => "command",
-            Request::Shutdown => "shutdown",
             Request::Unknown(method) => method,
+            known => known.kind().map_or("", Method::name),
         }
     }
 
@@ -404,37 +478,37 @@ impl Request {
         ) -> Result<T, D::Error> {
             d.deserialize_any(LenientParams(std::marker::PhantomData))
         }
-        Ok(match method {
-            "hello" => Request::Hello(params(d)?),
-            "session.start" => Request::SessionStart(params(d)?),
-            "context" => Request::Context(params(d)?),
-            "turn.end" => Request::TurnEnd(params(d)?),
-            "message.end" => Request::MessageEnd(params(d)?),
-            "session.compact" => Request::SessionCompact(params(d)?),
-            "query" => Request::Query(params(d)?),
-            "command" => Request::Command(params(d)?),
-            other => {
+        Ok(match Method::named(method) {
+            Some(Method::Hello) => Request::Hello(params(d)?),
+            Some(Method::SessionStart) => Request::SessionStart(params(d)?),
+            Some(Method::Context) => Request::Context(params(d)?),
+            Some(Method::TurnEnd) => Request::TurnEnd(params(d)?),
+            Some(Method::MessageEnd) => Request::MessageEnd(params(d)?),
+            Some(Method::SessionCompact) => Request::SessionCompact(params(d)?),
+            Some(Method::Query) => Request::Query(params(d)?),
+            Some(Method::Command) => Request::Command(params(d)?),
+            Some(Method::AgentStart | Method::AgentEnd | Method::Shutdown) | None => {
                 de::IgnoredAny::deserialize(d)?;
-                Request::without_params(other)
+                Request::without_params(method)
             }
         })
     }
 
     /// The request of a method with no params.
     fn without_params(method: &str) -> Request {
-        match method {
-            "hello" => Request::Hello(HelloParams::default()),
-            "session.start" => Request::SessionStart(SessionStartParams::default()),
-            "context" => Request::Context(ContextParams::default()),
-            "turn.end" => Request::TurnEnd(TurnEndParams::default()),
-            "message.end" => Request::MessageEnd(MessageEndParams::default()),
-            "agent.start" => Request::AgentStart,
-            "agent.end" => Request::AgentEnd,
-            "session.compact" => Request::SessionCompact(CompactParams::default()),
-            "query" => Request::Query(QueryParams::default()),
-            "command" => Request::Command(CommandParams::default()),
-            "shutdown" => Request::Shutdown,
-            other => Request::Unknown(other.to_owned()),
+        match Method::named(method) {
+            Some(Method::Hello) => Request::Hello(HelloParams::default()),
+            Some(Method::SessionStart) => Request::SessionStart(SessionStartParams::default()),
+            Some(Method::Context) => Request::Context(ContextParams::default()),
+            Some(Method::TurnEnd) => Request::TurnEnd(TurnEndParams::default()),
+            Some(Method::MessageEnd) => Request::MessageEnd(MessageEndParams::default()),
+            Some(Method::AgentStart) => Request::AgentStart,
+            Some(Method::AgentEnd) => Request::AgentEnd,
+            Some(Method::SessionCompact) => Request::SessionCompact(CompactParams::default()),
+            Some(Method::Query) => Request::Query(QueryParams::default()),
+            Some(Method::Command) => Request::Command(CommandParams::default()),
+            Some(Method::Shutdown) => Request::Shutdown,
+            None => Request::Unknown(method.to_owned()),
         }
     }
 }
@@ -663,6 +737,23 @@ impl<'de> de::DeserializeSeed<'de> for ParamsSeed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_method_is_named_once_and_read_back_as_itself() {
+        for method in Method::ALL {
+            assert_eq!(Method::named(method.name()), Some(method));
+            let request = Request::without_params(method.name());
+            assert_eq!(request.kind(), Some(method));
+            assert_eq!(request.method(), method.name());
+            let line = format!(r#"{{"id":1,"method":"{}","params":{{}}}}"#, method.name());
+            match Incoming::parse(&line).expect("a line") {
+                Incoming::Request { request, .. } => assert_eq!(request.kind(), Some(method)),
+                other => panic!("{} read as {other:?}", method.name()),
+            }
+        }
+        assert_eq!(Method::named("nope"), None);
+        assert_eq!(Request::without_params("nope").method(), "nope");
+    }
 
     #[test]
     fn an_unknown_harness_or_event_kind_reads_as_other() {
