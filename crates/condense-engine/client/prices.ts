@@ -2,7 +2,7 @@
 // model prices (pi's registry `model.cost`, OpenCode's provider list; dollars
 // per million tokens), sent with each `context` call so the cache-aware
 // policy charges summaries what they cost (docs/configuration.md,
-// `economy.summarizerPrice`). No imports: OpenCode's plugin shares it.
+// `economy.summarizerPrice`). No imports: both hosts use it.
 
 /**
  * The `contextPrune.summarizerModel` the sidecar summarizes with: read at

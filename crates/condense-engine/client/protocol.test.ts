@@ -1,6 +1,6 @@
 // Every message of the protocol, as the sidecar writes it
 // (`protocol.samples.json`, generated from the Rust types by
-// `tests/protocol_roundtrip.rs`), read through the shim's checks and
+// condense-engine's `tests/client_protocol.rs`), read through the checks and
 // written back: nothing may change, and every method the shim knows has a
 // sample. With `CONDENSE_PROTOCOL_OUT` set, the re-emitted JSON is written
 // there for the Rust side to read back.

@@ -6,12 +6,12 @@
 // field checked (`parseEffect`, the `SHIM_REQUESTS` result checks, the
 // `SIDECAR_REQUESTS` / `SIDECAR_NOTIFICATIONS` params checks), or as a
 // `ProtocolError` naming the field. What it sends is built against the
-// interfaces below, which `tsc` checks (`tests/shim_typecheck.rs`). The
-// round-trip test (`protocol.test.ts`, driven by `tests/protocol_roundtrip.rs`)
+// interfaces below, which `tsc` checks (`tests/client_typecheck.rs`). The
+// round-trip test (`protocol.test.ts`, driven by `tests/client_protocol.rs`)
 // sends a Rust sample of every message through the checks and back, so a
 // field renamed on either side fails the build.
 //
-// This module imports nothing (no pi, no Node): other hosts' shims reuse it.
+// This module imports nothing (no pi, no Node): every host's TypeScript uses it.
 
 /** Any JSON value (entry payloads, message content: condense-store's to define). */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

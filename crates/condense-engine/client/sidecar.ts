@@ -1,4 +1,4 @@
-// The connection to the condense-pi sidecar: process lifetime, JSON-lines
+// The connection to a sidecar (`condense-pi`, `condense-opencode`): process lifetime, JSON-lines
 // framing, request ids and deadlines (docs/protocol.md).
 //
 // Everything that goes wrong with the sidecar (it cannot start, exits, sends
