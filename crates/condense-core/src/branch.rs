@@ -48,11 +48,6 @@ impl Branch {
         Branch::from(State::new())
     }
 
-    /// The state, without the memos.
-    pub fn into_state(self) -> State {
-        self.state
-    }
-
     fn known(&self) -> Known<'_> {
         Known {
             state: &self.state,
