@@ -378,7 +378,7 @@ pub fn compact(args: &CompactArgs) -> Result<CompactReport, CliError> {
         .then(|| {
             state.record_switch(loaded.messages.len());
             condense_store::entries::SwitchEntryData::undecided(
-                condense_core::SwitchReason::User.as_str(),
+                condense_core::SwitchReason::User,
                 loaded.messages.len(),
                 Some(now),
             )

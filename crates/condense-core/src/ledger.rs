@@ -9,13 +9,14 @@
 use crate::config::{EconomyConfig, Policy};
 use crate::economy::{recorded_bill, BillTotals, PriceProfile, RecordedUsage};
 use crate::format::format_count;
+use crate::policy::RecordedReason;
 
 /// One `context-prune-switch` entry's figures (those it carries; older or
 /// foreign entries may lack some).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SwitchRecord {
     /// Why the switch happened (`idle-expiry`, `pays`, …).
-    pub reason: String,
+    pub reason: RecordedReason,
     /// Tokens of the prompt before the switch.
     pub prompt_tokens: Option<u64>,
     /// Tokens the switch removed.
@@ -80,9 +81,9 @@ impl SessionEconomy {
         let mut reasons: Vec<(String, u64)> = Vec::new();
         let (mut removed, mut rewrite, mut saving) = (0u64, 0.0, 0.0);
         for s in &self.switches {
-            match reasons.iter_mut().find(|(r, _)| *r == s.reason) {
+            match reasons.iter_mut().find(|(r, _)| r == s.reason.as_str()) {
                 Some((_, n)) => *n += 1,
-                None => reasons.push((s.reason.clone(), 1)),
+                None => reasons.push((s.reason.as_str().to_owned(), 1)),
             }
             removed = removed.saturating_add(s.removed_tokens.unwrap_or(0));
             rewrite += finite(s.rewrite_cost);

@@ -164,8 +164,9 @@ pub use config::Policy;
 pub use policy::{
     budget_threshold, call_history, calls_before_compaction, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, switch_sizes, under_pressure, warm_rewrite,
-    ColdEvent, Hold, SummarizeDecision, SummarizeInputs, SwitchDecision, SwitchInputs,
-    SwitchReason, SwitchSizes, BUDGET_HEADROOM, COMPACTION_RESERVE_TOKENS, EXPECTED_CALLS_FACTOR,
+    ColdEvent, Hold, RecordedReason, SummarizeDecision, SummarizeInputs, SwitchDecision,
+    SwitchInputs, SwitchReason, SwitchSizes, BUDGET_HEADROOM, COMPACTION_RESERVE_TOKENS,
+    EXPECTED_CALLS_FACTOR,
 };
 
 // What the user is told, and how numbers read.

@@ -135,6 +135,58 @@ impl SwitchReason {
     }
 }
 
+/// A switch entry's `reason` as persisted: one the policy gives, or a
+/// spelling this version does not know, kept as it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordedReason {
+    /// A reason this version's policy gives.
+    Known(SwitchReason),
+    /// Another condense's spelling.
+    Unknown(String),
+}
+
+impl RecordedReason {
+    /// The persisted spelling.
+    pub fn as_str(&self) -> &str {
+        match self {
+            RecordedReason::Known(reason) => reason.as_str(),
+            RecordedReason::Unknown(name) => name,
+        }
+    }
+
+    /// Whether it is `reason`.
+    pub fn is(&self, reason: SwitchReason) -> bool {
+        *self == RecordedReason::Known(reason)
+    }
+}
+
+impl From<SwitchReason> for RecordedReason {
+    fn from(reason: SwitchReason) -> Self {
+        RecordedReason::Known(reason)
+    }
+}
+
+impl From<&str> for RecordedReason {
+    fn from(name: &str) -> Self {
+        match SwitchReason::from_name(name) {
+            Some(reason) => RecordedReason::Known(reason),
+            None => RecordedReason::Unknown(name.to_owned()),
+        }
+    }
+}
+
+impl serde::Serialize for RecordedReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RecordedReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(RecordedReason::from(String::deserialize(d)?.as_str()))
+    }
+}
+
 /// Why the cache-aware policy holds back what it could summarize or show,
 /// as `/pruner status` tells the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

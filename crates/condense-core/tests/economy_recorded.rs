@@ -2,7 +2,8 @@
 //! cases: what `/pruner status` and `condense status` show.
 
 use condense_core::{
-    AgainstNoPruning, Policy, PriceProfile, RecordedUsage, SessionEconomy, SwitchRecord,
+    AgainstNoPruning, Policy, PriceProfile, RecordedReason, RecordedUsage, SessionEconomy,
+    SwitchRecord,
 };
 
 /// `(input, cacheRead, cacheWrite, output)` of each recorded call; each
@@ -126,6 +127,24 @@ fn switch(reason: &str, removed: u64, rewrite: f64, saving: f64) -> SwitchRecord
 }
 
 #[test]
+fn a_reason_round_trips_as_written_known_or_not() {
+    for name in ["pays", "idle-expiry", "start", "a-future-reason"] {
+        let reason: RecordedReason =
+            serde_json::from_str(&format!("\"{name}\"")).expect("a string");
+        assert_eq!(reason.as_str(), name);
+        assert_eq!(
+            serde_json::to_string(&reason).expect("json"),
+            format!("\"{name}\"")
+        );
+    }
+    assert!(RecordedReason::from("start").is(condense_core::SwitchReason::Start));
+    assert_eq!(
+        RecordedReason::from("a-future-reason"),
+        RecordedReason::Unknown("a-future-reason".to_owned())
+    );
+}
+
+#[test]
 fn switches_are_counted_by_reason_and_their_figures_summed() {
     let mut e = ledger();
     e.add_switch(switch("idle-expiry", 1200, 0.0, 500.5));
@@ -133,7 +152,10 @@ fn switches_are_counted_by_reason_and_their_figures_summed() {
     e.add_switch(SwitchRecord {
         reason: "idle-expiry".into(),
         // An entry without figures (another writer's) counts, adds nothing.
-        ..SwitchRecord::default()
+        prompt_tokens: None,
+        removed_tokens: None,
+        rewrite_cost: None,
+        projected_saving: None,
     });
     let profile = PriceProfile::default();
     let r = e.report(&profile, Policy::CacheAware, 3);

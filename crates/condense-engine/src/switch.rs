@@ -467,7 +467,7 @@ pub(crate) fn decide(
             current_render
         };
         let entry = switch.map(|reason| SwitchEntryData {
-            reason: reason.as_str().to_owned(),
+            reason: reason.into(),
             message_count: messages.len() as u64,
             prompt_tokens: Some(sizes.prompt_tokens),
             removed_tokens: Some(sizes.removed_tokens),

@@ -30,7 +30,7 @@ pub fn session_economy(branch: &[&Entry]) -> SessionEconomy {
         } else if entry.is_custom(CUSTOM_TYPE_SWITCH) {
             match entry.payload::<SwitchEntryData>() {
                 // The start switch shows nothing new: it is no decision.
-                Some(Ok(data)) if data.reason != SwitchReason::Start.as_str() => {
+                Some(Ok(data)) if !data.reason.is(SwitchReason::Start) => {
                     economy.add_switch(switch_record(&data));
                 }
                 _ => {}

@@ -24,7 +24,9 @@
 //! The switch entry is condense's own: pi-condense ignores custom types it
 //! does not know, so it shows everything summarized, as it always did.
 
-use condense_core::{ChainEntry, Frontier, SummarizerStats, SummaryRef, ToolCallRecord};
+use condense_core::{
+    ChainEntry, Frontier, RecordedReason, SummarizerStats, SummaryRef, SwitchReason, ToolCallRecord,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -208,8 +210,9 @@ pub struct DiagnosticEntryData {
 #[serde(rename_all = "camelCase")]
 pub struct SwitchEntryData {
     /// Why: `idle-expiry`, `resume`, `model-change`, `compaction`,
-    /// `pressure`, `pays`, `start`, `user` (see `condense_core::SwitchReason`).
-    pub reason: String,
+    /// `pressure`, `pays`, `start`, `user` (see `condense_core::SwitchReason`);
+    /// another spelling is kept as written.
+    pub reason: RecordedReason,
     /// The number of messages in the context the switch was decided at:
     /// failed calls among them may have their arguments purged.
     pub message_count: u64,
@@ -236,9 +239,13 @@ pub struct SwitchEntryData {
 impl SwitchEntryData {
     /// A switch no cost decision made (`start`, `user`): its reason, the
     /// context's message count and its time, no figures.
-    pub fn undecided(reason: &str, message_count: usize, ts: Option<i64>) -> SwitchEntryData {
+    pub fn undecided(
+        reason: SwitchReason,
+        message_count: usize,
+        ts: Option<i64>,
+    ) -> SwitchEntryData {
         SwitchEntryData {
-            reason: reason.to_owned(),
+            reason: reason.into(),
             message_count: message_count as u64,
             prompt_tokens: None,
             removed_tokens: None,

@@ -119,7 +119,7 @@ impl Engine {
             && self.state.switch_count() == 0;
         starts.then(|| {
             self.state.record_switch(self.messages.len());
-            SwitchEntryData::undecided(SwitchReason::Start.as_str(), self.messages.len(), now_ms)
+            SwitchEntryData::undecided(SwitchReason::Start, self.messages.len(), now_ms)
         })
     }
 
