@@ -3,9 +3,9 @@
 //!
 //! Layout, for version V on the host platform P (`linux-x64` here):
 //!
-//! * `packages/condense-P/`: `bin/condense-pi`, `bin/condense-opencode`,
-//!   `bin/condense`, a `package.json` whose `os`/`cpu` (and `libc`) let npm
-//!   install it only on P;
+//! * `packages/condense-P/`: `bin/condense` (the command, and the sidecar
+//!   both hosts start as `condense sidecar`), a `package.json` whose
+//!   `os`/`cpu` (and `libc`) let npm install it only on P;
 //! * `packages/condense/`: the `condense` command's launcher
 //!   (`bin/condense.js`, from `crates/condense-cli/npm`);
 //! * `packages/condense-pi/`: the shim in `condense-host-pi/extension/`
@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use crate::packages::{
     entry_fields, imports, main_manifest_patch, packed_dir, readme, ships, Platform, CLI,
     CLIENT_SOURCE, CLI_FILES, CLI_PACKAGE, CLI_SOURCE, OPENCODE_PACKAGE, OPENCODE_SOURCE,
-    PI_PACKAGE, PI_SOURCE, SIDECARS,
+    PI_PACKAGE, PI_SOURCE,
 };
 use crate::runner::{Ctx, StepError};
 
@@ -110,17 +110,7 @@ pub fn dist(ctx: &Ctx) -> Result<(), StepError> {
             std::env::consts::ARCH
         ))
     })?;
-    ctx.run(&mut ctx.cargo([
-        "build",
-        "--release",
-        "-p",
-        "condense-host-pi",
-        "-p",
-        "condense-host-opencode",
-        "-p",
-        "condense-cli",
-        "--bins",
-    ]))?;
+    ctx.run(&mut ctx.cargo(["build", "--release", "-p", "condense-cli", "--bins"]))?;
     let release = target_dir(ctx).join("release");
     let out = dist_dir(ctx);
     if out.exists() {
@@ -173,22 +163,20 @@ pub fn dist(ctx: &Ctx) -> Result<(), StepError> {
     Ok(())
 }
 
-/// `condense-<os>-<cpu>`: the sidecars, the command, and a manifest npm
-/// installs only on that platform.
+/// `condense-<os>-<cpu>`: the command (which is also the sidecar), and a
+/// manifest npm installs only on that platform.
 fn lay_out_platform(platform: &Platform, release: &Path, dir: &Path) -> Result<(), StepError> {
     let bin = dir.join("bin");
     create_dir(&bin)?;
-    for name in SIDECARS.into_iter().chain([CLI]) {
-        let exe = platform.exe(name);
-        copy_executable(&release.join(&exe), &bin.join(&exe))?;
-    }
+    let exe = platform.exe(CLI);
+    copy_executable(&release.join(&exe), &bin.join(&exe))?;
     write(&dir.join("package.json"), &platform.manifest(VERSION))?;
     write(
         &dir.join("README.md"),
         &readme(
             &platform.package(),
             &format!(
-                "The binaries of condense for {}-{}. Not installed by hand: \
+                "The condense binary for {}-{}. Not installed by hand: \
                  `condense-pi`, `condense-opencode` and `condense` depend on it.",
                 platform.os, platform.cpu
             ),

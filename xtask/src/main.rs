@@ -50,10 +50,11 @@ Commands:
                      tests publish target/dist/*.tgz to verdaccio on
                      127.0.0.1)
              doc     cargo doc --workspace --no-deps  (RUSTDOCFLAGS=-D warnings)
-  dist     Build stripped release binaries (condense-pi, condense-opencode,
-             condense) and pack the npm packages into target/dist/:
-             condense-pi (pi), condense-opencode (OpenCode) and the platform
-             package condense-<os>-<cpu> with the sidecars (needs node, npm)
+  dist     Build the stripped release binary (condense, also the hosts'
+             sidecar) and pack the npm packages into target/dist:
+             condense-pi (pi), condense-opencode (OpenCode), condense (the
+             command) and the platform package condense-<os>-<cpu> with the
+             binary (needs node, npm)
   layers   The `layers` step of `ci` alone
   bench    Run `cargo bench --workspace` (the `bench` profile: release code
              with line tables); extra ARGS are passed to cargo bench

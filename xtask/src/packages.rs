@@ -15,10 +15,9 @@ pub const OPENCODE_SOURCE: &str = "crates/condense-host-opencode/plugin";
 /// The client both hosts import (`../../condense-engine/client/…`), shipped
 /// in both packages.
 pub const CLIENT_SOURCE: &str = "crates/condense-engine/client";
-/// The sidecar binaries every platform package carries, under `bin/`.
-pub const SIDECARS: [&str; 2] = ["condense-pi", "condense-opencode"];
-/// The command-line tool: in every platform package's `bin/` (what the
-/// `condense` package runs) and beside the packages (`target/dist/bin/`).
+/// The one binary: in every platform package's `bin/` (what the
+/// `condense` package runs, and the sidecar the hosts start as `condense
+/// sidecar`) and beside the packages (`target/dist/bin/`).
 pub const CLI: &str = "condense";
 /// The command's package (`npx condense claude`): a Node launcher in
 /// `crates/condense-cli/npm` that runs the platform package's binary.
@@ -126,8 +125,8 @@ impl Platform {
             name = json_string(&self.package()),
             version = json_string(version),
             description = json_string(&format!(
-                "condense's sidecar binaries (condense-pi, condense-opencode) for {}-{}; \
-                 installed by condense-pi and condense-opencode",
+                "the condense binary (command and sidecar) for {}-{}; \
+                 installed by condense-pi, condense-opencode and condense",
                 self.os, self.cpu
             )),
             os = json_string(self.os),

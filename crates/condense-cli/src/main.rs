@@ -23,6 +23,7 @@ mod output;
 mod pi_session;
 mod progress;
 mod proxy;
+mod sidecar;
 mod simulate;
 mod stdout;
 
@@ -169,6 +170,9 @@ enum Command {
     /// The stdio MCP server that gives the agent `context_tree_query`
     /// (answered by `condense proxy`); see docs/proxy.md.
     Mcp,
+    /// The sidecar the pi extension and the OpenCode plugin start: the
+    /// engine on stdin/stdout (docs/protocol.md). Not run by hand.
+    Sidecar,
     /// Claude Code through condense: the proxy (reused or started), the
     /// MCP server registered, and `claude` with your arguments after `--`.
     Claude(claude::ClaudeArgs),
@@ -206,6 +210,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Command::Simulate(args) => simulate::run(&args),
         Command::Proxy(args) => proxy::run(&args),
         Command::Mcp => mcp::run(),
+        Command::Sidecar => sidecar::run(),
         Command::Claude(args) => claude::run(&args).map(|_| ()),
         Command::Codex(args) => codex::run(&args).map(|_| ()),
         Command::Query {

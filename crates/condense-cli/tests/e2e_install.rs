@@ -36,7 +36,7 @@ fn installed() -> &'static Installed {
             registry.publish(&tarball);
         }
         let node_dir: Vec<&Path> = node.parent().into_iter().collect();
-        let path = path_without_rust(&node_dir, "condense");
+        let path = path_without_rust(&node_dir);
         let project = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("npx-condense");
         let _ = std::fs::remove_dir_all(&project);
         std::fs::create_dir_all(&project).unwrap();

@@ -29,18 +29,18 @@ function npmTree(binMode: number): { root: string; fromDir: string; bin: string 
 	writeFile(path.join(fromDir, "package.json"), JSON.stringify({ name: "condense-pi" }));
 	const pkg = path.join(modules, platformPackage());
 	writeFile(path.join(pkg, "package.json"), JSON.stringify({ name: platformPackage(), version: "0.1.0" }));
-	const bin = writeFile(path.join(pkg, "bin", "condense-pi"), "#!/bin/sh\n", binMode);
+	const bin = writeFile(path.join(pkg, "bin", "condense"), "#!/bin/sh\n", binMode);
 	return { root, fromDir, bin };
 }
 
 function lookup(fromDir: string | undefined, env: { [key: string]: string | undefined }): Lookup {
-	return { binary: "condense-pi", envVar: "CONDENSE_PI_BIN", crate: "condense-host-pi", fromDir, env };
+	return { fromDir, env };
 }
 
 test("the platform package is found with Node's resolution from the asking package", () => {
 	const { fromDir, bin } = npmTree(0o755);
 	const other = tempDir();
-	writeFile(path.join(other, "condense-pi"), "#!/bin/sh\n", 0o755);
+	writeFile(path.join(other, "condense"), "#!/bin/sh\n", 0o755);
 	// The package wins over a binary on PATH.
 	const found = findBinary(lookup(fromDir, { PATH: other }));
 	assert.equal(found.path, fs.realpathSync(bin));
@@ -55,22 +55,22 @@ test("the package is found from a module nested deeper in the asking package", (
 
 test("the environment variable wins, and a wrong one never falls back", () => {
 	const { fromDir } = npmTree(0o755);
-	const mine = writeFile(path.join(tempDir(), "my-condense-pi"), "#!/bin/sh\n", 0o755);
-	assert.equal(findBinary(lookup(fromDir, { CONDENSE_PI_BIN: mine })).path, mine);
+	const mine = writeFile(path.join(tempDir(), "my-condense"), "#!/bin/sh\n", 0o755);
+	assert.equal(findBinary(lookup(fromDir, { CONDENSE_BIN: mine })).path, mine);
 
 	const wrong = path.join(tempDir(), "missing");
-	const env = { CONDENSE_PI_BIN: wrong };
+	const env = { CONDENSE_BIN: wrong };
 	const found = findBinary(lookup(fromDir, env));
 	assert.equal(found.path, undefined);
-	assert.deepEqual(found.tried, [`CONDENSE_PI_BIN=${wrong}`]);
+	assert.deepEqual(found.tried, [`CONDENSE_BIN=${wrong}`]);
 	const notice = missingNotice(lookup(fromDir, env), found);
-	assert.match(notice, /CONDENSE_PI_BIN names no executable file/);
+	assert.match(notice, /CONDENSE_BIN names no executable file/);
 });
 
 test("a platform package whose binary is not executable falls through to PATH", () => {
 	const { fromDir, bin } = npmTree(0o644);
 	const dir = tempDir();
-	const onPath = writeFile(path.join(dir, "condense-pi"), "#!/bin/sh\n", 0o755);
+	const onPath = writeFile(path.join(dir, "condense"), "#!/bin/sh\n", 0o755);
 	const found = findBinary(lookup(fromDir, { PATH: dir }));
 	assert.equal(found.path, onPath);
 	assert.ok(found.tried.includes(fs.realpathSync(bin)), `${found.tried}`);
@@ -80,9 +80,9 @@ test("a workspace checkout finds target/release before target/debug", () => {
 	const ws = tempDir();
 	const fromDir = path.join(ws, "crates", "condense-host-pi", "extension");
 	fs.mkdirSync(fromDir, { recursive: true });
-	const debug = writeFile(path.join(ws, "target", "debug", "condense-pi"), "#!/bin/sh\n", 0o755);
+	const debug = writeFile(path.join(ws, "target", "debug", "condense"), "#!/bin/sh\n", 0o755);
 	assert.equal(findBinary(lookup(fromDir, { PATH: "" })).path, debug);
-	const release = writeFile(path.join(ws, "target", "release", "condense-pi"), "#!/bin/sh\n", 0o755);
+	const release = writeFile(path.join(ws, "target", "release", "condense"), "#!/bin/sh\n", 0o755);
 	assert.equal(findBinary(lookup(fromDir, { PATH: "" })).path, release);
 });
 
@@ -92,9 +92,9 @@ test("nothing found: the notice names every place tried and the package to insta
 	const found = findBinary(l);
 	assert.equal(found.path, undefined);
 	assert.equal(found.tried[0], `the npm package ${platformPackage()}`);
-	assert.ok(found.tried.includes("condense-pi on PATH"), `${found.tried}`);
+	assert.ok(found.tried.includes("condense on PATH"), `${found.tried}`);
 	const notice = missingNotice(l, found);
 	assert.match(notice, new RegExp(`install the npm package ${platformPackage()}`));
-	assert.match(notice, /cargo build --release -p condense-host-pi/);
-	assert.ok(notice.startsWith("the condense-pi sidecar was not found (tried the npm package"), notice);
+	assert.match(notice, /cargo build --release -p condense-cli/);
+	assert.ok(notice.startsWith("the condense sidecar was not found (tried the npm package"), notice);
 });

@@ -1,10 +1,11 @@
-// Where a sidecar binary is. Shared by the pi shim and the OpenCode plugin,
-// and by both the workspace checkout and the npm packages (`cargo xtask dist`
-// ships the client in both), so it imports Node built-ins only.
+// Where the sidecar binary is: `condense`, which both hosts run as
+// `condense sidecar`. Shared by the pi shim and the OpenCode plugin, and by
+// both the workspace checkout and the npm packages (`cargo xtask dist` ships
+// the client in both), so it imports Node built-ins only.
 //
 // The order, first hit wins:
-// 1. the environment variable (`CONDENSE_PI_BIN`, `CONDENSE_OPENCODE_BIN`):
-//    an explicit choice, and final: a wrong path never falls back silently;
+// 1. the environment variable `CONDENSE_BIN`: an explicit choice, and
+//    final: a wrong path never falls back silently;
 // 2. the platform package (`condense-<platform>-<arch>`, an optional
 //    dependency of the npm packages), found with Node's module resolution
 //    from the package that asks;
@@ -16,18 +17,21 @@ import * as fs from "node:fs";
 import { createRequire } from "node:module";
 import * as path from "node:path";
 
-/** The npm package carrying the sidecar binaries for this platform, e.g. `condense-linux-x64`. */
+/** The binary's name without extension. */
+export const SIDECAR_BINARY = "condense";
+/** The arguments that make it the sidecar. */
+export const SIDECAR_ARGS: readonly string[] = ["sidecar"];
+/** The environment variable that names the binary explicitly. */
+export const SIDECAR_ENV = "CONDENSE_BIN";
+/** The cargo package that builds it, named in the build-from-source hint. */
+const SIDECAR_CRATE = "condense-cli";
+
+/** The npm package carrying the binaries for this platform, e.g. `condense-linux-x64`. */
 export function platformPackage(platform: string = process.platform, arch: string = process.arch): string {
 	return `condense-${platform}-${arch}`;
 }
 
 export interface Lookup {
-	/** The binary's name without extension: `condense-pi` or `condense-opencode`. */
-	binary: string;
-	/** The environment variable that names the binary explicitly. */
-	envVar: string;
-	/** The cargo package that builds the binary, named in the build-from-source hint. */
-	crate: string;
 	/** The directory of the asking module (the extension or plugin directory). */
 	fromDir: string | undefined;
 	/** The environment to read (`process.env` by default; tests hand in their own). */
@@ -72,12 +76,12 @@ function fromPlatformPackage(exe: string, fromDir: string, tried: string[]): str
 export function findBinary(lookup: Lookup): Found {
 	const env = lookup.env ?? process.env;
 	const tried: string[] = [];
-	const explicit = env[lookup.envVar]?.trim();
+	const explicit = env[SIDECAR_ENV]?.trim();
 	if (explicit) {
-		tried.push(`${lookup.envVar}=${explicit}`);
+		tried.push(`${SIDECAR_ENV}=${explicit}`);
 		return isExecutable(explicit) ? { path: explicit, tried } : { tried };
 	}
-	const exe = process.platform === "win32" ? `${lookup.binary}.exe` : lookup.binary;
+	const exe = process.platform === "win32" ? `${SIDECAR_BINARY}.exe` : SIDECAR_BINARY;
 	if (lookup.fromDir) {
 		const found = fromPlatformPackage(exe, lookup.fromDir, tried);
 		if (found) return { path: found, tried };
@@ -103,9 +107,9 @@ export function findBinary(lookup: Lookup): Found {
 
 /** The notice for a missing sidecar: what was tried and what to install (the caller says what carries on). */
 export function missingNotice(lookup: Lookup, found: Found): string {
-	const explicit = (lookup.env ?? process.env)[lookup.envVar]?.trim();
+	const explicit = (lookup.env ?? process.env)[SIDECAR_ENV]?.trim();
 	const fix = explicit
-		? `${lookup.envVar} names no executable file; fix or unset it`
-		: `install the npm package ${platformPackage()} next to this one (a platform without it: build from source, \`cargo build --release -p ${lookup.crate}\`, and set ${lookup.envVar})`;
-	return `the ${lookup.binary} sidecar was not found (tried ${found.tried.join(", ")}); ${fix}`;
+		? `${SIDECAR_ENV} names no executable file; fix or unset it`
+		: `install the npm package ${platformPackage()} next to this one (a platform without it: build from source, \`cargo build --release -p ${SIDECAR_CRATE}\`, and set ${SIDECAR_ENV})`;
+	return `the condense sidecar was not found (tried ${found.tried.join(", ")}); ${fix}`;
 }

@@ -1,4 +1,4 @@
-// The connection to a sidecar (`condense-pi`, `condense-opencode`): process lifetime, JSON-lines
+// The connection to the sidecar (`condense sidecar`): process lifetime, JSON-lines
 // framing, request ids and deadlines (docs/protocol.md).
 //
 // Everything that goes wrong with the sidecar (it cannot start, exits, sends
@@ -11,6 +11,7 @@ import type { ChildProcess } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { SIDECAR_ARGS } from "./locate.ts";
 import { ProtocolError, readSidecarNotice, readSidecarRequest, SHIM_REQUESTS } from "./protocol.ts";
 import type { ShimMethod, ShimNotifications, ShimRequests, SidecarNotice, SidecarRequest, SidecarResult } from "./protocol.ts";
 
@@ -78,7 +79,7 @@ export class Sidecar {
 		}
 		let child: ChildProcess;
 		try {
-			child = spawn(bin, [], { stdio: ["pipe", "pipe", "pipe"], windowsHide: true });
+			child = spawn(bin, SIDECAR_ARGS, { stdio: ["pipe", "pipe", "pipe"], windowsHide: true });
 		} catch (err) {
 			// Reported asynchronously so the caller has finished wiring up.
 			queueMicrotask(() => this.fail(`cannot start ${bin}: ${errorText(err)}`));

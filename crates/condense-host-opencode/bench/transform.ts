@@ -8,7 +8,7 @@
 // results as completed tool parts), its condense entries the plugin's log,
 // every assistant message marked reported, as if the plugin had run the
 // whole session. Then the hook runs as OpenCode runs it before each LLM
-// call: the first call starts the sidecar (`$CONDENSE_OPENCODE_BIN`) and
+// call: the first call starts the sidecar (`$CONDENSE_BIN`) and
 // sends the whole list; each later call adds one finished assistant message
 // with a small `read` (reported as a turn, then an incremental `context`).
 // Prints the first call and the later calls' median, p90 and max, in ms,

@@ -1,5 +1,5 @@
-// condense inside OpenCode: the plugin that starts the `condense-opencode`
-// sidecar and translates OpenCode's hooks into the sidecar protocol
+// condense inside OpenCode: the plugin that starts the sidecar
+// (`condense sidecar`) and translates OpenCode's hooks into the sidecar protocol
 // (docs/protocol.md). It holds no pruning logic.
 //
 // - `experimental.chat.messages.transform` (once per LLM call of the main

@@ -45,7 +45,7 @@ function sidecarLookup(): Lookup {
 	} catch {
 		here = undefined;
 	}
-	return { binary: "condense-opencode", envVar: "CONDENSE_OPENCODE_BIN", crate: "condense-host-opencode", fromDir: here };
+	return { fromDir: here };
 }
 
 /** One OpenCode session's sidecar. */

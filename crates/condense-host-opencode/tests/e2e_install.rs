@@ -3,7 +3,7 @@
 //! installing it from a real npm registry (verdaccio on 127.0.0.1, serving
 //! the packages `cargo xtask dist` packed), on a machine with no Rust: no
 //! `cargo`, no `target/` and no sidecar on `PATH`, no
-//! `CONDENSE_OPENCODE_BIN`, a temporary `HOME`. The sidecar comes from the
+//! `CONDENSE_BIN`, a temporary `HOME`. The sidecar comes from the
 //! platform package; a read is stubbed on the next prompt and the query
 //! brings it back.
 //!
@@ -79,10 +79,7 @@ fn plugin_by_name_from_a_registry_prunes() {
     // Bun, which OpenCode installs plugins with, reads the upper-case name.
     extra.push(("NPM_CONFIG_REGISTRY".to_owned(), registry.url()));
     // The system's directories and npm's (OpenCode brings its own runtime).
-    extra.push((
-        "PATH".to_owned(),
-        path_without_rust(&[], "condense-opencode"),
-    ));
+    extra.push(("PATH".to_owned(), path_without_rust(&[])));
     env.use_plugin_package("condense-opencode", extra);
     env.write_condense_config(&json!({"enabled": true, "economy": {"policy": "reference"}}));
     let file = env.project.join("alpha.txt");
@@ -112,7 +109,7 @@ fn plugin_by_name_from_a_registry_prunes() {
             .join("locate.ts"),
         Path::new(&format!("condense-{}", node_platform()))
             .join("bin")
-            .join("condense-opencode"),
+            .join("condense"),
     ] {
         assert!(
             installed.iter().any(|f| f.ends_with(&wanted)),

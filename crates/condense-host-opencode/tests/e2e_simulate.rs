@@ -17,7 +17,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use support::cli::{condense_next_to, simulate_json};
+use support::cli::{condense_bin, simulate_json};
 use support::fake_llm::measure::{conversation, fixed_part, TokenModel};
 use support::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use support::opencode_env::{require_opencode, OpenCodeEnv};
@@ -32,7 +32,7 @@ fn simulate(file: &Path, args: &[&str]) -> Value {
     let mut all: Vec<&OsStr> = vec![OsStr::new("--per-call")];
     all.extend(args.iter().map(OsStr::new));
     all.push(file.as_os_str());
-    let report = simulate_json(&condense_next_to(&sidecar_bin()), all);
+    let report = simulate_json(&condense_bin(), all);
     assert_eq!(report["sessions"][0]["problems"], json!([]), "{report}");
     report["sessions"][0].clone()
 }

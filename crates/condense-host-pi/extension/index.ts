@@ -1,4 +1,4 @@
-// condense for pi: a thin shim. The condense-pi sidecar (Rust) owns all state
+// condense for pi: a thin shim. The sidecar (`condense sidecar`, Rust) owns all state
 // and logic; this extension turns pi's events into the sidecar requests of
 // docs/protocol.md and carries out what the answers ask for. This file wires
 // pi's events; `link.ts` holds the sidecar, `context_hook.ts` the handler

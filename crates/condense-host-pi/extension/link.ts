@@ -184,7 +184,7 @@ export class SidecarLink {
 	}
 
 	private async start(): Promise<Sidecar | undefined> {
-		const lookup: Lookup = { binary: "condense-pi", envVar: "CONDENSE_PI_BIN", crate: "condense-host-pi", fromDir: this.extDir };
+		const lookup: Lookup = { fromDir: this.extDir };
 		const found = findBinary(lookup);
 		if (!found.path) {
 			if (!this.reportedMissing) {

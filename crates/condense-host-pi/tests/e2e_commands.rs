@@ -36,7 +36,7 @@ fn extension_dir() -> PathBuf {
 }
 
 fn sidecar_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_condense-pi"))
+    support::cli::condense_bin()
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
@@ -104,7 +104,7 @@ fn on_demand_pi(
             "compaction": {"enabled": false},
         }))
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy());
     fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA", 5000)).expect("write");
     fs::write(pi.work_dir.join("bravo.txt"), big_file("BRAVO", 5000)).expect("write");
     (llm, pi)
@@ -294,7 +294,7 @@ impl Rpc {
         .env("PI_SKIP_VERSION_CHECK", "1")
         .env("PI_TELEMETRY", "0")
         .env("NO_COLOR", "1")
-        .env("CONDENSE_PI_BIN", sidecar_bin())
+        .env("CONDENSE_BIN", sidecar_bin())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
@@ -577,7 +577,7 @@ fn context_hook_overhead_at_1m_tokens() {
             "compaction": {"enabled": false},
         }))
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy())
         .with_env("CONDENSE_PI_TIMING", "1")
         .with_timeout(Duration::from_secs(600));
     fs::write(pi.work_dir.join("small.txt"), "a small file\n").expect("write");

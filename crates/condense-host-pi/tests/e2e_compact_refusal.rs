@@ -93,7 +93,7 @@ fn compact_refuses_a_session_a_running_pi_with_condense_holds() {
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(condense_settings())
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy());
     std::fs::write(pi.work_dir.join("a.txt"), "alpha\n".repeat(2000)).expect("a.txt");
 
     std::thread::scope(|scope| {

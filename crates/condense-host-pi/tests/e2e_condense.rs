@@ -1,6 +1,6 @@
 //! condense inside real pi, end to end: pi 0.83 on Node 22 (installed by
-//! `support::pi_env`), the TypeScript shim in `extension/`, the `condense-pi`
-//! sidecar built by cargo, and the scripted fake LLM.
+//! `support::pi_env`), the TypeScript shim in `extension/`, the sidecar
+//! (`condense sidecar`, built by cargo), and the scripted fake LLM.
 //!
 //! * `flush_stub_and_recover`: a prompt reads three large files; the final
 //!   text reply flushes (three summarizer calls through the shim's
@@ -102,7 +102,7 @@ fn sidecar_wrapper(dir: &Path, node: &Path, real: &Path, fault: Fault, marker: &
         r#"const {{ spawn }} = require("node:child_process");
 const fs = require("node:fs");
 const MODE = {mode}, N = {n}, MARKER = {marker};
-const child = spawn({real}, [], {{ stdio: ["pipe", "pipe", "inherit"] }});
+const child = spawn({real}, process.argv.slice(2), {{ stdio: ["pipe", "pipe", "inherit"] }});
 const methods = new Map();
 let answers = 0, contexts = 0;
 function lines(stream, onLine) {{
@@ -149,7 +149,7 @@ child.on("exit", (code) => process.exit(code ?? 1));
         marker = json!(marker.to_string_lossy()),
     );
     fs::write(&script, body).expect("write the wrapper script");
-    let launcher = dir.join(format!("{mode}-{n}-condense-pi"));
+    let launcher = dir.join(format!("{mode}-{n}-condense"));
     fs::write(
         &launcher,
         format!(
@@ -285,17 +285,15 @@ fn missing_sidecar_fails_open() {
         .with_settings(condense_settings())
         .with_extension(extension_dir())
         .with_env(
-            "CONDENSE_PI_BIN",
-            scratch.path().join("no-such-condense-pi").to_string_lossy(),
+            "CONDENSE_BIN",
+            scratch.path().join("no-such-condense").to_string_lossy(),
         );
     fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA-0b9e", 5000)).unwrap();
     let run = pi.prompt("Read alpha.txt.");
     run.assert_success();
     llm.assert_script_consumed();
     assert!(
-        run.output
-            .stderr
-            .contains("condense-pi sidecar was not found"),
+        run.output.stderr.contains("condense sidecar was not found"),
         "{}",
         run.report()
     );
@@ -327,7 +325,7 @@ fn summarizer_thinking_reaches_the_provider() {
         .with_settings(condense_settings())
         .with_settings(json!({"contextPrune": {"summarizerThinking": "high"}}))
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy());
     let mut models = models_json(&llm.base_url());
     models["providers"][PROVIDER]["models"][0]["reasoning"] = json!(true);
     pi.write_models(&models);
@@ -398,7 +396,7 @@ fn stalled_or_garbage_answers_fail_open() {
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(condense_settings())
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", real.to_string_lossy());
+        .with_env("CONDENSE_BIN", real.to_string_lossy());
     fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA-c4d0", 5000)).unwrap();
 
     let run = pi.prompt("Read alpha.txt.");
@@ -407,7 +405,7 @@ fn stalled_or_garbage_answers_fail_open() {
     assert_eq!(llm.summary_requests().len(), 1, "{}", run.report());
 
     // The sidecar never answers the first `context`: after 2 s pi goes on unpruned.
-    let pi = pi.with_env("CONDENSE_PI_BIN", stall.to_string_lossy());
+    let pi = pi.with_env("CONDENSE_BIN", stall.to_string_lossy());
     llm.push(Reply::text("Second."));
     let run = pi.prompt_in_session(&session, "Again?");
     run.assert_success();
@@ -425,7 +423,7 @@ fn stalled_or_garbage_answers_fail_open() {
     assert!(tool_result(&last, "call_a").contains("ALPHA-c4d0 line 0000"));
 
     // The sidecar answers the first `context` with garbage.
-    let pi = pi.with_env("CONDENSE_PI_BIN", garbage.to_string_lossy());
+    let pi = pi.with_env("CONDENSE_BIN", garbage.to_string_lossy());
     llm.push(Reply::text("Third."));
     let run = pi.prompt_in_session(&session, "And again?");
     run.assert_success();
@@ -443,7 +441,7 @@ fn stalled_or_garbage_answers_fail_open() {
     assert!(tool_result(&last, "call_a").contains("ALPHA-c4d0 line 0000"));
 
     // A healthy sidecar again: pruned again.
-    let pi = pi.with_env("CONDENSE_PI_BIN", real.to_string_lossy());
+    let pi = pi.with_env("CONDENSE_BIN", real.to_string_lossy());
     llm.push(Reply::text("Fourth."));
     let run = pi.prompt_in_session(&session, "Once more?");
     run.assert_success();
@@ -469,7 +467,7 @@ fn pruner_command_saves_settings() {
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(settings)
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy());
     // The save keeps the file's permissions (it replaces the file by rename).
     use std::os::unix::fs::PermissionsExt;
     let settings_file = pi.agent_dir.join("settings.json");
@@ -539,7 +537,7 @@ fn long_run_shows_every_output_raw_before_its_stub() {
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(settings)
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy());
     // A window far from the pressure limit: a flush under pressure may
     // show the stub of the turn it ends (pi-condense's budget flush), and
     // this run is about the flush a long run makes without it.
@@ -635,7 +633,7 @@ fn an_overflow_compaction(summarizer_price: Option<f64>) -> (Vec<Value>, FakeLlm
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(settings.clone())
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy());
     with_window_and_files(&pi, &llm, reads.iter().map(|(_, p, m)| (*p, *m)), 8000);
     if let Some(ratio) = summarizer_price {
         let cost = |input: f64| {
@@ -766,7 +764,7 @@ fn a_compaction_after_the_reply(second: Option<&str>) -> (Vec<Value>, FakeLlm) {
     let mut pi = PiEnv::new(install, &llm.base_url())
         .with_settings(settings)
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy());
     with_window_and_files(&pi, &llm, reads.iter().map(|(_, p, m)| (*p, *m)), 24_000);
     let first = "Read a.txt, then b.txt.";
     let run = match second {
@@ -859,7 +857,7 @@ fn a_pi_condense_session_resumed_under_the_default_is_sent_as_pi_condense_render
         let pi = PiEnv::new(install, &llm.base_url())
             .with_settings(settings)
             .with_extension(extension_dir())
-            .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy());
+            .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy());
         // pi resumes a session only in its working directory.
         let text = fs::read_to_string(&fixture).expect("the fixture");
         let (header, rest) = text.split_once('\n').expect("a header line");

@@ -2,7 +2,7 @@
 //! npm:condense-pi` against a real npm registry (verdaccio on 127.0.0.1,
 //! `support::registry`) serving the packages `cargo xtask dist` packed, on a
 //! machine with no Rust: no `cargo` and no `target/` on `PATH`, no
-//! `CONDENSE_PI_BIN`, a temporary `HOME`. The sidecar comes from the
+//! `CONDENSE_BIN`, a temporary `HOME`. The sidecar comes from the
 //! platform package npm picked; the core scenario (`support::scenario`) then
 //! plays through it: summaries, stubs reaching the model, the query bringing
 //! back the original.
@@ -61,11 +61,11 @@ fn registry_with_packages(node: &Path) -> Registry {
 fn install_condense_pi(pi: PiEnv, registry: &Registry, extra_npm_env: &[(&str, &str)]) -> PiEnv {
     // Only the directories of `node` and `npm` and the system's.
     let node_dir: Vec<&Path> = pi.install().node.parent().into_iter().collect();
-    let path = path_without_rust(&node_dir, "condense-pi");
+    let path = path_without_rust(&node_dir);
     let mut pi = pi
         .with_installed_packages()
         .with_env("PATH", path)
-        .without_env("CONDENSE_PI_BIN")
+        .without_env("CONDENSE_BIN")
         .without_env("CARGO_TARGET_DIR")
         .without_env("CARGO");
     for (key, value) in registry.npm_env() {
@@ -95,14 +95,14 @@ fn pi_install_from_a_registry_prunes() {
         let pi = install_condense_pi(pi, &registry, &[]);
         // The sidecar pi will run is the platform package's, inside the
         // agent directory (nothing else on this machine has one).
-        let mut sidecars = find_files(&pi.agent_dir, "condense-pi");
-        sidecars.extend(find_files(&pi.home_dir, "condense-pi"));
+        let mut sidecars = find_files(&pi.agent_dir, "condense");
+        sidecars.extend(find_files(&pi.home_dir, "condense"));
         assert!(
             sidecars.iter().any(|p| p
                 .parent()
                 .and_then(Path::file_name)
                 .is_some_and(|d| d == "bin")),
-            "no condense-pi binary from the platform package under {} or {}: {sidecars:?}",
+            "no condense binary from the platform package under {} or {}: {sidecars:?}",
             pi.agent_dir.display(),
             pi.home_dir.display(),
         );
@@ -131,8 +131,8 @@ fn without_the_platform_package_pi_carries_on() {
     let pi = PiEnv::new(install, &llm.base_url()).with_settings(condense_settings());
     let pi = install_condense_pi(pi, &registry, &[("npm_config_omit", "optional")]);
     assert!(
-        find_files(&pi.agent_dir, "condense-pi").is_empty()
-            && find_files(&pi.home_dir, "condense-pi").is_empty(),
+        find_files(&pi.agent_dir, "condense").is_empty()
+            && find_files(&pi.home_dir, "condense").is_empty(),
         "the optional platform package was left out"
     );
     fs::write(pi.work_dir.join("alpha.txt"), big_file("ALPHA-0b9e", 5000)).expect("write");

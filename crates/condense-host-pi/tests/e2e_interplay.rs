@@ -70,7 +70,7 @@ fn an_extension_editing_messages_in_place_before_condense() {
         }))
         .with_extension(exclaim.path())
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+        .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy())
         .with_env("CONDENSE_PI_TIMING", "1");
     std::fs::write(pi.work_dir.join("a.txt"), "alpha\n").expect("write a.txt");
     std::fs::write(pi.work_dir.join("b.txt"), "bravo\n").expect("write b.txt");

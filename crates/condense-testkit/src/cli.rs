@@ -1,5 +1,5 @@
-//! The `condense` CLI as the host crates' end-to-end tests run it: the
-//! binary cargo built next to the crate's sidecar, and `simulate --json`.
+//! The `condense` binary as the host crates' tests run it: as the sidecar
+//! their shims start (`condense sidecar`) and as `simulate --json`.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -7,15 +7,23 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// The `condense` binary cargo built next to `sidecar` (the same target
-/// directory). `cargo test --workspace` builds it; a host crate's tests
-/// alone need `cargo build -p condense-cli` first, which the panic says.
-pub fn condense_next_to(sidecar: &Path) -> PathBuf {
-    let bin = sidecar.with_file_name(format!("condense{}", std::env::consts::EXE_SUFFIX));
+/// The `condense` binary cargo built into the target directory of the
+/// running test (`target/<profile>/`). `cargo test --workspace` and the
+/// e2e step build it, as a package of theirs has tests; a host crate's
+/// tests alone need `cargo build -p condense-cli` first, which the panic
+/// says.
+pub fn condense_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    // A test binary is `target/<profile>/deps/<name>-<hash>`.
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test binary sits in target/<profile>/deps");
+    let bin = profile_dir.join(format!("condense{}", std::env::consts::EXE_SUFFIX));
     assert!(
         bin.is_file(),
-        "the condense CLI is not built next to the sidecar ({}): run `cargo build -p condense-cli` first",
-        bin.display()
+        "the condense binary is not built in {}: run `cargo build -p condense-cli` (with this test's profile) first",
+        profile_dir.display()
     );
     bin
 }

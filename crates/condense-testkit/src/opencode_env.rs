@@ -224,10 +224,10 @@ impl OpenCodeEnv {
             ("OPENCODE_DISABLE_AUTOUPDATE", "1".to_owned()),
         ];
         if let Some(bin) = sidecar {
-            env.push(("CONDENSE_OPENCODE_BIN", bin.to_string_lossy().into_owned()));
+            env.push(("CONDENSE_BIN", bin.to_string_lossy().into_owned()));
         } else {
             env.push((
-                "CONDENSE_OPENCODE_BIN",
+                "CONDENSE_BIN",
                 root.path()
                     .join("no-such-sidecar")
                     .to_string_lossy()
@@ -274,7 +274,7 @@ impl OpenCodeEnv {
 
     /// Loads the plugin as a user does, by package name in `opencode.json`
     /// (OpenCode installs it), instead of the workspace's module through
-    /// `plugins/`, and with no `CONDENSE_OPENCODE_BIN`. `env` joins every
+    /// `plugins/`, and with no `CONDENSE_BIN`. `env` joins every
     /// run's environment (a registry's npm settings, a `PATH`).
     pub fn use_plugin_package(&mut self, package: &str, env: Vec<(String, String)>) {
         fs::remove_file(self.config_dir.join("plugins/condense.ts"))
@@ -286,7 +286,7 @@ impl OpenCodeEnv {
             .expect("read opencode.json");
         config["plugin"] = json!([package]);
         fs::write(&file, config.to_string()).expect("write opencode.json");
-        self.env.retain(|(k, _)| k != "CONDENSE_OPENCODE_BIN");
+        self.env.retain(|(k, _)| k != "CONDENSE_BIN");
         self.env.extend(env);
     }
 

@@ -19,9 +19,9 @@ pub fn which(program: &str) -> Option<PathBuf> {
 
 /// A `PATH` of `dirs`, `npm`'s directory and the system's (`/usr/bin`,
 /// `/bin`), in that order and without repeats: what a machine with Node but
-/// no Rust has. Fails the calling test if one of them holds `cargo` or
-/// `sidecar` (the sidecar's binary name), which the install must bring.
-pub fn path_without_rust(dirs: &[&Path], sidecar: &str) -> String {
+/// no Rust has. Fails the calling test if one of them holds `cargo` or a
+/// `condense`, which the install must bring.
+pub fn path_without_rust(dirs: &[&Path]) -> String {
     let npm = which("npm").expect("`npm` on PATH");
     let mut path: Vec<PathBuf> = Vec::new();
     for dir in dirs
@@ -37,8 +37,8 @@ pub fn path_without_rust(dirs: &[&Path], sidecar: &str) -> String {
     }
     for dir in &path {
         assert!(
-            !dir.join("cargo").exists() && !dir.join(sidecar).exists(),
-            "{} holds cargo or a {sidecar}: this test needs a PATH without Rust",
+            !dir.join("cargo").exists() && !dir.join("condense").exists(),
+            "{} holds cargo or a condense: this test needs a PATH without Rust",
             dir.display()
         );
     }

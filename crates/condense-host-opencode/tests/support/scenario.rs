@@ -11,8 +11,10 @@ use super::fake_llm::{FakeLlm, RecordedRequest, Reply};
 use super::opencode_env::{OpenCodeEnv, OpenCodeRun};
 pub use super::text::big_file;
 
+/// The sidecar the plugin starts: the `condense` binary (`condense
+/// sidecar`).
 pub fn sidecar_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_condense-opencode"))
+    super::cli::condense_bin()
 }
 
 /// Writes `name` into the project: about `bytes` of text with `marker` on

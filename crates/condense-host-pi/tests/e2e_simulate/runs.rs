@@ -9,16 +9,13 @@ use condense_core::{PriceProfile, ProfileOverrides};
 use condense_summarizer::Extractive;
 use serde_json::{json, Value};
 
-use crate::support::cli::{condense_next_to, simulate_json};
+use crate::support::cli::simulate_json;
 use crate::support::fake_llm::{message_text, FakeLlm, Reply};
 use crate::support::pi_env::{require_pi, PiEnv};
 use crate::support::scenario::{big_file, extension_dir, sidecar_bin};
 use crate::{IDLE, PER_CHAR, PER_MESSAGE, TTL_S};
 
-/// The `condense` binary cargo built next to the sidecar.
-pub fn condense_bin() -> PathBuf {
-    condense_next_to(&sidecar_bin())
-}
+pub use crate::support::cli::condense_bin;
 
 /// `condense simulate --json` on `session` under `policy`, with `extra`
 /// options: its billing fields for that policy.
@@ -47,7 +44,7 @@ pub fn pi_env(llm: &FakeLlm, settings: Value, condense: bool) -> Option<PiEnv> {
     let pi = PiEnv::new(install, &llm.base_url()).with_settings(settings);
     Some(if condense {
         pi.with_extension(extension_dir())
-            .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+            .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy())
     } else {
         pi
     })

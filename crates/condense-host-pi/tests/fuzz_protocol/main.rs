@@ -395,12 +395,13 @@ fn the_sidecar_never_reads_through_a_symlinked_blob_directory_and_holds_its_sess
 /// wired in: LLM calls go through the shim).
 #[test]
 fn the_sidecar_sources_run_no_shell_and_open_no_port() {
-    // The binary's own sources and the engine's, where the serving loop lives.
+    // `condense sidecar`'s entry and the engine's sources, where the serving
+    // loop lives: the rest of the `condense` binary (the proxy, the agent
+    // launchers) is not reached from it.
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec![
-        manifest.join("src"),
-        manifest.join("../condense-engine/src"),
-    ];
+    let entry = manifest.join("../condense-cli/src/sidecar.rs");
+    assert!(entry.is_file(), "{} exists", entry.display());
+    let mut files = vec![entry, manifest.join("../condense-engine/src")];
     let mut checked = 0;
     while let Some(p) = files.pop() {
         if p.is_dir() {

@@ -16,15 +16,10 @@ pub fn extension_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("extension")
 }
 
-/// The sidecar cargo built for this test binary.
+/// The sidecar the shim starts: the `condense` binary (`condense
+/// sidecar`).
 pub fn sidecar_bin() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_condense-pi"));
-    assert!(
-        bin.is_file(),
-        "the sidecar binary is missing: {}",
-        bin.display()
-    );
-    bin
+    super::cli::condense_bin()
 }
 
 /// The settings every test starts from.
@@ -202,7 +197,7 @@ pub struct ScenarioRuns {
 pub fn flush_stub_and_recover(install: &'static PiInstall) -> ScenarioRuns {
     flush_stub_and_recover_with(install, |pi| {
         pi.with_extension(extension_dir())
-            .with_env("CONDENSE_PI_BIN", sidecar_bin().to_string_lossy())
+            .with_env("CONDENSE_BIN", sidecar_bin().to_string_lossy())
     })
 }
 
@@ -484,7 +479,7 @@ pub fn budget_env(install: &'static PiInstall, llm: &FakeLlm, bin: &Path) -> PiE
     let pi = PiEnv::new(install, &llm.base_url())
         .with_settings(settings)
         .with_extension(extension_dir())
-        .with_env("CONDENSE_PI_BIN", bin.to_string_lossy())
+        .with_env("CONDENSE_BIN", bin.to_string_lossy())
         .with_env("CONDENSE_PI_TIMING", "1");
     for (name, marker) in [
         ("alpha.txt", "ALPHA-5d21"),

@@ -16,7 +16,8 @@ pub struct Sidecar {
 impl Sidecar {
     /// Starts the sidecar (its stderr discarded).
     pub fn start() -> Sidecar {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_condense-pi"))
+        let mut child = Command::new(super::cli::condense_bin())
+            .arg("sidecar")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
