@@ -99,7 +99,8 @@ pub use text::SharedText;
 // Settings and protection.
 pub use config::{
     replace_context_prune, BatchingMode, ChainCompressionConfig, Config, ConfigWarning,
-    EconomyConfig, PruneOn, PurgeErrorsConfig, ThinkingStripConfig, SETTINGS_KEY,
+    EconomyConfig, PruneOn, PurgeErrorsConfig, SummarizerModel, ThinkingStripConfig,
+    HOST_DEFAULT_MODEL, SETTINGS_KEY,
 };
 pub use model_ref::ModelRef;
 pub use protect::{Protection, MAX_PROTECTED_PATTERNS};

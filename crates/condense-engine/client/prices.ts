@@ -2,18 +2,20 @@
 // model prices (pi's registry `model.cost`, OpenCode's provider list; dollars
 // per million tokens), sent with each `context` call so the cache-aware
 // policy charges summaries what they cost (docs/configuration.md,
-// `economy.summarizerPrice`). No imports: both hosts use it.
+// `economy.summarizerPrice`). Both hosts use it.
+
+import { SESSION_MODEL } from "./protocol.ts";
 
 /**
  * The `contextPrune.summarizerModel` the sidecar summarizes with: read at
  * `session.start`, changed by a saved settings block (`/pruner model`).
  */
-let summarizerSpec: unknown = "default";
+let summarizerSpec: unknown = SESSION_MODEL;
 
 /** Takes the `summarizerModel` of a `contextPrune` block read or saved. */
 export function noteSettingsBlock(block: unknown): void {
 	const spec = block && typeof block === "object" ? (block as Record<string, unknown>).summarizerModel : undefined;
-	summarizerSpec = spec ?? "default";
+	summarizerSpec = spec ?? SESSION_MODEL;
 }
 
 /** A registry model's input price, when it has a usable one. */

@@ -583,8 +583,11 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 // ---------------------------------------------------------------------------
 // Sidecar → shim requests and notifications, and the shim's notifications.
 
+/** `llm.complete`'s `model` (and `summarizerModel`'s spelling) for the session's own model. */
+export const SESSION_MODEL = "default";
+
 export interface LlmCompleteParams {
-	/** `"default"` (the session model) or `provider/id`. */
+	/** {@link SESSION_MODEL} or `provider/id`. */
 	model: string;
 	/**
 	 * pi-ai's `reasoningEffort`, resolved by the sidecar from the thinking

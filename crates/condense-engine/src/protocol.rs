@@ -4,7 +4,7 @@
 //! form (`{"kind": "...", ...}`) is the sidecar protocol's wire format, so
 //! the field names here are the shim's: a change is a protocol change.
 
-use condense_core::NoticeLevel;
+use condense_core::{NoticeLevel, SummarizerModel, HOST_DEFAULT_MODEL};
 use condense_store::effects::NewEntry;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -287,12 +287,51 @@ pub struct ErrorBody {
     pub message: String,
 }
 
+/// The model an `llm.complete` asks the shim for: on the wire `"default"`
+/// (the session's model) or `provider/id`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum CompletionModel {
+    /// The session's model (`"default"`).
+    Session,
+    /// `provider/id`, which the shim resolves in its model registry.
+    Named(String),
+}
+
+impl From<String> for CompletionModel {
+    fn from(spec: String) -> Self {
+        if spec == HOST_DEFAULT_MODEL {
+            CompletionModel::Session
+        } else {
+            CompletionModel::Named(spec)
+        }
+    }
+}
+
+impl From<CompletionModel> for String {
+    fn from(model: CompletionModel) -> Self {
+        match model {
+            CompletionModel::Session => HOST_DEFAULT_MODEL.to_owned(),
+            CompletionModel::Named(spec) => spec,
+        }
+    }
+}
+
+impl From<SummarizerModel<'_>> for CompletionModel {
+    fn from(model: SummarizerModel<'_>) -> Self {
+        match model {
+            SummarizerModel::HostDefault => CompletionModel::Session,
+            SummarizerModel::Named(spec) => CompletionModel::Named(spec.to_owned()),
+        }
+    }
+}
+
 /// `llm.complete` (sidecar → shim): one summarizer completion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LlmCompleteParams {
-    /// `"default"` (the session model) or `provider/id`.
-    pub model: String,
+    /// The model to run it on.
+    pub model: CompletionModel,
     /// The effort to ask of the model, as pi-ai's `reasoningEffort`
     /// (`minimal` … `xhigh`), resolved by the sidecar from
     /// `summarizerThinking` ([`condense_core::ThinkingLevel::effort`]);

@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use condense_core::NoticeLevel;
 use condense_engine::protocol::{
-    CommandInfo, ContextResult, EffectsResult, ErrorBody, HelloResult, LlmCancelParams,
-    LlmCompleteParams, LlmCompleteResult, LlmUsage, ProtocolErrorParams, QueryResult, Step,
-    TurnEndResult, UiEffectsParams,
+    CommandInfo, CompletionModel, ContextResult, EffectsResult, ErrorBody, HelloResult,
+    LlmCancelParams, LlmCompleteParams, LlmCompleteResult, LlmUsage, ProtocolErrorParams,
+    QueryResult, Step, TurnEndResult, UiEffectsParams,
 };
 use condense_engine::request::{
     CommandParams, CompactParams, ContextParams, HelloParams, HostInfo, HostName, Incoming,
@@ -379,7 +379,7 @@ fn llm_completes() -> Vec<(LlmCompleteParams, LlmCompleteResult)> {
     vec![
         (
             LlmCompleteParams {
-                model: "anthropic/claude".into(),
+                model: CompletionModel::Named("anthropic/claude".into()),
                 reasoning_effort: Some("low".into()),
                 system: Some("Summarize.".into()),
                 user: "tool output".into(),
@@ -397,7 +397,7 @@ fn llm_completes() -> Vec<(LlmCompleteParams, LlmCompleteResult)> {
         ),
         (
             LlmCompleteParams {
-                model: "default".into(),
+                model: CompletionModel::Session,
                 reasoning_effort: None,
                 system: None,
                 user: "".into(),

@@ -9,6 +9,7 @@
 // extractive summarizer, takes the batch; a refused key answers `auth`.
 
 import type { PluginInput } from "@opencode-ai/plugin";
+import { SESSION_MODEL } from "../../condense-engine/client/protocol.ts";
 import type { LlmCompleteResult } from "../../condense-engine/client/protocol.ts";
 import { CodedError } from "../../condense-engine/client/sidecar.ts";
 
@@ -34,9 +35,9 @@ export interface ProviderEndpoint {
 export const ANTHROPIC_NPM = "@ai-sdk/anthropic";
 const ANTHROPIC_BASE = "https://api.anthropic.com/v1";
 
-/** `provider/id` (or `"default"`: the session model) as OpenCode's ids. */
+/** `provider/id` (or {@link SESSION_MODEL}: the session model) as OpenCode's ids. */
 export function resolveModel(spec: unknown, session: { providerID: string; modelID: string } | undefined) {
-	if (typeof spec === "string" && spec !== "default") {
+	if (typeof spec === "string" && spec !== SESSION_MODEL) {
 		const slash = spec.indexOf("/");
 		if (slash > 0) return { providerID: spec.slice(0, slash), modelID: spec.slice(slash + 1) };
 		if (session) return { providerID: session.providerID, modelID: spec };

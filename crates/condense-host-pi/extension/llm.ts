@@ -11,6 +11,7 @@
 //   extension loader aliases).
 
 import type { ExtensionContext } from "@mariozechner/pi-coding-agent";
+import { SESSION_MODEL } from "../../condense-engine/client/protocol.ts";
 import type { LlmCompleteParams, LlmCompleteResult, LlmEventKind, LlmUsage } from "../../condense-engine/client/protocol.ts";
 import { CodedError, errorText, logError } from "../../condense-engine/client/sidecar.ts";
 
@@ -90,14 +91,14 @@ function warnOnce(ctx: ExtensionContext, key: string, text: string): void {
 }
 
 /**
- * `"default"` = the session model; else `provider/id` (split on the first `/`).
+ * {@link SESSION_MODEL} = the session model; else `provider/id` (split on the first `/`).
  * A bare model id is accepted too: the session model when the id matches it,
  * else the one registered model with that id. Anything else falls back to
  * the session model, with a warning.
  */
 export function resolveModel(ctx: ExtensionContext, spec: unknown): any {
 	const session = (ctx as any).model;
-	if (typeof spec !== "string" || spec === "" || spec === "default") return session;
+	if (typeof spec !== "string" || spec === "" || spec === SESSION_MODEL) return session;
 	const slash = spec.indexOf("/");
 	const registry = (ctx as any).modelRegistry;
 	let found: any;

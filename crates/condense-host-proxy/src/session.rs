@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use condense_core::{Message, ModelRef, Role};
+use condense_core::{Message, ModelRef, Role, SummarizerModel};
 use condense_engine::host::{self, TurnEnd};
 use condense_engine::protocol::Effect;
 use condense_engine::session::EngineLock;
@@ -406,16 +406,17 @@ impl ProxySession {
     /// The summarizer model's id (`summarizerModel`, its provider left
     /// out; `default`: [`DEFAULT_SUMMARIZER_MODEL`]).
     fn summarizer_model(&self) -> String {
-        let spec = self.engine().config().summarizer_model.clone();
-        if spec == "default" {
-            return match self.api {
+        let config = self.engine().config().clone();
+        match config.summarizer() {
+            SummarizerModel::HostDefault => match self.api {
                 Api::Anthropic => DEFAULT_SUMMARIZER_MODEL,
                 Api::OpenAi => DEFAULT_OPENAI_SUMMARIZER_MODEL,
             }
-            .to_owned();
+            .to_owned(),
+            SummarizerModel::Named(spec) => {
+                spec.split_once('/').map_or(spec, |(_, id)| id).to_owned()
+            }
         }
-        spec.split_once('/')
-            .map_or(spec.clone(), |(_, id)| id.to_owned())
     }
 
     /// Summaries go upstream with the client's credentials, to the

@@ -179,7 +179,8 @@ pub struct Config {
     pub enabled: bool,
     /// `showPruneStatusLine`: show the footer status (default `true`).
     pub show_prune_status_line: bool,
-    /// `summarizerModel`: `default` (the session's model) or `provider/id`.
+    /// `summarizerModel` as written: `default` (the session's model) or
+    /// `provider/id`; [`Config::summarizer`] reads it.
     pub summarizer_model: String,
     /// `summarizerThinking`: a [`ThinkingLevel`](crate::ThinkingLevel)'s
     /// spelling (`default`, …).
@@ -227,12 +228,37 @@ pub struct Config {
     pub economy: EconomyConfig,
 }
 
+/// The spelling of `summarizerModel` (and of `llm.complete`'s `model`)
+/// that leaves the choice to the host.
+pub const HOST_DEFAULT_MODEL: &str = "default";
+
+/// The model `summarizerModel` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SummarizerModel<'a> {
+    /// `default`: the host's choice: the session's own model in pi and
+    /// OpenCode, a cheaper model of the same provider through the proxy.
+    HostDefault,
+    /// `provider/id`, or whatever else was written, as written.
+    Named(&'a str),
+}
+
+impl Config {
+    /// The model the summarizer runs on.
+    pub fn summarizer(&self) -> SummarizerModel<'_> {
+        if self.summarizer_model == HOST_DEFAULT_MODEL {
+            SummarizerModel::HostDefault
+        } else {
+            SummarizerModel::Named(&self.summarizer_model)
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
             enabled: false,
             show_prune_status_line: true,
-            summarizer_model: "default".into(),
+            summarizer_model: HOST_DEFAULT_MODEL.into(),
             summarizer_thinking: "default".into(),
             prune_on: PruneOn::AgentMessage,
             batching_mode: BatchingMode::Turn,

@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use crate::protocol::{LlmCancelParams, LlmCompleteParams};
+use crate::protocol::{CompletionModel, LlmCancelParams, LlmCompleteParams};
 
 /// Our requests waiting for the shim's answer, by id.
 pub(crate) type Pending = Arc<Mutex<HashMap<String, (oneshot::Sender<Value>, EventSink)>>>;
@@ -75,8 +75,8 @@ impl Outbox {
 /// registry and pi-ai), so every provider and login pi supports works.
 pub struct ShimProvider {
     pub(crate) outbox: Outbox,
-    /// What the shim resolves: `"default"` (the session model) or `provider/id`.
-    pub(crate) spec: String,
+    /// The model the shim resolves.
+    pub(crate) model: CompletionModel,
 }
 
 fn usage_of(v: &Value) -> Usage {
@@ -90,9 +90,9 @@ fn usage_of(v: &Value) -> Usage {
 /// `llm.complete`'s params for `request` to the model `spec` names. The
 /// thinking level is resolved to an effort here, so no host holds a copy
 /// of the rule.
-fn complete_params(spec: &str, request: &CompletionRequest) -> LlmCompleteParams {
+fn complete_params(model: &CompletionModel, request: &CompletionRequest) -> LlmCompleteParams {
     LlmCompleteParams {
-        model: spec.to_owned(),
+        model: model.clone(),
         reasoning_effort: request
             .thinking
             .effort()
@@ -110,7 +110,7 @@ impl Provider for ShimProvider {
         request: CompletionRequest,
         events: &EventSink,
     ) -> Result<Completion, ProviderError> {
-        let params = json!(complete_params(&self.spec, &request));
+        let params = json!(complete_params(&self.model, &request));
         let (id, rx) = self.outbox.request("llm.complete", params, events.clone());
         let answer = tokio::select! {
             a = rx => a.map_err(|_| ProviderError::transient("the shim went away"))?,
@@ -194,7 +194,19 @@ mod tests {
                     max_tokens: Some(512),
                     ..CompletionRequest::new("gpt-4.1-mini", "the batch")
                 };
-                let params = json!(complete_params(spec, &request));
+                let model = CompletionModel::from(config.summarizer());
+                assert_eq!(
+                    model == CompletionModel::Session,
+                    spec == "default",
+                    "{spec} names the session's model only as `default`"
+                );
+                let params = json!(complete_params(&model, &request));
+                assert_eq!(
+                    serde_json::from_value::<LlmCompleteParams>(params.clone())
+                        .expect("the shim's side reads it")
+                        .model,
+                    model
+                );
                 assert_eq!(
                     params,
                     json!({

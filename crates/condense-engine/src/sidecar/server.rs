@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use condense_core::{Message, ModelRef};
+use condense_core::{Message, ModelRef, SummarizerModel, HOST_DEFAULT_MODEL};
 use condense_store::append::SessionHold;
 use condense_summarizer::{
     Extractive, FallbackController, Provider, Summarizer, SummarizerSettings, Target, TokioClock,
@@ -36,8 +36,8 @@ use super::lines::{
 };
 use super::outbox::{LineWriter, Outbox, ShimProvider};
 use crate::protocol::{
-    EffectsResult, ErrorBody, HelloResult, ProtocolErrorParams, TurnEndResult, UiEffectsParams,
-    PROTOCOL_VERSION,
+    CompletionModel, EffectsResult, ErrorBody, HelloResult, ProtocolErrorParams, TurnEndResult,
+    UiEffectsParams, PROTOCOL_VERSION,
 };
 use crate::request::{Incoming, LlmEventKind, Request};
 use crate::session::EngineLock;
@@ -135,35 +135,28 @@ impl Server {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        let shim = |spec: String| -> Arc<dyn Provider> {
+        let shim = |model: CompletionModel| -> Arc<dyn Provider> {
             Arc::new(ShimProvider {
                 outbox: self.outbox.clone(),
-                spec,
+                model,
             })
         };
-        let (primary, primary_spec) = if config.summarizer_model == "default" {
-            (
-                session
-                    .clone()
-                    .unwrap_or_else(|| ModelRef::new("session", "default")),
-                "default".to_owned(),
-            )
-        } else {
-            (
-                ModelRef::parse(&config.summarizer_model)
-                    .unwrap_or_else(|| ModelRef::new("session", "default")),
-                config.summarizer_model.clone(),
-            )
+        // The name stats and prices go by; the shim resolves the model.
+        let unnamed = || ModelRef::new("session", HOST_DEFAULT_MODEL);
+        let wanted = config.summarizer();
+        let primary = match wanted {
+            SummarizerModel::HostDefault => session.clone().unwrap_or_else(unnamed),
+            SummarizerModel::Named(spec) => ModelRef::parse(spec).unwrap_or_else(unnamed),
         };
         let s = Summarizer::new(
-            Target::new(shim(primary_spec), primary),
+            Target::new(shim(wanted.into()), primary),
             SummarizerSettings::from_config(&config),
         );
         // The outage fallback: the session model, or, when the host named
         // none (OpenCode's plugin answers for its provider itself), the
         // extractive summarizer, so an offline session still summarizes.
         let fallback = match session {
-            Some(session) => Target::new(shim("default".to_owned()), session),
+            Some(session) => Target::new(shim(CompletionModel::Session), session),
             None => Target::new(
                 Arc::new(Extractive::new()),
                 ModelRef::new("condense", "extractive"),
