@@ -157,20 +157,26 @@ fn no_pruning_compacts_where_pi_would_and_pays_for_the_summary() {
             assert!(reasons.iter().all(|r| *r == "overflow"), "{reasons:?}");
         }
 
-        // The summary calls are billed input, at the summarizer's price.
-        let doubled = simulate(
+        // The summary calls are billed input, at the session model's
+        // price (pi compacts with it), whatever condense's summarizer costs.
+        let input = f(&none["compaction_input_tokens"]);
+        let output = f(&none["compaction_output_tokens"]);
+        let output_price = f(&v["profile"]["output"]);
+        assert!(
+            (f(&none["summarizer_units"]) - (input + output * output_price)).abs() < 1e-6 * input,
+            "{what}: {} for {input} in and {output} out",
+            none["summarizer_units"]
+        );
+        let dearer = simulate(
             &dir,
             &file,
             window,
-            &["--policy", "none", "--summarizer-price", "2"],
+            &["--policy", "none", "--summarizer-price", "5"],
         );
-        let doubled = &doubled["sessions"][0]["policies"]["none"];
-        let extra = f(&doubled["billed_input_units"]) - f(&none["billed_input_units"]);
-        let input = f(&none["compaction_input_tokens"]);
-        assert!(
-            (extra - input).abs() < 1e-6 * input,
-            "{what}: {extra} {input}"
-        );
+        let dearer = &dearer["sessions"][0]["policies"]["none"];
+        for field in ["billed_input_units", "summarizer_units", "total_units"] {
+            assert_eq!(dearer[field], none[field], "{what}: {field}");
+        }
 
         // Without compaction, the prompts grow past the window.
         let old = simulate(

@@ -235,4 +235,15 @@ fn a_session_adds_up_with_the_summarizer_at_its_ratio() {
     assert_eq!(totals.cache_hit_share(), 5000.0 / 8500.0);
     // (4875 + 150 + 750) units at $3 per million
     assert!((totals.usd(&profile) - 5775.0 * 3.0 / 1e6).abs() < 1e-12);
+
+    // pi's compaction summarizes with the session model: its price, not
+    // the summarizer's half. 750 + (2000 + 200 · 5)
+    totals.add_compaction(&profile, 2000, 200);
+    assert_eq!(totals.summarizer_units, 3750.0);
+    assert_eq!(
+        (totals.summarizer_input, totals.summarizer_output),
+        (3000, 300)
+    );
+    // 5375 + 2000
+    assert_eq!(totals.billed_input_units(&profile), 7375.0);
 }

@@ -429,8 +429,6 @@ pub fn replay(
         };
         compaction_work.input = compactions.work.input - compaction_work.input;
         compaction_work.output = compactions.work.output - compaction_work.output;
-        summarizer.input += compaction_work.input;
-        summarizer.output += compaction_work.output;
         let shared_prefix = if same_model { shared_prefix } else { 0 };
         let output = facts
             .usage
@@ -448,6 +446,10 @@ pub fn replay(
         let before = run.totals.summarizer_units;
         run.totals
             .add_summarizer(profile, summarizer.input, summarizer.output);
+        run.totals
+            .add_compaction(profile, compaction_work.input, compaction_work.output);
+        summarizer.input += compaction_work.input;
+        summarizer.output += compaction_work.output;
         run.calls.push(SimCall {
             summarizer_units: run.totals.summarizer_units - before,
             at_ms,
@@ -479,11 +481,14 @@ pub fn replay(
         _ => None,
     };
     let trailing = with_compaction(&branch[unseen..], unseen, after_last.as_ref());
-    let mut finish = policy.finish(&trailing, previous_usage)?;
-    finish.summarizer.input += compactions.work.input - before.input;
-    finish.summarizer.output += compactions.work.output - before.output;
+    let finish = policy.finish(&trailing, previous_usage)?;
     run.totals
         .add_summarizer(profile, finish.summarizer.input, finish.summarizer.output);
+    run.totals.add_compaction(
+        profile,
+        compactions.work.input - before.input,
+        compactions.work.output - before.output,
+    );
     run.compactions = compactions.made;
     run.compaction_work = compactions.work;
     run.unrecoverable_outputs = finish.unrecoverable_outputs;

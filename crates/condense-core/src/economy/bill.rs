@@ -120,8 +120,12 @@ pub struct BillTotals {
     pub summarizer_input: u64,
     /// See `summarizer_input`.
     pub summarizer_output: u64,
-    /// Their price (input and output, at the summarizer ratio).
+    /// Their price (input and output, at the summarizer ratio; the
+    /// host's compaction at the model's).
     pub summarizer_units: f64,
+    /// The share of `summarizer_input` that was the host's compaction,
+    /// billed at the session model's price.
+    pub compaction_input: u64,
 }
 
 impl BillTotals {
@@ -146,6 +150,16 @@ impl BillTotals {
             profile.summarizer * (input as f64 + output as f64 * profile.output);
     }
 
+    /// Adds the host's own compaction work (pi summarizing what it
+    /// compacts): summarizer tokens, billed at the session model's price,
+    /// which pi compacts with, not at condense's summarizer's.
+    pub fn add_compaction(&mut self, profile: &PriceProfile, input: u64, output: u64) {
+        self.compaction_input = self.compaction_input.saturating_add(input);
+        self.summarizer_input = self.summarizer_input.saturating_add(input);
+        self.summarizer_output = self.summarizer_output.saturating_add(output);
+        self.summarizer_units += input as f64 + output as f64 * profile.output;
+    }
+
     /// Adds another run's totals (a corpus sum).
     pub fn merge(&mut self, other: &BillTotals) {
         self.calls = self.calls.saturating_add(other.calls);
@@ -162,12 +176,16 @@ impl BillTotals {
             .summarizer_output
             .saturating_add(other.summarizer_output);
         self.summarizer_units += other.summarizer_units;
+        self.compaction_input = self.compaction_input.saturating_add(other.compaction_input);
     }
 
     /// Billed input: the main prompts plus the summarizer's input, in units
     /// (the figure policies are compared by).
     pub fn billed_input_units(&self, profile: &PriceProfile) -> f64 {
-        self.input_units + profile.summarizer * self.summarizer_input as f64
+        let compaction = self.compaction_input.min(self.summarizer_input);
+        self.input_units
+            + profile.summarizer * (self.summarizer_input - compaction) as f64
+            + compaction as f64
     }
 
     /// Everything: prompts, outputs and the summarizer, in units.
