@@ -104,6 +104,21 @@ fn the_one_hour_cache_bills_no_more_than_no_pruning() {
     default_within_no_pruning(&v, &terms).unwrap();
 }
 
+/// A long session with no idle gap that runs into pi's compaction, its
+/// summarizer at five times the model's price. The default's one early
+/// flush keeps its prompt under pi's compaction point, so pi never compacts
+/// it, while without pruning pi compacts at call 125 and every later call
+/// reads a prompt a fifth as long. The bound weighs the same calls unpruned
+/// and uncompacted, so it never sees that loss (docs/economy.md, "What is
+/// not guaranteed").
+#[test]
+#[ignore = "a known breach: the default bills 2,227,663 units of billed input against 1,774,525 without pruning"]
+fn a_session_that_runs_into_pis_compaction_bills_no_more_than_no_pruning() {
+    let terms = ["--profile", "openai", "--summarizer-price", "5"];
+    let v = simulate_with(43, 180_517, 0, "realistic", &terms);
+    default_within_no_pruning(&v, &terms).unwrap();
+}
+
 /// The property of the default: it billed at most no pruning (`terms`: the
 /// run's price flags, for the message).
 fn default_within_no_pruning(v: &Value, terms: &[&str]) -> Result<(), TestCaseError> {
