@@ -94,6 +94,28 @@ fn a_summarizer_dearer_than_the_model_bills_no_more_than_no_pruning() {
     default_within_no_pruning(&v, &terms).unwrap();
 }
 
+/// A summarizer at five times the model's price under OpenAI's terms,
+/// whose output costs eight times its input: the summaries' output, 2,735
+/// tokens, cost more than the outputs they replaced saved. The bound
+/// weighs a flush's summarizer input alone before it runs (docs/economy.md,
+/// "What is not guaranteed"), so the total passes no pruning while billed
+/// input stays under it.
+#[test]
+#[ignore = "a known breach of the total: the default bills 460,457 units against 417,187 without pruning"]
+fn a_dear_summarizers_output_stays_within_no_pruning_in_total() {
+    let terms = ["--profile", "openai", "--summarizer-price", "5"];
+    let v = simulate_with(8_823, 60_000, 40, "realistic", &terms);
+    default_within_no_pruning(&v, &terms).unwrap();
+    let p = &v["sessions"][0]["policies"];
+    let total = |name: &str| p[name]["total_units"].as_f64().unwrap_or(f64::NAN);
+    assert!(
+        total("cache-aware") <= total("none"),
+        "the default's total {} > none's {}",
+        total("cache-aware"),
+        total("none")
+    );
+}
+
 /// Anthropic's one-hour cache, whose writes cost twice an input token. The
 /// simulated engine planned with the five-minute terms, and the default
 /// billed 68,786 units against 64,690 without pruning.
