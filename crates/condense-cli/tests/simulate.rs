@@ -323,6 +323,58 @@ fn the_no_pruning_replay_reproduces_the_recorded_pi_mono_prompts() {
     assert!(spread["mean_abs"].as_f64().unwrap() < 0.02, "{spread}");
 }
 
+/// The provider evicts cached prefixes long before their TTL, so a replay
+/// that trusts the TTL bills the pi-mono sessions far under what they
+/// recorded; billed at the miss rates each session's recording shows (by
+/// the gap since the previous call), no pruning comes within 10%.
+#[test]
+fn billed_at_the_recorded_miss_rates_no_pruning_comes_within_ten_percent_of_the_bill() {
+    let dir = pi_mono_dir();
+    let tmp = temp_dir("simulate", "miss-rates");
+    for name in ["large-session.jsonl", "before-compaction.jsonl"] {
+        let file = dir.join(name);
+        let file = file.to_str().unwrap();
+        let plain = json_of(&condense(
+            &tmp,
+            &["simulate", file, "--json", "--policy", "none"],
+        ));
+        let recorded = plain["sessions"][0]["recorded"]["billed_input_units"]
+            .as_f64()
+            .unwrap();
+        let billed = |v: &Value| {
+            v["sessions"][0]["policies"]["none"]["billed_input_units"]
+                .as_f64()
+                .unwrap()
+        };
+        assert!(
+            billed(&plain) < 0.9 * recorded,
+            "{name}: the TTL alone bills {} of {recorded}",
+            billed(&plain)
+        );
+        let rates = plain["miss_rates"].as_str().expect("fitted miss rates");
+        let missed = json_of(&condense(
+            &tmp,
+            &[
+                "simulate",
+                file,
+                "--json",
+                "--policy",
+                "none",
+                "--miss-rates",
+                rates,
+            ],
+        ));
+        let error = billed(&missed) / recorded - 1.0;
+        assert!(error.abs() < 0.1, "{name}: {error} at {rates}");
+    }
+    let bad = condense(
+        &tmp,
+        &["simulate", dir.to_str().unwrap(), "--miss-rates", "0,2"],
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--miss-rates"));
+}
+
 #[test]
 fn a_directory_reports_totals_and_distributions_and_names_unreadable_files() {
     let dir = temp_dir("simulate", "corpus");

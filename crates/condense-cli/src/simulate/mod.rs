@@ -107,8 +107,15 @@ pub struct SimulateArgs {
     /// tools; default: calibrated).
     #[arg(long, value_name = "TOKENS")]
     pub overhead: Option<u64>,
-    /// Fit the token model on the sessions' recorded usage and report it,
-    /// instead of simulating.
+    /// The provider's chance of missing a cached prefix within its TTL, by
+    /// the gap since the previous call (under 10 s, 10–30 s, 30–60 s,
+    /// 60–300 s, 300 s on), comma separated: every call the cache would
+    /// serve is billed at its expected cost. `--calibrate` fits them on the
+    /// recorded usage. Default: no miss (the cache holds for its TTL).
+    #[arg(long, value_name = "P,P,…")]
+    pub miss_rates: Option<String>,
+    /// Fit the token model (and the miss rates) on the sessions' recorded
+    /// usage and report it, instead of simulating.
     #[arg(long, conflicts_with_all = ["svg", "policies"])]
     pub calibrate: bool,
     /// With --calibrate: count BPE tokens of this tokenizer (o200k, cl100k)
@@ -276,6 +283,12 @@ impl SimulateArgs {
             summaries: self.summary_model(coefficients)?,
             settings_file,
             compaction,
+            misses: self
+                .miss_rates
+                .as_deref()
+                .map(misses::MissRates::parse)
+                .transpose()
+                .map_err(CliError::Usage)?,
             economy: self.planned_terms(),
         })
     }
@@ -358,6 +371,7 @@ pub fn simulate_file(
                 tokens,
                 profile,
                 setup.compaction.as_ref(),
+                setup.misses.as_ref(),
             )
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -498,6 +512,9 @@ pub struct PolicySetup {
     pub settings_file: Option<serde_json::Value>,
     /// pi's auto-compaction (`None`: `--no-compaction`).
     pub compaction: Option<CompactionSettings>,
+    /// The provider's chance of missing a cached prefix (`--miss-rates`;
+    /// `None`: the cache holds for its whole TTL).
+    pub misses: Option<misses::MissRates>,
     /// The `economy` keys of the run's price terms, which the built-in
     /// policies plan with (a settings file is simulated as it is).
     pub economy: serde_json::Map<String, serde_json::Value>,

@@ -21,6 +21,7 @@ use serde::Deserialize;
 use std::borrow::Cow;
 
 use super::compaction::{self, Boundary, CompactionSettings, Moment, Synthesized};
+use super::misses::MissRates;
 use super::policy::{CallInput, PromptSource, SummarizerWork};
 use super::tokens::TokenCount;
 
@@ -307,13 +308,15 @@ impl Compactions<'_> {
 
 /// Replays `branch` (root first) under `policy`, pricing with `profile`;
 /// with `compaction`, pi compacts where it would (see
-/// [`super::compaction`]).
+/// [`super::compaction`]); with `misses`, a call the cache would serve is
+/// billed at what it costs given the provider's chance of missing it.
 pub fn replay(
     branch: &[&Entry],
     policy: &mut dyn PromptSource,
     tokens: &dyn TokenCount,
     profile: &PriceProfile,
     compaction: Option<&CompactionSettings>,
+    misses: Option<&MissRates>,
 ) -> Result<PolicyRun, String> {
     let mut context: Vec<Message> = Vec::new();
     // Entries not yet in `context`, and not yet shown to the policy.
@@ -441,6 +444,13 @@ pub fn replay(
             output,
         };
         let bill = bill_call(profile, previous, call);
+        let bill = match (misses, previous.and_then(|p| p.at_ms), at_ms) {
+            (Some(rates), Some(before), Some(now)) if bill.cache_read > 0 => {
+                let cold = bill_call(profile, None, call);
+                MissRates::expected(&bill, &cold, rates.at(now - before))
+            }
+            _ => bill,
+        };
         previous_usage = Some(prompt_tokens + output);
         run.totals.add_call(prompt_tokens, &bill);
         let before = run.totals.summarizer_units;

@@ -5,7 +5,7 @@ use condense_core::{BillTotals, PriceProfile};
 use serde_json::{json, Map, Value};
 
 use super::fidelity::Fidelity;
-use super::misses::Misses;
+use super::misses::{MissRates, Misses};
 use super::replay::{recorded_totals, PolicyRun, SimCall};
 use super::tokens::Coefficients;
 use super::SessionSim;
@@ -302,6 +302,7 @@ impl Report<'_> {
             "recorded": self.recorded().map(|t| totals_json(&t, profile)),
             "fidelity": self.fidelity().map(|f| f.to_json()),
             "cache_misses": self.misses().map(|m| m.to_json()),
+            "miss_rates": self.misses().map(|m| MissRates::fitted(&m).arg()),
             "distributions": distributions,
         })
     }
@@ -407,8 +408,9 @@ impl Report<'_> {
         }
         if let Some(m) = self.misses() {
             out.push_str(&format!(
-                "cache misses the replay does not model (the provider read under half the prefix it reads), by the gap since the previous call: {}\n",
-                m.text()
+                "cache misses the replay does not model (the provider read under half the prefix it reads), by the gap since the previous call: {}\n  (to bill them: --miss-rates {})\n",
+                m.text(),
+                MissRates::fitted(&m).arg()
             ));
         }
         if self.corpus && self.sims.len() > 1 {
