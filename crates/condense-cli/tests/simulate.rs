@@ -366,6 +366,7 @@ fn billed_at_the_recorded_miss_rates_no_pruning_comes_within_ten_percent_of_the_
         ));
         let error = billed(&missed) / recorded - 1.0;
         assert!(error.abs() < 0.1, "{name}: {error} at {rates}");
+        assert_eq!(missed["miss_rates"], rates, "the rates billed at");
     }
     let bad = condense(
         &tmp,

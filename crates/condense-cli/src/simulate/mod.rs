@@ -650,6 +650,7 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
         failures: &failures,
         corpus: is_dir,
         per_call: args.per_call,
+        miss_rates: setup.misses.as_ref(),
     };
     if args.json {
         write_all(&format!(

@@ -30,6 +30,8 @@ pub struct Report<'a> {
     pub corpus: bool,
     /// List every call in the JSON.
     pub per_call: bool,
+    /// The miss rates the calls were billed at (`--miss-rates`).
+    pub miss_rates: Option<&'a MissRates>,
 }
 
 fn totals_json(t: &BillTotals, profile: &PriceProfile) -> Map<String, Value> {
@@ -209,6 +211,15 @@ impl Report<'_> {
         )
     }
 
+    /// The miss rates the calls were billed at, or else those the recorded
+    /// usage shows, as `--miss-rates` takes them.
+    fn miss_rates(&self) -> Option<String> {
+        match self.miss_rates {
+            Some(given) => Some(given.arg()),
+            None => self.misses().map(|m| MissRates::fitted(&m).arg()),
+        }
+    }
+
     /// The provider's cache misses over every session's no-pruning replay
     /// (`None` when no call the replay reads from the cache recorded usage).
     fn misses(&self) -> Option<Misses> {
@@ -302,7 +313,7 @@ impl Report<'_> {
             "recorded": self.recorded().map(|t| totals_json(&t, profile)),
             "fidelity": self.fidelity().map(|f| f.to_json()),
             "cache_misses": self.misses().map(|m| m.to_json()),
-            "miss_rates": self.misses().map(|m| MissRates::fitted(&m).arg()),
+            "miss_rates": self.miss_rates(),
             "distributions": distributions,
         })
     }
@@ -408,10 +419,15 @@ impl Report<'_> {
         }
         if let Some(m) = self.misses() {
             out.push_str(&format!(
-                "cache misses the replay does not model (the provider read under half the prefix it reads), by the gap since the previous call: {}\n  (to bill them: --miss-rates {})\n",
+                "cache misses the replay does not model (the provider read under half the prefix it reads), by the gap since the previous call: {}\n",
                 m.text(),
-                MissRates::fitted(&m).arg()
             ));
+            if self.miss_rates.is_none() {
+                out.push_str(&format!(
+                    "  (to bill them: --miss-rates {})\n",
+                    MissRates::fitted(&m).arg()
+                ));
+            }
         }
         if self.corpus && self.sims.len() > 1 {
             out.push_str("\nper session (p50 / p90 / max):\n");
