@@ -156,6 +156,15 @@ fn default_within_no_pruning(v: &Value, terms: &[&str]) -> Result<(), TestCaseEr
     Ok(())
 }
 
+/// The provider's terms, with a summarizer at most the model's price.
+fn price_terms_with_a_summarizer_no_dearer_than_the_model(
+) -> impl Strategy<Value = Vec<&'static str>> {
+    let profile = prop::sample::select(vec!["anthropic-5m", "anthropic-1h", "openai"]);
+    let summarizer = prop::sample::select(vec!["0.25", "1"]);
+    (profile, summarizer)
+        .prop_map(|(profile, price)| vec!["--profile", profile, "--summarizer-price", price])
+}
+
 /// The provider's terms a run is priced at.
 fn price_terms() -> impl Strategy<Value = Vec<&'static str>> {
     let profile = prop::sample::select(vec!["anthropic-5m", "anthropic-1h", "openai"]);
@@ -205,6 +214,23 @@ proptest! {
         terms in price_terms(),
     ) {
         default_within_no_pruning(&simulate_with(seed, tokens, gaps, shape, &terms), &terms)?;
+    }
+
+    /// Sessions long enough that pi compacts them without pruning, with a
+    /// summarizer no dearer than the model: the default stays within no
+    /// pruning through the compaction too (with a dearer one it does not:
+    /// `a_session_that_runs_into_pis_compaction_bills_no_more_than_no_pruning`).
+    #[test]
+    fn through_pis_compaction_the_default_bills_no_more_than_no_pruning(
+        seed in 1u64..100_000,
+        tokens in 200_000u64..280_000,
+        shape in shape(),
+        terms in price_terms_with_a_summarizer_no_dearer_than_the_model(),
+    ) {
+        let v = simulate_with(seed, tokens, 0, shape, &terms);
+        let none = &v["sessions"][0]["policies"]["none"];
+        prop_assert!(none["compactions"].as_u64() > Some(0), "pi compacts it unpruned");
+        default_within_no_pruning(&v, &terms)?;
     }
 
     #[test]
