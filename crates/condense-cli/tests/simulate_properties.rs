@@ -159,17 +159,20 @@ fn default_within_no_pruning(v: &Value, terms: &[&str]) -> Result<(), TestCaseEr
 /// The provider's terms, with a summarizer at most the model's price.
 fn price_terms_with_a_summarizer_no_dearer_than_the_model(
 ) -> impl Strategy<Value = Vec<&'static str>> {
-    let profile = prop::sample::select(vec!["anthropic-5m", "anthropic-1h", "openai"]);
-    let summarizer = prop::sample::select(vec!["0.25", "1"]);
-    (profile, summarizer)
-        .prop_map(|(profile, price)| vec!["--profile", profile, "--summarizer-price", price])
+    terms_with_summarizer_prices(vec!["0.25", "1"])
 }
 
 /// The provider's terms a run is priced at.
 fn price_terms() -> impl Strategy<Value = Vec<&'static str>> {
+    terms_with_summarizer_prices(vec!["0.25", "1", "3", "5"])
+}
+
+/// Every profile, with the summarizer at one of `prices` (times the model's).
+fn terms_with_summarizer_prices(
+    prices: Vec<&'static str>,
+) -> impl Strategy<Value = Vec<&'static str>> {
     let profile = prop::sample::select(vec!["anthropic-5m", "anthropic-1h", "openai"]);
-    let summarizer = prop::sample::select(vec!["0.25", "1", "3", "5"]);
-    (profile, summarizer)
+    (profile, prop::sample::select(prices))
         .prop_map(|(profile, price)| vec!["--profile", profile, "--summarizer-price", price])
 }
 

@@ -38,7 +38,7 @@ impl Misses {
             if call.bill.cache_read == 0 || recorded.prompt() == 0 || at < before {
                 continue;
             }
-            let gap_s = u64::try_from(at - before).unwrap_or(0) / 1000;
+            let gap_s = u64::try_from(at.saturating_sub(before)).unwrap_or(0) / 1000;
             let b = GAP_EDGES_S.iter().take_while(|e| gap_s >= **e).count();
             m.buckets[b].0 += 1;
             if recorded.cache_read.saturating_mul(2) < call.bill.cache_read {

@@ -447,7 +447,7 @@ pub fn replay(
         let bill = match (misses, previous.and_then(|p| p.at_ms), at_ms) {
             (Some(rates), Some(before), Some(now)) if bill.cache_read > 0 => {
                 let cold = bill_call(profile, None, call);
-                MissRates::expected(&bill, &cold, rates.at(now - before))
+                MissRates::expected(&bill, &cold, rates.at(now.saturating_sub(before)))
             }
             _ => bill,
         };
