@@ -62,18 +62,15 @@ export type PiMessage = { role: string; [key: string]: unknown };
 /** What OpenCode sends in place of a tool output its own pruning cleared. */
 export const OPENCODE_CLEARED = "[Old tool result content cleared]";
 
-/** Where a pi message came from. */
-interface Origin {
-	/** Index of the OpenCode message. */
-	message: number;
-	/** The tool part, for a `toolResult`. */
-	part?: OcPart;
-}
-
-/** OpenCode's messages as pi messages, with each one's origin. */
+/** OpenCode's messages as pi messages, with where each came from. */
 export interface Converted {
 	pi: PiMessage[];
-	origins: Map<PiMessage, Origin>;
+	/** The index of the OpenCode message each pi message came from. */
+	origins: Map<PiMessage, number>;
+	/** The index of the OpenCode message holding each tool call, cleared ones too. */
+	callAt: Map<string, number>;
+	/** The index of the OpenCode message whose tool part gave each `toolResult`. */
+	resultAt: Map<string, number>;
 }
 
 function isToolPart(p: OcPart): p is OcPart & { callID: string; tool: string; state: OcToolState } {
@@ -194,17 +191,21 @@ function count(v: unknown): number {
 /** Every OpenCode message as pi messages, in order. */
 export function convert(messages: readonly OcMessage[]): Converted {
 	const pi: PiMessage[] = [];
-	const origins = new Map<PiMessage, Origin>();
+	const origins = new Map<PiMessage, number>();
+	const callAt = new Map<string, number>();
+	const resultAt = new Map<string, number>();
 	messages.forEach((m, i) => {
 		const { message, results } = toPi(m);
 		pi.push(message);
-		origins.set(message, { message: i });
+		origins.set(message, i);
+		if (m.info.role === "assistant") for (const p of m.parts) if (isToolPart(p)) callAt.set(p.callID, i);
 		for (const r of results) {
 			pi.push(r.message);
-			origins.set(r.message, { message: i, part: r.part });
+			origins.set(r.message, i);
+			resultAt.set(r.message.toolCallId as string, i);
 		}
 	});
-	return { pi, origins };
+	return { pi, origins, callAt, resultAt };
 }
 
 /** The text of a pi message's content (string or text blocks). */
@@ -223,14 +224,8 @@ export function piText(m: PiMessage): string {
  * changed.
  */
 export function applyRender(messages: readonly OcMessage[], converted: Converted, rendered: readonly PiMessage[]): OcMessage[] | undefined {
-	const resultByCall = new Map<string, number>();
-	for (const [pi, origin] of converted.origins) {
-		if (origin.part?.callID && pi.role === "toolResult") resultByCall.set(origin.part.callID, origin.message);
-	}
-	const assistantByCall = new Map<string, number>();
-	messages.forEach((m, i) => {
-		for (const p of m.parts) if (isToolPart(p)) assistantByCall.set(p.callID, i);
-	});
+	const resultByCall = converted.resultAt;
+	const assistantByCall = converted.callAt;
 	type Slot = { message: number } | { synthetic: PiMessage };
 	const slots: Slot[] = [];
 	const placed = new Set<number>();
@@ -243,8 +238,8 @@ export function applyRender(messages: readonly OcMessage[], converted: Converted
 	};
 	for (const r of rendered) {
 		const origin = converted.origins.get(r);
-		if (origin) {
-			place(origin.message);
+		if (origin !== undefined) {
+			place(origin);
 			continue;
 		}
 		const callId = typeof r.toolCallId === "string" ? r.toolCallId : undefined;
@@ -276,11 +271,12 @@ export function applyRender(messages: readonly OcMessage[], converted: Converted
 		outputs.size === 0 && inputs.size === 0 && slots.length === messages.length && slots.every((s, i) => "message" in s && s.message === i);
 	if (unchanged) return undefined;
 	const out: OcMessage[] = [];
+	const rewrites = outputs.size > 0 || inputs.size > 0;
 	let synthetic = 0;
 	slots.forEach((slot, at) => {
 		if ("message" in slot) {
 			const m = messages[slot.message] as OcMessage;
-			if (!m.parts.some((p) => isToolPart(p) && (outputs.has(p.callID) || inputs.has(p.callID)))) {
+			if (!rewrites || !m.parts.some((p) => isToolPart(p) && (outputs.has(p.callID) || inputs.has(p.callID)))) {
 				out.push(m);
 				return;
 			}

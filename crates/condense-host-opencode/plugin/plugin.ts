@@ -217,9 +217,11 @@ class CondenseState {
 			const summarizerPrice = await this.summarizerPrice(link.model);
 			if (summarizerPrice !== undefined) params.summarizerPrice = summarizerPrice;
 			if (base !== undefined) params.base = base;
-			link.context.forgetCopy(); // until the answer says the sidecar holds this list
-			const res = await ask(sidecar, "context", params, CONTEXT_TIMEOUT_MS);
-			link.context.sync(0, converted.pi);
+			const pending = ask(sidecar, "context", params, CONTEXT_TIMEOUT_MS);
+			// The sidecar's copy is this list once it answers (an error answer
+			// resets the keys, below): keyed during the round trip.
+			link.context.sync(keep, converted.pi);
+			const res = await pending;
 			link.sent = new Set(messages.map((m) => m.info.id));
 			link.carryOut(res.effects, false);
 			const applied = link.context.apply(converted.pi, base, res, sidecar);
