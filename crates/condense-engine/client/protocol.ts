@@ -371,6 +371,12 @@ export interface ContextParams {
 	base?: number;
 	/** Asks for `micros` in the answer. */
 	timing?: boolean;
+	/**
+	 * Answered after the requests sent before it that change the session
+	 * (`message.end`, `turn.end`, `agent.start`, …), so a shim may send a
+	 * turn's requests and this one without waiting for each answer.
+	 */
+	ordered?: boolean;
 	/** The shim's clock at the call (ms): the cache-aware policy's time. */
 	now?: number;
 	/** The model the call goes to, `provider/id` (a change finds the cache cold). */
@@ -536,6 +542,7 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 			append: listOf(isJson),
 			base: optional(isNumber),
 			timing: optional(isBoolean),
+			ordered: optional(isBoolean),
 			now: optional(isNumber),
 			model: optional(isString),
 			summarizerPrice: optional(isNumber),

@@ -195,6 +195,17 @@ pub struct ContextParams {
         skip_serializing_if = "std::ops::Not::not"
     )]
     pub timing: bool,
+    /// Answered after the requests before it that change the session
+    /// (`message.end`, `turn.end`, `agent.start`, …), as they are answered
+    /// in order: a shim may then send a turn's requests and this one
+    /// without waiting for each answer. Without it, `context` is answered
+    /// at once, even while a flush waits for the summarizer.
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub ordered: bool,
     /// The shim's clock at the call (ms): the cache-aware policy's time.
     #[serde(
         default,

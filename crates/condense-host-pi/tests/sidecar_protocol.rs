@@ -548,3 +548,82 @@ fn session_compact_flushes_what_pi_kept_and_makes_the_next_call_cold() {
     let steps = next["result"]["steps"].to_string();
     assert!(steps.contains("Summarized in pruner summary"), "{steps}");
 }
+
+/// A shim may send a reply's `message.end` and the next `context` without
+/// waiting for the first answer: an `ordered` `context` is answered after
+/// the flush the reply starts, so it renders that flush's stub; one without
+/// `ordered` is answered at once, from the copy as it stands.
+#[test]
+fn an_ordered_context_is_answered_after_the_flush_sent_before_it() {
+    const T0: i64 = 1_780_000_000_000;
+    for ordered in [true, false] {
+        let mut s = Sidecar::with_empty_session(
+            "ordered",
+            json!({"enabled": true, "economy": {"policy": "reference"}}),
+            json!({"provider": "fake", "id": "fake-1"}),
+        );
+        let big = "line of a file worth a summary\n".repeat(200);
+        let end = s.call(
+            "turn.end",
+            json!({
+                "turnIndex": 0,
+                "message": {"role": "assistant", "timestamp": T0,
+                            "content": [{"type": "toolCall", "id": "call_1", "name": "read",
+                                         "arguments": {"path": "f1.txt"}}]},
+                "toolResults": [{"role": "toolResult", "toolCallId": "call_1", "toolName": "read",
+                                 "content": [{"type": "text", "text": big}],
+                                 "isError": false, "timestamp": T0 + 1}],
+                "usage": {"tokens": 1000, "contextWindow": 200000},
+                "now": T0 + 2,
+            }),
+        );
+        assert!(end.get("result").is_some(), "{end}");
+        // The reply, then the next call, sent back to back.
+        let reply = json!({"role": "assistant", "timestamp": T0 + 3, "stopReason": "stop",
+                           "content": [{"type": "text", "text": "done"}]});
+        s.send(
+            json!({"id": "reply", "method": "message.end", "params": {"message": reply, "now": T0 + 3}})
+                .to_string()
+                .as_bytes(),
+        );
+        let mut context = json!({"keep": 2, "append": [], "now": T0 + 4, "model": "fake/fake-1"});
+        if ordered {
+            context["ordered"] = json!(true);
+        }
+        s.send(
+            json!({"id": "call", "method": "context", "params": context})
+                .to_string()
+                .as_bytes(),
+        );
+        let mut order = Vec::new();
+        let mut rendered = Value::Null;
+        while order.len() < 3 {
+            let v = s.read();
+            if v["method"] == "llm.complete" {
+                order.push("llm.complete");
+                s.send(
+                    json!({"id": v["id"], "result": {"text": "- [[1:read]] Read a file.",
+                           "stopReason": "stop", "usage": {"input": 10, "output": 5, "cost": 0}}})
+                    .to_string()
+                    .as_bytes(),
+                );
+            } else if v["id"] == "reply" {
+                order.push("message.end");
+            } else if v["id"] == "call" {
+                order.push("context");
+                rendered = v;
+            }
+        }
+        let steps = rendered["result"]["steps"].to_string();
+        if ordered {
+            assert_eq!(order, ["llm.complete", "message.end", "context"]);
+            assert!(steps.contains("Summarized in pruner summary"), "{rendered}");
+        } else {
+            assert_eq!(order[0], "context", "{order:?}");
+            assert!(
+                !steps.contains("Summarized in pruner summary"),
+                "{rendered}"
+            );
+        }
+    }
+}

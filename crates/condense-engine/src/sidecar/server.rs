@@ -4,7 +4,10 @@
 //! The reading loop routes each incoming line: `context` is answered right
 //! there (pi waits for it before every LLM call), the shim's other requests
 //! are handled on their own tasks (so a `context` is answered while a flush
-//! waits for the LLM), responses to our `llm.complete` requests and their
+//! waits for the LLM). Those that change the session are handled one after
+//! another in the order they came, and an `ordered` `context` after them,
+//! so a shim may send a turn's requests without waiting for each answer.
+//! Responses to our `llm.complete` requests and their
 //! `llm.event` notifications go to the waiting provider call. Lines out are
 //! written whole, under a lock, by whoever sends them: no writer task to hand
 //! them to. The engine lock is never held across an `.await`.
@@ -27,6 +30,7 @@ use condense_summarizer::{
 };
 use serde_json::{json, Value};
 use tokio::io::AsyncBufRead;
+use tokio::sync::oneshot;
 
 use super::answer::ContextAnswers;
 use super::commands::{self, CommandEnv, CommandHost};
@@ -39,7 +43,7 @@ use crate::protocol::{
     CompletionModel, EffectsResult, ErrorBody, HelloResult, ProtocolErrorParams, TurnEndResult,
     UiEffectsParams, PROTOCOL_VERSION,
 };
-use crate::request::{Incoming, LlmEventKind, Request};
+use crate::request::{ContextParams, Incoming, LlmEventKind, Request};
 use crate::session::EngineLock;
 use crate::{host, jsonl, CallFacts, Effects, Engine, StartParams};
 
@@ -369,6 +373,79 @@ impl CommandHost for Server {
     }
 }
 
+/// Renders a `context` request and sends its answer (an `out-of-sync` or
+/// `internal` error when it cannot be honoured or its render panics).
+fn answer_context(server: &Server, id: &str, p: &ContextParams) {
+    let started = std::time::Instant::now();
+    let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        server.context_checked(p.keep, &p.append, p.base, &call_facts(p))
+    }));
+    let mut result = match rendered {
+        Ok(Ok(result)) => result,
+        Ok(Err(why)) => {
+            server.outbox.send_line(&out_of_sync_line(id, &why));
+            return;
+        }
+        Err(panic) => {
+            let text = format!("the request failed: {}", panic_text(&*panic));
+            server.outbox.send_line(&error_line(id, &text));
+            return;
+        }
+    };
+    if p.timing {
+        // The answer is an object: insert the field before its closing brace.
+        result.pop();
+        result.push_str(&format!(r#","micros":{}}}"#, started.elapsed().as_micros()));
+    }
+    server
+        .outbox
+        .send_line(&format!(r#"{{"id":{id},"result":{result}}}"#));
+}
+
+/// Whether `request` changes the session, so that it is handled after the
+/// shim's requests of that kind before it (`query`, `command` and `hello`
+/// answer at once, even during a flush; `context` follows them only when
+/// it asks to).
+fn changes_the_session(request: &Request) -> bool {
+    matches!(
+        request,
+        Request::SessionStart(_)
+            | Request::MessageEnd(_)
+            | Request::TurnEnd(_)
+            | Request::AgentStart
+            | Request::AgentEnd
+            | Request::SessionCompact(_)
+    )
+}
+
+/// The order of the requests that change the session: each waits for the
+/// one before it to be answered.
+#[derive(Default)]
+struct Sequence {
+    /// Closed once the latest of them is answered.
+    last: Option<oneshot::Receiver<()>>,
+}
+
+impl Sequence {
+    /// What the next of them must wait for: `None` when the latest is
+    /// answered already.
+    fn after(&mut self) -> Option<oneshot::Receiver<()>> {
+        let mut last = self.last.take()?;
+        match last.try_recv() {
+            Err(oneshot::error::TryRecvError::Empty) => Some(last),
+            _ => None,
+        }
+    }
+
+    /// Makes the next of them the latest: dropping what this returns marks
+    /// it answered.
+    fn push(&mut self) -> oneshot::Sender<()> {
+        let (done, answered) = oneshot::channel();
+        self.last = Some(answered);
+        done
+    }
+}
+
 /// Serves the protocol on `input`/`output` until `shutdown` or end of input.
 pub async fn serve<R, W>(input: R, output: W)
 where
@@ -390,6 +467,7 @@ where
         session_hold: Mutex::new(SessionHold::default()),
     });
     let mut input = input;
+    let mut order = Sequence::default();
     loop {
         let line = match read_line(&mut input).await {
             Ok(Some(Ok(l))) => l,
@@ -439,35 +517,34 @@ where
                 // every LLM call, and a hand-over to another thread costs
                 // more than the render (the engine lock is never held
                 // across an await, so this cannot stall behind a flush).
-                let started = std::time::Instant::now();
-                let rendered = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    server.context_checked(p.keep, &p.append, p.base, &call_facts(&p))
-                }));
-                let mut result = match rendered {
-                    Ok(Ok(result)) => result,
-                    Ok(Err(why)) => {
-                        server.outbox.send_line(&out_of_sync_line(id.get(), &why));
-                        continue;
+                // Unless it asks to follow a request still being handled:
+                // then after that one, as its own task.
+                match p.ordered.then(|| order.after()).flatten() {
+                    None => answer_context(&server, id.get(), &p),
+                    Some(previous) => {
+                        let done = order.push();
+                        let server = server.clone();
+                        tokio::spawn(async move {
+                            let _ = previous.await;
+                            answer_context(&server, id.get(), &p);
+                            drop(done);
+                        });
                     }
-                    Err(panic) => {
-                        let text = format!("the request failed: {}", panic_text(&*panic));
-                        server.outbox.send_line(&error_line(id.get(), &text));
-                        continue;
-                    }
-                };
-                if p.timing {
-                    // The answer is an object: insert the field before its closing brace.
-                    result.pop();
-                    result.push_str(&format!(r#","micros":{}}}"#, started.elapsed().as_micros()));
                 }
-                server
-                    .outbox
-                    .send_line(&format!(r#"{{"id":{},"result":{result}}}"#, id.get()));
             }
             Incoming::Request { id, request } => {
                 let server = server.clone();
                 let is_shutdown = matches!(request, Request::Shutdown);
+                // A request that changes the session waits for the one
+                // before it, so a shim may send a turn's `message.end`,
+                // `turn.end` and the next `context` without waiting.
+                let sequenced =
+                    changes_the_session(&request).then(|| (order.after(), order.push()));
                 let task = tokio::spawn(async move {
+                    let (previous, done) = sequenced.unzip();
+                    if let Some(Some(previous)) = previous {
+                        let _ = previous.await;
+                    }
                     // Its own task, so a panic in it is this request's
                     // failure: answered, and the sidecar keeps serving.
                     let handler = server.clone();
@@ -480,6 +557,7 @@ where
                         }
                         Err(e) => error_line(id, &failure_text(e)),
                     });
+                    drop(done);
                 });
                 if is_shutdown {
                     let _ = task.await;
