@@ -47,7 +47,8 @@ import type { ProviderEndpoint } from "./llm.ts";
 import { applyRender, convert } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
 import { ask, asJson, debug } from "./requests.ts";
-import { SessionLink, STATUS_TOOL } from "./session_link.ts";
+import type { Answer } from "./requests.ts";
+import { sentAhead, SessionLink, STATUS_TOOL } from "./session_link.ts";
 import type { Client } from "./session_link.ts";
 
 /**
@@ -196,18 +197,29 @@ class CondenseState {
 		if (user && typeof user.providerID === "string" && typeof user.modelID === "string") link.model = user;
 		const sidecar = await link.connect(messages);
 		if (!sidecar) return undefined;
+		let pending: Promise<Answer> | undefined;
 		try {
-			await link.reportTurns(sidecar, messages);
+			// The finished turns, the run's start and the call go out back
+			// to back; the sidecar answers them in order (protocol.md).
+			const sent = await link.sendTurns(sidecar, messages);
 			const compacting = link.compacting;
 			link.compacting = false;
-			if (!compacting) await link.afterCompaction(sidecar, messages);
+			if (!compacting && link.compactedSince(messages)) {
+				// The sidecar starts again from the log: after the turns.
+				await link.settle(sent.splice(0));
+				await link.afterCompaction(sidecar, messages);
+			}
 			if (messages.at(-1)?.info.role === "user" && !compacting) {
 				// A run's first call: the flush its previous run's reply left
 				// (cache-aware policy) runs now, anchored after that reply.
-				const started = await ask(sidecar, "agent.start", {}, REQUEST_TIMEOUT_MS);
-				link.carryOut(started.effects, false);
+				sent.push({
+					answer: sentAhead(ask(sidecar, "agent.start", {}, REQUEST_TIMEOUT_MS)),
+					apply: (started) => {
+						link.carryOut(started.effects, false);
+						return true;
+					},
+				});
 			}
-			link.anchor = messages.at(-1)?.info.id ?? link.anchor;
 			const converted = convert(messages);
 			// Only what changed since the sidecar's copy (sync.ts's keys).
 			const keep = link.context.keep(converted.pi);
@@ -217,13 +229,23 @@ class CondenseState {
 			const summarizerPrice = await this.summarizerPrice(link.model);
 			if (summarizerPrice !== undefined) params.summarizerPrice = summarizerPrice;
 			if (base !== undefined) params.base = base;
-			const pending = ask(sidecar, "context", params, CONTEXT_TIMEOUT_MS);
+			// Behind the turns' requests the answer waits for their flushes too.
+			if (sent.length > 0) params.ordered = true;
+			pending = sentAhead(ask(sidecar, "context", params, sent.length > 0 ? REQUEST_TIMEOUT_MS : CONTEXT_TIMEOUT_MS));
 			// The sidecar's copy is this list once it answers (an error answer
 			// resets the keys, below): keyed during the round trip.
 			link.context.sync(keep, converted.pi);
+			const inStep = await link.settle(sent);
 			const res = await pending;
+			pending = undefined;
+			link.anchor = messages.at(-1)?.info.id ?? link.anchor;
 			link.sent = new Set(messages.map((m) => m.info.id));
 			link.carryOut(res.effects, false);
+			if (!inStep) {
+				// It rendered a copy the keys did not describe.
+				link.context.reset();
+				return undefined;
+			}
 			const applied = link.context.apply(converted.pi, base, res, sidecar);
 			if (applied.kind === "unchanged") return undefined;
 			if (applied.kind === "malformed") {
@@ -232,6 +254,9 @@ class CondenseState {
 			}
 			return applyRender(messages, converted, applied.messages as PiMessage[]);
 		} catch (err) {
+			// A switch the sidecar recorded in its answer must still reach
+			// the log, whatever failed before it.
+			pending?.then((res) => link.carryOut(res.effects, false), () => undefined);
 			link.context.reset();
 			// The sidecar's copy no longer matches this list: the messages pass
 			// unchanged, and the next call sends the whole list (keys unset).

@@ -20,6 +20,7 @@ import type { LoggedEntry } from "./log.ts";
 import { contextTokens, isCompaction, isCompactionSummary, toPi } from "./messages.ts";
 import type { OcMessage } from "./messages.ts";
 import { ask, asJson, debug } from "./requests.ts";
+import type { Answer } from "./requests.ts";
 
 /** pi's `/pruner status` as a tool (an OpenCode command is a prompt for the model, no display). */
 export const STATUS_TOOL = "context_prune_status";
@@ -172,12 +173,17 @@ export class SessionLink {
 	 * does. A compaction's own call and the list it summarizes never start one.
 	 */
 	async afterCompaction(sidecar: Sidecar, messages: readonly OcMessage[]): Promise<void> {
-		const first = messages[0];
-		if (!first || !isCompaction(first) || first.info.id === this.compaction) return;
+		if (!this.compactedSince(messages)) return;
 		const logged = this.log.read();
 		await this.startSession(sidecar, messages.slice(0, knownCount(messages, logged)), logged, "compact");
 		this.context.reset();
 		this.sent = new Set();
+	}
+
+	/** Whether `messages` start with an OpenCode compaction the sidecar's branch was not built after. */
+	compactedSince(messages: readonly OcMessage[]): boolean {
+		const first = messages[0];
+		return !!first && isCompaction(first) && first.info.id !== this.compaction;
 	}
 
 	private async onRequest(request: SidecarRequest): Promise<SidecarResult> {
@@ -227,8 +233,14 @@ export class SessionLink {
 		}
 	}
 
-	/** `message.end` / `turn.end` for each finished assistant message not reported yet. */
-	async reportTurns(sidecar: Sidecar, messages: readonly OcMessage[]): Promise<void> {
+	/**
+	 * Sends `message.end` and `turn.end` for each finished assistant message
+	 * not reported yet, without waiting for the answers: the sidecar handles
+	 * them in order, and the keys take each turn as the sidecar's copy does.
+	 * [`settle`] carries out the answers.
+	 */
+	async sendTurns(sidecar: Sidecar, messages: readonly OcMessage[]): Promise<Sent[]> {
+		const sent: Sent[] = [];
 		// pi's turnIndex: the assistant message's place in its run (from the user message before it).
 		let runTurn = 0;
 		let previous: string | null = null;
@@ -251,41 +263,67 @@ export class SessionLink {
 			const turnIndex = runTurn++;
 			if (this.reported.has(info.id) || !info.time.completed) continue;
 			this.reported.add(info.id);
-			// A reply's flush (at `message.end`) goes before the reply, where
-			// the live sidecar shows it and pi's session file has it: the
-			// reply joins the sidecar's copy only at `turn.end`.
-			this.anchor = before;
 			if (info.providerID && info.modelID) this.model = { providerID: info.providerID, modelID: info.modelID };
 			const converted = toPi(m);
 			const message = asJson(converted.message);
+			const toolResults = asJson(converted.results.map((r) => r.message));
 			const now = info.time.completed;
-			const me = await ask(sidecar, "message.end", { message, now }, REQUEST_TIMEOUT_MS);
-			this.carryOut(me.effects, false);
-			this.anchor = info.id;
 			const tokens = contextTokens(info);
 			const contextWindow = info.providerID && info.modelID ? await this.plugin.contextWindow(info.providerID, info.modelID) : 0;
-			const toolResults = asJson(converted.results.map((r) => r.message));
-			const te = await ask(
-				sidecar,
-				"turn.end",
-				{
-					turnIndex,
-					message,
-					toolResults,
-					usage: { tokens, contextWindow },
-					now,
+			// A reply's flush (at `message.end`) goes before the reply, where
+			// the live sidecar shows it and pi's session file has it: the
+			// reply joins the sidecar's copy only at `turn.end`.
+			sent.push({
+				answer: sentAhead(ask(sidecar, "message.end", { message, now }, REQUEST_TIMEOUT_MS)),
+				apply: (answer) => {
+					this.anchor = before;
+					this.carryOut(answer.effects, false);
+					return true;
 				},
-				REQUEST_TIMEOUT_MS,
-			);
-			// The sidecar appended the turn to its copy: so do its keys. A
-			// message the last `context` already carried may not have been
-			// appended again: then the next `context` sends everything.
-			if (te.synced === true) {
-				if (this.sent.has(info.id)) this.context.forgetCopy();
-				else this.context.keys?.append([message, ...toolResults], 0);
-			}
-			this.carryOut(te.effects, false);
-			this.log.append([{ type: "reported", after: info.id }]);
+			});
+			sent.push({
+				answer: sentAhead(ask(sidecar, "turn.end", { turnIndex, message, toolResults, usage: { tokens, contextWindow }, now }, REQUEST_TIMEOUT_MS)),
+				apply: (answer) => {
+					this.anchor = info.id;
+					this.carryOut(answer.effects, false);
+					this.log.append([{ type: "reported", after: info.id }]);
+					// A sidecar that did not append the turn (`synced`) has a
+					// copy the keys no longer describe.
+					if (answer.synced === true) return true;
+					this.context.forgetCopy();
+					return false;
+				},
+			});
+			// The sidecar appends the turn to its copy: so do its keys. A
+			// message the last `context` already carried may not be appended
+			// again: then the next `context` sends everything.
+			if (this.sent.has(info.id)) this.context.forgetCopy();
+			else this.context.keys?.append([message, ...toolResults], 0);
 		}
+		return sent;
 	}
+
+	/**
+	 * Carries out the answers to `sent`, in order, as each arrives. False
+	 * when one says the sidecar's copy is not what the keys describe; throws
+	 * the first failed request's error.
+	 */
+	async settle(sent: readonly Sent[]): Promise<boolean> {
+		let inStep = true;
+		for (const s of sent) inStep = s.apply(await s.answer) && inStep;
+		return inStep;
+	}
+}
+
+/** A request sent ahead of a call's `context`, and what its answer asks of the link. */
+export interface Sent {
+	readonly answer: Promise<Answer>;
+	/** Carries out the answer; false when the keys no longer describe the sidecar's copy. */
+	readonly apply: (answer: Answer) => boolean;
+}
+
+/** A request whose answer is read later ([`SessionLink.settle`]): its failure is not unhandled meanwhile. */
+export function sentAhead(answer: Promise<Answer>): Promise<Answer> {
+	answer.catch(() => undefined);
+	return answer;
 }
