@@ -7,13 +7,17 @@
 //!
 //! * `ci`    – the full CI gate; see [`steps::CI_STEPS`] for the ordered list.
 //! * `bench` – `cargo bench --workspace` (the `bench` profile keeps line
-//!   tables for profiling), forwarding any extra arguments.
+//!   tables for profiling), forwarding any extra arguments; with
+//!   `--report` (or `--report-only`, which runs nothing) it then rewrites
+//!   docs/benchmarks.md's criterion section; see [`bench_report`].
 //! * `soak`  – the long simulation run; see [`steps::SOAK_STEPS`].
 //! * `layers` – the module layering check; see [`layers`].
 //! * `dist`  – release binaries and npm packages in `target/dist/`; see
 //!   [`dist::dist`].
 
+mod bench_report;
 mod dist;
+mod json;
 mod layers;
 mod packages;
 mod runner;
@@ -58,6 +62,9 @@ Commands:
   layers   The `layers` step of `ci` alone
   bench    Run `cargo bench --workspace` (the `bench` profile: release code
              with line tables); extra ARGS are passed to cargo bench
+             --report       then rewrite the criterion section of
+                            docs/benchmarks.md from target/criterion
+             --report-only  rewrite that section without running anything
   soak     The long simulation (docs/reliability.md):
              cargo test --release -p condense-store --test simulation -- --nocapture
              with CONDENSE_SOAK_SECONDS=600, CONDENSE_SOAK_STEPS=60,
@@ -86,6 +93,11 @@ enum Command {
     Ci,
     /// Run the benchmarks, forwarding the given extra arguments.
     Bench(Vec<String>),
+    /// Run the benchmarks as [`Command::Bench`] does, then regenerate the
+    /// criterion section of docs/benchmarks.md.
+    BenchReport(Vec<String>),
+    /// Regenerate that section from `target/criterion` alone.
+    BenchReportOnly,
     /// The long simulation run.
     Soak,
     /// Release binaries and npm packages.
@@ -117,8 +129,32 @@ fn parse_args(args: &[String]) -> Result<Command, String> {
         "soak" => no_extra(Command::Soak),
         "dist" => no_extra(Command::Dist),
         "layers" => no_extra(Command::Layers),
-        "bench" => Ok(Command::Bench(rest.to_vec())),
+        "bench" => parse_bench(rest),
         other => Err(format!("unknown command `{other}`")),
+    }
+}
+
+/// `bench`'s arguments: `--report` or `--report-only` anywhere before a
+/// `--` (after it everything is criterion's); the rest go to cargo bench.
+fn parse_bench(rest: &[String]) -> Result<Command, String> {
+    let ours = rest.iter().position(|a| a == "--").unwrap_or(rest.len());
+    let flag = |name: &str| rest[..ours].iter().any(|a| a == name);
+    let (report, only) = (flag("--report"), flag("--report-only"));
+    let forwarded: Vec<String> = rest
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| *i >= ours || (*a != "--report" && *a != "--report-only"))
+        .map(|(_, a)| a.clone())
+        .collect();
+    match (report, only) {
+        (false, false) => Ok(Command::Bench(forwarded)),
+        (true, false) => Ok(Command::BenchReport(forwarded)),
+        (false, true) if forwarded.is_empty() => Ok(Command::BenchReportOnly),
+        (false, true) => Err(format!(
+            "`bench --report-only` runs no benches and takes no other argument (got `{}`)",
+            forwarded.join(" ")
+        )),
+        (true, true) => Err("`--report` and `--report-only` exclude each other".to_owned()),
     }
 }
 
@@ -143,6 +179,10 @@ fn main() -> ExitCode {
             &Ctx::from_env().with_extra_args(extra),
             steps::BENCH_STEPS,
         ),
+        Command::BenchReport(extra) => {
+            bench_report::run(&Ctx::from_env().with_extra_args(extra), true)
+        }
+        Command::BenchReportOnly => bench_report::run(&Ctx::from_env(), false),
         Command::Soak => runner::run_steps("soak", &Ctx::from_env(), steps::SOAK_STEPS),
         Command::Dist => runner::run_steps("dist", &Ctx::from_env(), steps::DIST_STEPS),
         Command::Layers => runner::run_steps("layers", &Ctx::from_env(), steps::LAYERS_STEPS),
@@ -177,5 +217,33 @@ mod tests {
         assert!(parse_args(&[]).is_err());
         assert!(parse_args(&args(&["nope"])).is_err());
         assert!(parse_args(&args(&["ci", "extra"])).is_err());
+    }
+
+    #[test]
+    fn parses_bench_report_flags() {
+        assert_eq!(
+            parse_args(&args(&["bench", "--report"])),
+            Ok(Command::BenchReport(Vec::new()))
+        );
+        assert_eq!(
+            parse_args(&args(&["bench", "--report", "--", "--quick"])),
+            Ok(Command::BenchReport(args(&["--", "--quick"])))
+        );
+        assert_eq!(
+            parse_args(&args(&["bench", "--bench", "render", "--report"])),
+            Ok(Command::BenchReport(args(&["--bench", "render"])))
+        );
+        // After `--` the flag is criterion's business, not ours.
+        assert_eq!(
+            parse_args(&args(&["bench", "--", "--report"])),
+            Ok(Command::Bench(args(&["--", "--report"])))
+        );
+        assert_eq!(
+            parse_args(&args(&["bench", "--report-only"])),
+            Ok(Command::BenchReportOnly)
+        );
+        assert!(parse_args(&args(&["bench", "--report-only", "--bench", "x"])).is_err());
+        assert!(parse_args(&args(&["bench", "--report-only", "--", "--quick"])).is_err());
+        assert!(parse_args(&args(&["bench", "--report", "--report-only"])).is_err());
     }
 }
