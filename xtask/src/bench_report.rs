@@ -12,8 +12,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use crate::json::{self, Json};
 use crate::runner::{self, Ctx};
+use serde_json::Value;
 
 /// The line after which the generated section starts.
 pub const START: &str = "<!-- criterion-report:start -->";
@@ -248,18 +248,18 @@ fn visit(dir: &Path, rows: &mut Vec<Row>) -> Result<(), String> {
 /// One row from the texts of a `new/benchmark.json` and its
 /// `new/estimates.json`.
 pub fn parse_row(benchmark: &str, estimates: &str) -> Result<Row, String> {
-    let id = json::parse(benchmark).map_err(|e| format!("benchmark.json: {e}"))?;
-    let est = json::parse(estimates).map_err(|e| format!("estimates.json: {e}"))?;
+    let id: Value = serde_json::from_str(benchmark).map_err(|e| format!("benchmark.json: {e}"))?;
+    let est: Value = serde_json::from_str(estimates).map_err(|e| format!("estimates.json: {e}"))?;
     let text = |key: &str| {
         id.get(key)
-            .and_then(Json::as_str)
+            .and_then(Value::as_str)
             .map(str::to_owned)
             .ok_or_else(|| format!("benchmark.json has no string `{key}`"))
     };
     let point = |stat: &str| {
         est.get(stat)
             .and_then(|s| s.get("point_estimate"))
-            .and_then(Json::as_f64)
+            .and_then(Value::as_f64)
             .ok_or_else(|| format!("estimates.json has no number `{stat}.point_estimate`"))
     };
     Ok(Row {
