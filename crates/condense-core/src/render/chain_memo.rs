@@ -37,6 +37,47 @@ struct IndexedMessages {
     messages: Vec<Message>,
     index: BoundaryIndex,
     ids: IdIndex,
+    /// The latest answers of [`ChainMemo::suppressed`], newest first: the
+    /// cache-aware policy renders with two sets of chains at one call.
+    suppressed: Vec<Suppressed>,
+}
+
+impl IndexedMessages {
+    /// Indexes `input`: the kept indexes rolled back to the first message
+    /// that is not the very one indexed there, then extended with the rest.
+    fn sync(&mut self, input: &[Message]) {
+        let same = self
+            .messages
+            .iter()
+            .zip(input)
+            .take_while(|(a, b)| a.same(b))
+            .count();
+        while self.messages.len() > same {
+            if let Some(m) = self.messages.pop() {
+                self.index.pop(&m);
+                self.ids.pop(&m);
+            }
+        }
+        for s in &mut self.suppressed {
+            s.valid = s.valid.min(same);
+        }
+        for (i, m) in input.iter().enumerate().skip(same) {
+            self.index.push(i, m);
+            self.ids.push(i, m);
+            self.messages.push(m.clone());
+        }
+    }
+}
+
+/// The summaries the chain phase suppressed for one set of accepted ranges.
+#[derive(Debug)]
+struct Suppressed {
+    /// The ranges, sorted.
+    ranges: Vec<(usize, usize)>,
+    /// How many leading messages are still those the answer was found among.
+    valid: usize,
+    /// The summaries' positions, in order.
+    positions: Vec<usize>,
 }
 
 /// Where each tool-call id occurs among the messages, and where condense's
@@ -51,6 +92,16 @@ pub(crate) struct IdIndex {
     calls: FxHashMap<String, Vec<usize>>,
     /// Positions of the summary messages, in order.
     pub(crate) summaries: Vec<usize>,
+}
+
+/// The indexes of `input`, built anew (a poisoned memo's fallback).
+fn fresh_index(input: &[Message]) -> IndexedMessages {
+    let mut fresh = IndexedMessages::default();
+    for (i, m) in input.iter().enumerate() {
+        fresh.index.push(i, m);
+        fresh.ids.push(i, m);
+    }
+    fresh
 }
 
 impl IdIndex {
@@ -332,32 +383,69 @@ impl ChainMemo {
         f: impl FnOnce(&BoundaryIndex, &IdIndex) -> T,
     ) -> T {
         let Ok(mut kept) = self.boundaries.lock() else {
-            let mut fresh = IndexedMessages::default();
-            for (i, m) in input.iter().enumerate() {
-                fresh.index.push(i, m);
-                fresh.ids.push(i, m);
-            }
+            let fresh = fresh_index(input);
             return f(&fresh.index, &fresh.ids);
         };
-        let kept = &mut *kept;
-        let same = kept
-            .messages
-            .iter()
-            .zip(input)
-            .take_while(|(a, b)| a.same(b))
-            .count();
-        while kept.messages.len() > same {
-            if let Some(m) = kept.messages.pop() {
-                kept.index.pop(&m);
-                kept.ids.pop(&m);
-            }
-        }
-        for (i, m) in input.iter().enumerate().skip(same) {
-            kept.index.push(i, m);
-            kept.ids.push(i, m);
-            kept.messages.push(m.clone());
-        }
+        kept.sync(input);
         f(&kept.index, &kept.ids)
+    }
+
+    /// The positions, in order, of the summary messages of `input` that
+    /// `suppress` (the ids and a summary's position) picks, for the
+    /// accepted `ranges` (sorted). A summary before the first message that
+    /// changed since an answer for the same ranges, all of them before
+    /// that message too, keeps that answer: what decides it (its refs, the
+    /// results inside the ranges) lies in those unchanged messages. So a
+    /// call that appends asks only about the summaries it appends.
+    pub(crate) fn suppressed(
+        &self,
+        input: &[Message],
+        ranges: &[(usize, usize)],
+        suppress: impl Fn(&IdIndex, usize) -> bool,
+    ) -> Vec<usize> {
+        let Ok(mut kept) = self.boundaries.lock() else {
+            let fresh = fresh_index(input);
+            return fresh
+                .ids
+                .summaries
+                .iter()
+                .copied()
+                .filter(|&i| suppress(&fresh.ids, i))
+                .collect();
+        };
+        let kept = &mut *kept;
+        kept.sync(input);
+        let earlier = kept
+            .suppressed
+            .iter()
+            .position(|s| s.ranges == ranges && ranges.iter().all(|&(_, end)| end <= s.valid));
+        let (from, mut positions) = match earlier {
+            Some(k) => {
+                let s = kept.suppressed.remove(k);
+                let mut positions = s.positions;
+                positions.truncate(positions.partition_point(|&i| i < s.valid));
+                (s.valid, positions)
+            }
+            None => (0, Vec::new()),
+        };
+        let ids = &kept.ids;
+        let first = ids.summaries.partition_point(|&i| i < from);
+        positions.extend(
+            ids.summaries[first..]
+                .iter()
+                .copied()
+                .filter(|&i| suppress(ids, i)),
+        );
+        kept.suppressed.insert(
+            0,
+            Suppressed {
+                ranges: ranges.to_vec(),
+                valid: input.len(),
+                positions: positions.clone(),
+            },
+        );
+        kept.suppressed.truncate(2);
+        positions
     }
 
     /// The scan of `chains` over `input`, from the cache when one was made
@@ -552,5 +640,59 @@ mod tests {
                 prop_assert!(memo.with_index(&input, |kept, kept_ids| *kept == fresh && *kept_ids == ids));
             }
         }
+
+        /// What the memo answers for the suppressed summaries, as the
+        /// messages and the accepted ranges change between renders (two
+        /// sets of ranges asked in turn, as the cache-aware policy asks),
+        /// is what a fresh memo answers.
+        #[test]
+        fn the_suppressed_summaries_kept_are_a_fresh_answer(
+            steps in proptest::collection::vec(
+                (
+                    proptest::collection::vec((0u8..10, 0u8..9, 0i64..6), 0..10),
+                    0u8..=100,
+                    proptest::option::of(proptest::collection::vec((0usize..30, 1usize..8), 0..3)),
+                ),
+                1..16,
+            ),
+        ) {
+            let memo = ChainMemo::default();
+            let mut input: Vec<Message> = Vec::new();
+            // `None`: the ranges of the step before, over changed messages.
+            let mut ranges: Vec<(usize, usize)> = Vec::new();
+            for (append, keep, new_ranges) in steps {
+                input.truncate(input.len() * usize::from(keep) / 100);
+                input.extend(append.into_iter().map(|(kind, n, ts)| with_summaries(kind, n, ts)));
+                if let Some(new_ranges) = new_ranges {
+                    ranges = new_ranges.into_iter().map(|(start, len)| (start, start + len)).collect();
+                    ranges.sort_unstable();
+                }
+                for asked in [ranges.clone(), Vec::new(), ranges.clone()] {
+                    let inside = |i: usize| asked.iter().any(|&(start, end)| start < i && i < end);
+                    let suppress = |ids: &super::IdIndex, i: usize| {
+                        input[i].skeleton().summary_refs.iter().any(|r| match r.result_timestamp {
+                            Some(ts) => ids.has_result(&r.tool_call_id, ts, inside),
+                            None => ids.has_id(&r.tool_call_id, inside),
+                        })
+                    };
+                    let fresh = ChainMemo::default().suppressed(&input, &asked, suppress);
+                    prop_assert_eq!(memo.suppressed(&input, &asked, suppress), fresh);
+                }
+            }
+        }
+    }
+
+    /// [`message`]'s kinds, and summary messages whose refs name its
+    /// results (with and without a result timestamp).
+    fn with_summaries(kind: u8, n: u8, ts: i64) -> Message {
+        if kind < 8 {
+            return message(kind, n, ts);
+        }
+        let result_timestamp = (kind == 8).then_some(ts);
+        let refs = serde_json::json!([{"toolCallId": format!("c{}", n % 4), "resultTimestamp": result_timestamp},
+            {"toolCallId": format!("d{n}")}]);
+        Message::from_value(&serde_json::json!({"role": "custom", "customType": crate::SUMMARY_CUSTOM_TYPE,
+            "content": "summary", "display": false, "details": {"toolCallRefs": refs}, "timestamp": ts}))
+        .expect("a summary message")
     }
 }

@@ -362,22 +362,16 @@ fn suppressed_summaries(
         let k = ranges.partition_point(|&(start, _)| start < i);
         k > 0 && i < ranges[k - 1].1
     };
-    memo.with_index(input, |_, ids| {
-        ids.summaries
-            .iter()
-            .copied()
-            .filter(|&i| {
-                input.get(i).is_some_and(|m| {
-                    m.skeleton()
-                        .summary_refs
-                        .iter()
-                        .any(|r| match r.result_timestamp {
-                            Some(ts) => ids.has_result(&r.tool_call_id, ts, inside),
-                            None => ids.has_id(bare_id(&r.tool_call_id), inside),
-                        })
+    memo.suppressed(input, &ranges, |ids, i| {
+        input.get(i).is_some_and(|m| {
+            m.skeleton()
+                .summary_refs
+                .iter()
+                .any(|r| match r.result_timestamp {
+                    Some(ts) => ids.has_result(&r.tool_call_id, ts, inside),
+                    None => ids.has_id(bare_id(&r.tool_call_id), inside),
                 })
-            })
-            .collect()
+        })
     })
 }
 
