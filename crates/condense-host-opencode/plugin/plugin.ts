@@ -46,9 +46,9 @@ import { resolveModel } from "./llm.ts";
 import type { ProviderEndpoint } from "./llm.ts";
 import { applyRender, convert } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
-import { ask, asJson, debug } from "./requests.ts";
+import { ask, asJson, debug, sentAhead, settle } from "./requests.ts";
 import type { Answer } from "./requests.ts";
-import { sentAhead, SessionLink, STATUS_TOOL } from "./session_link.ts";
+import { SessionLink, STATUS_TOOL } from "./session_link.ts";
 import type { Client } from "./session_link.ts";
 
 /**
@@ -206,7 +206,7 @@ class CondenseState {
 			link.compacting = false;
 			if (!compacting && link.compactedSince(messages)) {
 				// The sidecar starts again from the log: after the turns.
-				await link.settle(sent.splice(0));
+				await settle(sent.splice(0));
 				await link.afterCompaction(sidecar, messages);
 			}
 			if (messages.at(-1)?.info.role === "user" && !compacting) {
@@ -235,7 +235,7 @@ class CondenseState {
 			// The sidecar's copy is this list once it answers (an error answer
 			// resets the keys, below): keyed during the round trip.
 			link.context.sync(keep, converted.pi);
-			const inStep = await link.settle(sent);
+			const inStep = await settle(sent);
 			const res = await pending;
 			pending = undefined;
 			link.anchor = messages.at(-1)?.info.id ?? link.anchor;

@@ -42,3 +42,38 @@ export async function ask<M extends ShimMethod>(sidecar: Sidecar, method: M, par
 		throw err;
 	}
 }
+
+/**
+ * Carries out the answers to `sent`, in order, as each arrives. False
+ * when one says the sidecar's copy is not what the keys describe. A failed
+ * request does not stop the answers after it, which the sidecar acted on
+ * (their log entries must be written): its error is thrown once all are
+ * carried out.
+ */
+export async function settle(sent: readonly Sent[]): Promise<boolean> {
+	let inStep = true;
+	let failure: { readonly error: unknown } | undefined;
+	for (const s of sent) {
+		try {
+			inStep = s.apply(await s.answer) && inStep;
+		} catch (error) {
+			failure ??= { error };
+			inStep = false;
+		}
+	}
+	if (failure) throw failure.error;
+	return inStep;
+}
+
+/** A request sent ahead of a call's `context`, and what its answer asks of the session's link. */
+export interface Sent {
+	readonly answer: Promise<Answer>;
+	/** Carries out the answer; false when the keys no longer describe the sidecar's copy. */
+	readonly apply: (answer: Answer) => boolean;
+}
+
+/** A request whose answer is read later ([`settle`]): its failure is not unhandled meanwhile. */
+export function sentAhead(answer: Promise<Answer>): Promise<Answer> {
+	answer.catch(() => undefined);
+	return answer;
+}

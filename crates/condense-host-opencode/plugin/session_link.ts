@@ -19,8 +19,8 @@ import { buildBranch, EventLog, knownCount, storageDir } from "./log.ts";
 import type { LoggedEntry } from "./log.ts";
 import { contextTokens, isCompaction, isCompactionSummary, toPi } from "./messages.ts";
 import type { OcMessage } from "./messages.ts";
-import { ask, asJson, debug } from "./requests.ts";
-import type { Answer } from "./requests.ts";
+import { ask, asJson, debug, sentAhead } from "./requests.ts";
+import type { Sent } from "./requests.ts";
 
 /** pi's `/pruner status` as a tool (an OpenCode command is a prompt for the model, no display). */
 export const STATUS_TOOL = "context_prune_status";
@@ -302,28 +302,4 @@ export class SessionLink {
 		}
 		return sent;
 	}
-
-	/**
-	 * Carries out the answers to `sent`, in order, as each arrives. False
-	 * when one says the sidecar's copy is not what the keys describe; throws
-	 * the first failed request's error.
-	 */
-	async settle(sent: readonly Sent[]): Promise<boolean> {
-		let inStep = true;
-		for (const s of sent) inStep = s.apply(await s.answer) && inStep;
-		return inStep;
-	}
-}
-
-/** A request sent ahead of a call's `context`, and what its answer asks of the link. */
-export interface Sent {
-	readonly answer: Promise<Answer>;
-	/** Carries out the answer; false when the keys no longer describe the sidecar's copy. */
-	readonly apply: (answer: Answer) => boolean;
-}
-
-/** A request whose answer is read later ([`SessionLink.settle`]): its failure is not unhandled meanwhile. */
-export function sentAhead(answer: Promise<Answer>): Promise<Answer> {
-	answer.catch(() => undefined);
-	return answer;
 }
