@@ -46,7 +46,7 @@ import { resolveModel } from "./llm.ts";
 import type { ProviderEndpoint } from "./llm.ts";
 import { applyRender, convert } from "./messages.ts";
 import type { OcMessage, PiMessage } from "./messages.ts";
-import { ask, asJson, debug, sentAhead, settle } from "./requests.ts";
+import { ask, asJson, debug, sentAhead, settle, within } from "./requests.ts";
 import type { Answer } from "./requests.ts";
 import { SessionLink, STATUS_TOOL } from "./session_link.ts";
 import type { Client } from "./session_link.ts";
@@ -229,14 +229,15 @@ class CondenseState {
 			const summarizerPrice = await this.summarizerPrice(link.model);
 			if (summarizerPrice !== undefined) params.summarizerPrice = summarizerPrice;
 			if (base !== undefined) params.base = base;
-			// Behind the turns' requests the answer waits for their flushes too.
+			// Behind the turns' requests the answer waits for their flushes
+			// too: its own deadline starts once they are answered (`within`).
 			if (sent.length > 0) params.ordered = true;
 			pending = sentAhead(ask(sidecar, "context", params, sent.length > 0 ? REQUEST_TIMEOUT_MS : CONTEXT_TIMEOUT_MS));
 			// The sidecar's copy is this list once it answers (an error answer
 			// resets the keys, below): keyed during the round trip.
 			link.context.sync(keep, converted.pi);
 			const inStep = await settle(sent);
-			const res = await pending;
+			const res = await within(pending, CONTEXT_TIMEOUT_MS, "context");
 			pending = undefined;
 			link.anchor = messages.at(-1)?.info.id ?? link.anchor;
 			link.sent = new Set(messages.map((m) => m.info.id));

@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { sentAhead, settle } from "./requests.ts";
+import { sentAhead, settle, within } from "./requests.ts";
 import type { Sent } from "./requests.ts";
 
 /** A request answered (or failed) after `ms`, whose carried-out answers land in `done`. */
@@ -41,4 +41,11 @@ test("an answer that leaves the keys behind makes the whole call out of step", a
 	const inStep = await settle([request(done, "turn.end", 1, false, false), request(done, "agent.start", 1)]);
 	assert.equal(inStep, false);
 	assert.deepEqual(done, ["turn.end", "agent.start"]);
+});
+
+test("a context that never answers fails at its own deadline, counted from when it is awaited", async () => {
+	const never = sentAhead(new Promise(() => undefined));
+	await assert.rejects(within(never, 20, "context"), /context: no answer within 20 ms/);
+	const soon = sentAhead(new Promise((resolve) => setTimeout(() => resolve({ seq: 1 }), 5)));
+	assert.deepEqual(await within(soon, 1_000, "context"), { seq: 1 });
 });

@@ -3,7 +3,7 @@
 
 import * as fs from "node:fs";
 import type { Json, ShimMethod, ShimRequests } from "../../condense-engine/client/protocol.ts";
-import { errorText, Sidecar } from "../../condense-engine/client/sidecar.ts";
+import { CodedError, errorText, Sidecar } from "../../condense-engine/client/sidecar.ts";
 
 /** `$CONDENSE_OPENCODE_DEBUG`: a file that gets one line per request and answer. */
 const DEBUG_FILE = process.env.CONDENSE_OPENCODE_DEBUG;
@@ -76,4 +76,18 @@ export interface Sent {
 export function sentAhead(answer: Promise<Answer>): Promise<Answer> {
 	answer.catch(() => undefined);
 	return answer;
+}
+
+/**
+ * `answer`, or a `timeout` error once `ms` have passed from now: the
+ * `context` deadline, counted from when the requests sent ahead of it are
+ * answered (until then it waits with theirs), so a render that never
+ * answers still fails open.
+ */
+export function within(answer: Promise<Answer>, ms: number, what: string): Promise<Answer> {
+	let timer: ReturnType<typeof setTimeout> | undefined;
+	const deadline = new Promise<never>((_, reject) => {
+		timer = setTimeout(() => reject(new CodedError("timeout", `${what}: no answer within ${ms} ms`)), ms);
+	});
+	return Promise.race([answer, deadline]).finally(() => clearTimeout(timer));
 }
