@@ -85,12 +85,7 @@ impl ChainsMemo {
         if walk.protection != Some(protection.fingerprint()) {
             walk.reset(protection.fingerprint());
         }
-        let same = walk
-            .walked
-            .iter()
-            .zip(messages)
-            .take_while(|(a, b)| a.same(b))
-            .count();
+        let same = Message::same_prefix(&walk.walked, messages);
         if same < walk.walked.len() {
             walk.roll_back(same);
         }

@@ -130,12 +130,7 @@ impl BranchFacts {
     /// Brings the facts to `branch`: rolls back to the first message that
     /// is not the very one seen there, then reads the rest.
     fn sync(&mut self, branch: &[Message]) {
-        let same = self
-            .seen
-            .iter()
-            .zip(branch)
-            .take_while(|(a, b)| a.same(b))
-            .count();
+        let same = Message::same_prefix(&self.seen, branch);
         self.truncate(same);
         for m in branch.get(same..).unwrap_or_default() {
             self.push(m);

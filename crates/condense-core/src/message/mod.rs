@@ -210,6 +210,12 @@ impl Message {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
+    /// How many leading messages of `now` are the very ones of `kept`
+    /// ([`Message::same`]): where a memo over `kept` must roll back to.
+    pub(crate) fn same_prefix(kept: &[Message], now: &[Message]) -> usize {
+        kept.iter().zip(now).take_while(|(a, b)| a.same(b)).count()
+    }
+
     /// An address unique among live messages (see [`Message::same`]).
     pub(crate) fn identity(&self) -> usize {
         Arc::as_ptr(&self.0) as usize

@@ -46,12 +46,7 @@ impl IndexedMessages {
     /// Indexes `input`: the kept indexes rolled back to the first message
     /// that is not the very one indexed there, then extended with the rest.
     fn sync(&mut self, input: &[Message]) {
-        let same = self
-            .messages
-            .iter()
-            .zip(input)
-            .take_while(|(a, b)| a.same(b))
-            .count();
+        let same = Message::same_prefix(&self.messages, input);
         while self.messages.len() > same {
             if let Some(m) = self.messages.pop() {
                 self.index.pop(&m);
