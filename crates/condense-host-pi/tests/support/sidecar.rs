@@ -47,6 +47,20 @@ impl Sidecar {
         serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"))
     }
 
+    /// Kills the sidecar after `limit` unless the returned guard is dropped
+    /// first, so a test waiting for an answer that never comes fails (its
+    /// read sees the sidecar exit) instead of hanging.
+    pub fn kill_after(&self, limit: std::time::Duration) -> Watchdog {
+        let (cancel, cancelled) = std::sync::mpsc::channel::<()>();
+        let pid = self.child.id().to_string();
+        std::thread::spawn(move || {
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
+                let _ = Command::new("kill").args(["-9", &pid]).status();
+            }
+        });
+        Watchdog { _cancel: cancel }
+    }
+
     /// Reads lines until the answer with `id`; returns it and the lines before it.
     pub fn until(&mut self, id: impl Into<Value>) -> (Value, Vec<Value>) {
         let id: Value = id.into();
@@ -59,6 +73,11 @@ impl Sidecar {
             before.push(v);
         }
     }
+}
+
+/// Cancels a [`Sidecar::kill_after`] when dropped.
+pub struct Watchdog {
+    _cancel: std::sync::mpsc::Sender<()>,
 }
 
 impl Drop for Sidecar {
