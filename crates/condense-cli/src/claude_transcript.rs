@@ -217,12 +217,12 @@ mod tests {
             .messages
             .iter()
             .map(|m| {
-                let v: Value = serde_json::from_str(m.json()).unwrap();
+                let v: Value = serde_json::from_str(&m.json()).unwrap();
                 v["role"].as_str().unwrap().to_owned()
             })
             .collect();
         assert_eq!(roles, ["user", "assistant", "toolResult"]);
-        let assistant: Value = serde_json::from_str(ctx.messages[1].json()).unwrap();
+        let assistant: Value = serde_json::from_str(&ctx.messages[1].json()).unwrap();
         assert_eq!(
             assistant["content"].as_array().unwrap().len(),
             2,

@@ -151,7 +151,7 @@ mod tests {
         let msgs: Vec<Value> = ctx
             .messages
             .iter()
-            .map(|m| serde_json::from_str(m.json()).unwrap())
+            .map(|m| serde_json::from_str(&m.json()).unwrap())
             .collect();
         let roles: Vec<&str> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
         assert_eq!(

@@ -300,7 +300,7 @@ mod tests {
             .branch(None)
             .iter()
             .filter_map(|e| e.message.as_ref())
-            .map(|m| serde_json::from_str(m.json()).unwrap())
+            .map(|m| serde_json::from_str(&m.json()).unwrap())
             .collect()
     }
 
@@ -382,7 +382,7 @@ mod tests {
         let ctx = session.context(None);
         let ids: Vec<&str> = ctx.entry_ids.iter().map(String::as_str).collect();
         assert_eq!(ids, ["m4", "m2", "m3", "m5"]);
-        let first: Value = serde_json::from_str(ctx.messages[0].json()).unwrap();
+        let first: Value = serde_json::from_str(&ctx.messages[0].json()).unwrap();
         assert_eq!(first["role"], "compactionSummary");
         assert_eq!(first["summary"], "Summary of the session.");
         assert_eq!(ctx.turns_before, 0);

@@ -75,7 +75,7 @@ pub fn render(loaded: &Loaded, mode: RenderMode) -> Result<(), CliError> {
                 if i > 0 {
                     text.push(',');
                 }
-                text.push_str(m.json());
+                text.push_str(&m.json());
             }
             text.push_str("]\n");
             write_all(&text)

@@ -165,7 +165,7 @@ mod tests {
                     Step::Copy(share) => {
                         let i = branch.len() * usize::from(share) / 100;
                         if let Some(m) = branch.get(i) {
-                            let v: Value = serde_json::from_str(m.json()).expect("json");
+                            let v: Value = serde_json::from_str(&m.json()).expect("json");
                             branch[i] = Message::from_value(&v).expect("a message");
                         }
                     }

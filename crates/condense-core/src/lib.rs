@@ -69,6 +69,7 @@ mod metrics_memo;
 mod model_ref;
 mod notice;
 mod occurrence;
+mod parked;
 mod policy;
 mod protect;
 mod query;
@@ -94,6 +95,7 @@ pub use message::{
     SUMMARY_CUSTOM_TYPE,
 };
 pub use occurrence::OccurrenceKey;
+pub use parked::{JsonStr, ParkedText};
 pub use text::SharedText;
 
 // Settings and protection.

@@ -126,7 +126,8 @@ pub(crate) fn thinking_block_chars(message: &Message) -> u64 {
         #[serde(borrow, default, rename = "type")]
         kind: Option<&'a RawValue>,
     }
-    let Ok(de) = serde_json::from_str::<ContentDe>(message.json()) else {
+    let json = message.json();
+    let Ok(de) = serde_json::from_str::<ContentDe>(&json) else {
         return 0;
     };
     let Some(content) = de.content.filter(|c| c.get().starts_with('[')) else {

@@ -453,7 +453,7 @@ pub(crate) mod tests {
                         let i = at(share, branch.len());
                         if let Some(m) = branch.get(i) {
                             let copy = Message::from_value(
-                                &serde_json::from_str::<Value>(m.json()).expect("json"),
+                                &serde_json::from_str::<Value>(&m.json()).expect("json"),
                             )
                             .expect("a message");
                             branch[i] = copy;

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::occurrence::OccurrenceKey;
-use crate::text::SharedText;
+use crate::text::{Buffer, SharedText};
 
 /// One indexed tool call: what the model no longer sees verbatim.
 ///
@@ -175,7 +175,12 @@ impl ToolCallRecord {
                     None => SharedText::new(),
                     Some(raw) if raw.get().starts_with('"') => {
                         let at = raw.get().as_ptr() as usize - buf.as_ptr() as usize;
-                        SharedText::from_checked_literal(buf, at..at + raw.get().len()).ok()?
+                        SharedText::from_checked_literal(
+                            &Buffer::File(Arc::clone(buf)),
+                            buf,
+                            at..at + raw.get().len(),
+                        )
+                        .ok()?
                     }
                     // Not a string: the plain read reports it.
                     Some(_) => return None,

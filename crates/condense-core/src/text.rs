@@ -6,7 +6,7 @@
 //! anyway (messages are windows on it), and most record texts are never
 //! read again after a reload: only a query, a flush's dedup lookup or a
 //! spill reads them, one at a time. Copying each into its own `String` on
-//! replay made records cost about 0.4× the file; a window costs 56 bytes.
+//! replay made records cost about 0.4× the file; a window costs 64 bytes.
 //!
 //! Reading a text is therefore not free: a literal with escapes (nearly every
 //! multi-line output has `\n`) is decoded into a fresh `String` on each read,
@@ -21,6 +21,8 @@ use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::parked::OwnText;
 
 /// A string that is either owned or a JSON string literal in a shared buffer.
 ///
@@ -50,10 +52,29 @@ enum Repr {
     /// `buf[contents]` is the literal between its quotes; `escaped` when it
     /// holds a backslash (and so must be decoded to be read).
     Literal {
-        buf: Arc<String>,
+        buf: Buffer,
         contents: Range<usize>,
         escaped: bool,
     },
+}
+
+/// What a literal is a window on.
+#[derive(Clone)]
+pub(crate) enum Buffer {
+    /// A loaded buffer (a session file), read in place.
+    File(Arc<String>),
+    /// A message's own JSON, which its host may park: read through it.
+    Message(Arc<OwnText>),
+}
+
+impl Buffer {
+    fn same(&self, other: &Buffer) -> bool {
+        match (self, other) {
+            (Buffer::File(a), Buffer::File(b)) => Arc::ptr_eq(a, b),
+            (Buffer::Message(a), Buffer::Message(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
 }
 
 impl SharedText {
@@ -85,19 +106,21 @@ impl SharedText {
             serde_json::from_str::<String>(literal)?;
             return Err(serde::de::Error::custom("not a JSON string literal"));
         }
-        SharedText::from_checked_literal(buf, range)
+        SharedText::from_checked_literal(&Buffer::File(Arc::clone(buf)), buf, range)
     }
 
-    /// `SharedText::from_shared` for a range the caller already parsed as
-    /// one JSON string literal (a `RawValue` starting with a quote): only
-    /// what that parse does not check is checked here.
+    /// `SharedText::from_shared` for a range of `text` (what `buf` holds
+    /// now) the caller already parsed as one JSON string literal (a
+    /// `RawValue` starting with a quote): only what that parse does not
+    /// check is checked here.
     pub(crate) fn from_checked_literal(
-        buf: &Arc<String>,
+        buf: &Buffer,
+        text: &str,
         range: Range<usize>,
     ) -> serde_json::Result<SharedText> {
-        let literal = &buf[range.clone()];
+        let literal = &text[range.clone()];
         let contents = range.start + 1..range.end - 1;
-        let escapes = Escapes::scan(&buf[contents.clone()]);
+        let escapes = Escapes::scan(&text[contents.clone()]);
         if escapes.maybe_surrogate {
             // A `\uD8xx` escape must pair with a `\uDCxx` one to decode; a
             // syntax check lets lone ones through. Such literals are rare
@@ -107,7 +130,7 @@ impl SharedText {
         }
         Ok(SharedText(
             Repr::Literal {
-                buf: Arc::clone(buf),
+                buf: buf.clone(),
                 contents,
                 escaped: escapes.any,
             },
@@ -115,22 +138,41 @@ impl SharedText {
         ))
     }
 
-    /// The text: borrowed when it is owned or a literal without escapes,
-    /// decoded into a new `String` otherwise.
+    /// The text: borrowed when it is owned or a literal without escapes in
+    /// a loaded buffer; copied out of a message's own JSON (which may be
+    /// parked, and then is read back); decoded into a new `String` when it
+    /// has escapes. A parked text that cannot be read back reads as a
+    /// sentence saying so.
     pub fn to_str(&self) -> Cow<'_, str> {
         match &self.0 {
             Repr::Owned(s) => Cow::Borrowed(s),
             Repr::Literal {
-                buf,
+                buf: Buffer::File(buf),
                 contents,
-                escaped: false,
-            } => Cow::Borrowed(&buf[contents.clone()]),
-            Repr::Literal { buf, contents, .. } => {
-                let literal = &buf[contents.start - 1..contents.end + 1];
-                Cow::Owned(
-                    serde_json::from_str(literal).expect("literal was validated at construction"),
-                )
-            }
+                escaped,
+            } => read_literal(buf, contents, *escaped),
+            Repr::Literal {
+                buf: Buffer::Message(own),
+                contents,
+                escaped,
+            } => Cow::Owned(
+                own.get()
+                    .and_then(|buf| {
+                        // Read back, the bytes are the source's word: a
+                        // literal that no longer decodes is an error here,
+                        // not a panic.
+                        let literal = buf
+                            .get(contents.start - 1..contents.end + 1)
+                            .ok_or("the text read back is not the one parked")?;
+                        match escaped {
+                            false => Ok(literal[1..literal.len() - 1].to_owned()),
+                            true => serde_json::from_str(literal).map_err(|e| e.to_string()),
+                        }
+                    })
+                    .unwrap_or_else(|e| {
+                        format!("[condense: this text was parked and cannot be read back: {e}]")
+                    }),
+            ),
         }
     }
 
@@ -184,6 +226,11 @@ impl SharedText {
         })
     }
 
+    /// Whether the text is a window on a parked message's JSON.
+    pub fn is_parked(&self) -> bool {
+        matches!(&self.0, Repr::Literal { buf: Buffer::Message(own), .. } if own.is_parked())
+    }
+
     fn owned(s: Arc<String>) -> SharedText {
         SharedText(Repr::Owned(s), OnceLock::new())
     }
@@ -193,6 +240,15 @@ impl SharedText {
     pub fn is_shared(&self) -> bool {
         matches!(self.0, Repr::Literal { .. })
     }
+}
+
+/// The text of the literal whose contents are `buf[contents]`.
+fn read_literal<'a>(buf: &'a str, contents: &Range<usize>, escaped: bool) -> Cow<'a, str> {
+    if !escaped {
+        return Cow::Borrowed(&buf[contents.clone()]);
+    }
+    let literal = &buf[contents.start - 1..contents.end + 1];
+    Cow::Owned(serde_json::from_str(literal).expect("literal was validated at construction"))
 }
 
 /// What a literal's contents (between its quotes) hold, as far as reading
@@ -266,7 +322,7 @@ impl PartialEq for SharedText {
             },
         ) = (&self.0, &other.0)
         {
-            if Arc::ptr_eq(a, b) && ra == rb {
+            if a.same(b) && ra == rb {
                 return true;
             }
         }
@@ -411,7 +467,7 @@ mod tests {
     #[test]
     fn a_window_is_small() {
         // What a replayed record pays for its text instead of a copy.
-        assert_eq!(std::mem::size_of::<SharedText>(), 56);
+        assert_eq!(std::mem::size_of::<SharedText>(), 64);
     }
 
     #[test]

@@ -43,7 +43,7 @@ fn warm_render_text(messages: &[Message], state: &Branch, settings: &RenderSetti
     assert_eq!(r, render(messages, &state.clone(), settings), "warm = cold");
     r.messages(messages)
         .iter()
-        .map(|m| m.json().to_owned())
+        .map(|m| m.json().to_string())
         .collect::<String>()
 }
 
@@ -228,7 +228,7 @@ fn warm_renders_equal_cold_ones_after_the_messages_change() {
             "the same content in new objects",
             edit(&|m| {
                 for x in m.iter_mut() {
-                    *x = Message::from_json(x.json()).unwrap();
+                    *x = Message::from_json(&x.json()).unwrap();
                 }
             }),
         ),

@@ -40,7 +40,7 @@ impl Identity {
         if !message.is(&Role::Custom) {
             return None;
         }
-        serde_json::from_str(message.json()).ok()
+        serde_json::from_str(&message.json()).ok()
     }
 }
 

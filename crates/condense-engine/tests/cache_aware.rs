@@ -110,7 +110,7 @@ fn rendered(e: &Engine, steps: &Option<Vec<PlanStep>>) -> Vec<String> {
         None => input.to_vec(),
         Some(steps) => condense_core::apply_steps(steps, input),
     };
-    out.iter().map(|m| m.json().to_owned()).collect()
+    out.iter().map(|m| m.json().to_string()).collect()
 }
 
 fn switches(effects: &[Effect]) -> Vec<Value> {
@@ -355,7 +355,7 @@ fn a_switch_is_free_when_the_call_rewrites_the_suffix_anyway() {
         let calls = failed_write_then_a_large_read(prompt);
         let lines: Vec<Value> = calls[0]
             .iter()
-            .map(|m| json!({"type": "message", "message": serde_json::from_str::<Value>(m.json()).expect("json")}))
+            .map(|m| json!({"type": "message", "message": serde_json::from_str::<Value>(&m.json()).expect("json")}))
             .collect();
         let mut e = started("cache-aware", &lines);
         let (_, effects) = e.context_at(1, vec![], &call(T0 + 500));

@@ -45,7 +45,7 @@ fn turn(n: usize, failed: bool) -> Vec<Message> {
 fn raw(messages: &[Message]) -> Vec<Box<RawValue>> {
     messages
         .iter()
-        .map(|m| RawValue::from_string(m.json().to_owned()).unwrap())
+        .map(|m| RawValue::from_string(m.json().to_string()).unwrap())
         .collect()
 }
 
@@ -120,7 +120,7 @@ proptest! {
                             }
                             let out = steps.map_or_else(|| host.clone(), |s| apply_steps(&s, &host));
                             let expected = fresh_render(&host);
-                            let as_json = |m: &[Message]| m.iter().map(|x| x.json().to_owned()).collect::<Vec<_>>();
+                            let as_json = |m: &[Message]| m.iter().map(|x| x.json().to_string()).collect::<Vec<_>>();
                             prop_assert_eq!(as_json(&out), as_json(&expected));
                             synced = host.len();
                         }

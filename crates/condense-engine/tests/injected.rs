@@ -157,7 +157,7 @@ fn reloaded_prompt(d: &Driver, settings: &Value, call: &Call) -> Vec<Message> {
 
 /// The two prompts are the same bytes (a short report when not).
 fn same_prompt(call: usize, live: &[Message], reloaded: &[Message]) {
-    let texts = |ms: &[Message]| ms.iter().map(|m| m.json().to_owned()).collect::<Vec<_>>();
+    let texts = |ms: &[Message]| ms.iter().map(|m| m.json().to_string()).collect::<Vec<_>>();
     let (live, reloaded) = (texts(live), texts(reloaded));
     if live == reloaded {
         return;

@@ -227,9 +227,9 @@ mod tests {
                 assert_eq!(branch.len(), s.entries.len());
                 let read: Vec<String> = branch_messages(&branch)
                     .into_iter()
-                    .map(|m| m.message.json().to_owned())
+                    .map(|m| m.message.json().to_string())
                     .collect();
-                let built: Vec<String> = messages.iter().map(|m| m.json().to_owned()).collect();
+                let built: Vec<String> = messages.iter().map(|m| m.json().to_string()).collect();
                 assert_eq!(read, built, "{shape} {pruned}");
                 assert!(synth.stats.tokens >= 150_000);
                 let (state, problems) = replay_branch(&branch);

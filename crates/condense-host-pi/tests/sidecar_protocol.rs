@@ -98,7 +98,7 @@ fn pi_condense_session() -> Session {
     let store_session = condense_store::session::Session::parse(&text);
     let messages = condense_store::context::branch_messages(&store_session.branch(None))
         .iter()
-        .map(|c| serde_json::from_str(c.message.json()).unwrap())
+        .map(|c| serde_json::from_str(&c.message.json()).unwrap())
         .collect();
     Session {
         id,

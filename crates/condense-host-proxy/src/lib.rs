@@ -8,6 +8,8 @@
 //!   engine's view of it, and the render written back.
 //! - [`session`]: one conversation: the engine, its event log (a pi
 //!   session file under the proxy's directory) and the list it holds.
+//!   Tool results are parked in the log once the engine has seen them
+//!   (`log_text`): read back from it, not held in memory.
 //! - [`sessions`]: which conversation a request belongs to.
 //! - [`query_tool`]: `context_tree_query` as an MCP tool, answered by the
 //!   proxy in place of the MCP server's placeholder.
@@ -17,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod anthropic;
+mod log_text;
 pub mod openai;
 mod print;
 pub mod query_tool;

@@ -44,7 +44,7 @@ pub fn wire_text(m: &Message, query_tool: &str) -> String {
 /// The text of a message condense wrote: its content string, or its text
 /// blocks joined by newlines.
 pub(crate) fn text_of(m: &Message) -> String {
-    let v: Value = serde_json::from_str(m.json()).unwrap_or_default();
+    let v: Value = serde_json::from_str(&m.json()).unwrap_or_default();
     match v.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Array(blocks)) => blocks
@@ -62,7 +62,7 @@ pub(crate) fn text_of(m: &Message) -> String {
 
 /// Arguments condense's error purge left (`{"_purged": "<purged-errored-args …/>"}`).
 pub(crate) fn purged_arguments(m: &Message) -> Vec<(String, String)> {
-    let v: Value = serde_json::from_str(m.json()).unwrap_or_default();
+    let v: Value = serde_json::from_str(&m.json()).unwrap_or_default();
     let Some(blocks) = v.get("content").and_then(Value::as_array) else {
         return Vec::new();
     };

@@ -32,6 +32,7 @@ use condense_summarizer::{
 use serde_json::Value;
 
 use crate::anthropic::{self, WireRequest};
+use crate::log_text::{LogText, PARK_BYTES};
 use crate::openai;
 use crate::query_tool::QueryArgs;
 use crate::render::{self, Api, HostList, WireBody};
@@ -223,6 +224,12 @@ pub struct ProxySession {
     options: SessionOptions,
     engine: Mutex<Engine>,
     log: Appender,
+    /// The log opened for reading, where parked messages are read back
+    /// (`None` if it could not be: then nothing is parked).
+    log_reader: Option<Arc<std::fs::File>>,
+    /// Tool results the log now holds, parked once the engine has seen
+    /// them (`log_text`): each with where its JSON is in the log.
+    to_park: Vec<(Message, std::ops::Range<u64>)>,
     messages: Vec<Message>,
     held: Vec<Held>,
     /// The text each message condense wrote is sent as (`None` for the
@@ -322,12 +329,15 @@ impl ProxySession {
         let log = Appender::open(&path, LockMode::Try)
             .map_err(|e| fail(&e))?
             .without_sync_each();
+        let log_reader = log.reader().ok().map(Arc::new);
         let mut session = ProxySession {
             key: key.to_owned(),
             path,
             options,
             engine: Mutex::new(Engine::default()),
             log,
+            log_reader,
+            to_park: Vec::new(),
             messages: Vec::new(),
             held: Vec::new(),
             texts: Vec::new(),
@@ -354,6 +364,12 @@ impl ProxySession {
     /// The messages the engine's list holds.
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// How many of [`ProxySession::messages`] are parked in the log (read
+    /// back from it when their text is needed, not held in memory).
+    pub fn parked(&self) -> usize {
+        self.messages.iter().filter(|m| m.is_parked()).count()
     }
 
     /// Rebuilds the list and the engine from the log's branch ending at
@@ -383,6 +399,7 @@ impl ProxySession {
             .map(|(m, h)| (!h.wire).then(|| render::wire_text(m, &self.options.query_tool)))
             .collect();
         self.engine_len = 0;
+        self.to_park.clear();
         self.turn = None;
         self.turn_index = 0;
         self.memo = None;
@@ -602,7 +619,7 @@ impl ProxySession {
                 return (at, u, None);
             }
             let held = &self.messages[h];
-            let same = view::holds(held.json(), &unit.view)
+            let same = view::holds(&held.json(), &unit.view)
                 || (unit.matches_by_call()
                     && held.is(&Role::ToolResult)
                     && held.skeleton().tool_call_id.as_deref() == unit.call_id.as_deref());
@@ -912,8 +929,15 @@ impl ProxySession {
                 let effects = host::agent_start(&self.engine, || summarizer, &move || now_ms).await;
                 self.apply(effects, now_ms, &mut notices);
             }
-            let entry_id = match self.log.append_message(&message, now_ms) {
-                Ok(id) => id,
+            let entry_id = match self.log.append_message_at(&message, now_ms) {
+                Ok((id, range)) => {
+                    if let Some(range) = range.filter(|_| {
+                        message.is(&Role::ToolResult) && message.json().len() >= PARK_BYTES
+                    }) {
+                        self.to_park.push((message.clone(), range));
+                    }
+                    id
+                }
                 Err(e) => {
                     notices.push(format!("condense: writing the session log: {e}"));
                     return (
@@ -981,6 +1005,7 @@ impl ProxySession {
         let held = self.messages.len();
         self.engine_len = held;
         self.apply(effects, now_ms, &mut notices);
+        self.park(&mut notices);
         let steps = match steps {
             Some(s) => s,
             None if !answers.is_empty() => vec![condense_core::PlanStep::Keep(0..held)],
@@ -1025,6 +1050,21 @@ impl ProxySession {
                     None,
                     Some(at),
                 )
+            }
+        }
+    }
+
+    /// Parks the tool results the log holds now that the engine has seen
+    /// them (captured their calls, weighed them): from now on they are read
+    /// back from the log when the engine needs their text.
+    fn park(&mut self, notices: &mut Vec<String>) {
+        let Some(log) = &self.log_reader else {
+            self.to_park.clear();
+            return;
+        };
+        for (message, range) in self.to_park.drain(..) {
+            if let Err(e) = LogText::park(log, &message, range) {
+                notices.push(format!("condense: a tool result stays in memory: {e}"));
             }
         }
     }

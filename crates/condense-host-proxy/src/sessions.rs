@@ -360,6 +360,14 @@ impl Sessions {
         }
     }
 
+    /// How many of the session `key`'s messages are parked in its log, of
+    /// how many it holds.
+    pub async fn parked(&self, key: &str, now_ms: i64) -> Result<(usize, usize), String> {
+        let session = self.session(key, now_ms)?;
+        let session = session.lock().await;
+        Ok((session.parked(), session.messages().len()))
+    }
+
     /// `context_tree_query` in the session `key`.
     pub async fn query(
         &self,

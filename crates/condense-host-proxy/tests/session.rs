@@ -107,7 +107,7 @@ fn script() -> Vec<String> {
 }
 
 #[tokio::test]
-async fn outputs_become_stubs_that_page_back_whole() {
+async fn outputs_become_stubs_that_page_back_whole_from_the_log() {
     let dir = tempfile::tempdir().unwrap();
     let s = sessions(dir.path(), "reference");
     let bodies = script();
@@ -149,6 +149,27 @@ async fn outputs_become_stubs_that_page_back_whole() {
             "{r} pages back output {n} whole"
         );
     }
+    // Each came back from the log: once the engine has seen a tool
+    // result, the session holds its skeleton, not its text.
+    let (parked, held) = s.parked(&key, 0).await.unwrap();
+    assert_eq!(
+        parked, 12,
+        "three tasks of two turns of two calls ({held} held)"
+    );
+
+    // A log cut short under the session costs the texts it held, not the
+    // session: the query says what it cannot read, requests still go.
+    let log = dir.path().join(format!("{key}.jsonl"));
+    let text = std::fs::read_to_string(&log).unwrap();
+    std::fs::write(&log, &text[..text.find('\n').unwrap() + 1]).unwrap();
+    let answer = s
+        .query(&key, &[stubbed[0].0.clone()], Default::default(), 0)
+        .await
+        .unwrap();
+    let said = answer["text"].as_str().unwrap();
+    assert!(said.contains("cannot be read back"), "{said}");
+    let again = sent(&s, bodies.last().unwrap(), 1_800_000_000_000).await;
+    assert_paired(&split(&again).1);
 }
 
 #[tokio::test]

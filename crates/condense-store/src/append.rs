@@ -188,7 +188,8 @@ pub fn custom_message_entry_line<C: Serialize + ?Sized, D: Serialize + ?Sized>(
 /// `{"type":"message","id","parentId","timestamp","message"}`, with the
 /// message's JSON embedded as is.
 pub fn message_entry_line(message: &Message, base: &EntryBase<'_>) -> serde_json::Result<String> {
-    let raw: &RawValue = serde_json::from_str(message.json())?;
+    let json = message.json();
+    let raw: &RawValue = serde_json::from_str(&json)?;
     crate::json::to_string(&MessageLine {
         kind: "message",
         id: base.id,
@@ -423,14 +424,32 @@ impl Appender {
         now_ms: i64,
         build: impl FnOnce(&EntryBase<'_>) -> serde_json::Result<String>,
     ) -> Result<String, AppendError> {
+        self.append_line(now_ms, |base| build(base).map(|line| (line, ())))
+            .map(|(id, _, ())| id)
+    }
+
+    /// [`Appender::append_with`], where `build` also gives a range of its
+    /// line: returned as where those bytes now are in the file.
+    fn append_line<T>(
+        &mut self,
+        now_ms: i64,
+        build: impl FnOnce(&EntryBase<'_>) -> serde_json::Result<(String, T)>,
+    ) -> Result<(String, u64, T), AppendError> {
         let id = self.new_id()?;
         let timestamp = format_iso(now_ms);
-        let line = build(&EntryBase {
+        let (line, extra) = build(&EntryBase {
             id: &id,
             parent_id: self.leaf.as_deref(),
             timestamp: &timestamp,
         })?;
         debug_assert!(!line.contains('\n'), "an entry must be a single line");
+        // The lock keeps every other writer out, so the end of the file is
+        // where this line goes (after the newline a torn line needs).
+        let end = self.file.metadata().map_err(|source| AppendError::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        let line_at = end.len() + u64::from(self.needs_newline);
 
         let mut bytes = Vec::with_capacity(line.len() + 2);
         if self.needs_newline {
@@ -458,7 +477,7 @@ impl Appender {
         self.needs_newline = false;
         self.ids.insert(&id);
         self.leaf = Some(id.clone());
-        Ok(id)
+        Ok((id, line_at, extra))
     }
 
     /// Appends a `custom` entry (pi's `appendCustomEntry`).
@@ -492,6 +511,41 @@ impl Appender {
         now_ms: i64,
     ) -> Result<String, AppendError> {
         self.append_with(now_ms, |base| message_entry_line(message, base))
+    }
+
+    /// [`Appender::append_message`], also giving where the message's JSON
+    /// is in the file, byte for byte: what a host that parks the message
+    /// ([`Message::park`]) reads back. `None` in place of the range if the
+    /// line does not end with the message as it is (it always does).
+    pub fn append_message_at(
+        &mut self,
+        message: &Message,
+        now_ms: i64,
+    ) -> Result<(String, Option<std::ops::Range<u64>>), AppendError> {
+        let json = message.json();
+        let (id, line_at, within) = self.append_line(now_ms, |base| {
+            let line = message_entry_line(message, base)?;
+            // The message is the line's last field, embedded as is.
+            let at = line.len().saturating_sub(json.len() + 1);
+            let within = line.get(at..at + json.len()) == Some(&*json);
+            Ok((line, within.then_some(at)))
+        })?;
+        let range = within.map(|at| {
+            let start = line_at + at as u64;
+            start..start + json.len() as u64
+        });
+        Ok((id, range))
+    }
+
+    /// A second handle on the file appended to (opened for reading too):
+    /// what a host reads parked messages back from, at the ranges
+    /// [`Appender::append_message_at`] gives, with positioned reads. It is
+    /// the same file even if its path is renamed or removed.
+    pub fn reader(&self) -> Result<File, AppendError> {
+        self.file.try_clone().map_err(|source| AppendError::Io {
+            path: self.path.clone(),
+            source,
+        })
     }
 }
 

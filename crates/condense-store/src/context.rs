@@ -309,7 +309,7 @@ fn model(branch: &[&Entry]) -> Option<ModelRef> {
             m.model_id.unwrap_or_default(),
         ))
     } else {
-        let m: AssistantModel = serde_json::from_str(entry.message.as_ref()?.json()).ok()?;
+        let m: AssistantModel = serde_json::from_str(&entry.message.as_ref()?.json()).ok()?;
         Some(ModelRef::new(
             m.provider.unwrap_or_default(),
             m.model.unwrap_or_default(),
@@ -333,8 +333,8 @@ mod tests {
         Session::parse(&text)
     }
 
-    fn jsons(ctx: &SessionContext) -> Vec<&str> {
-        ctx.messages.iter().map(Message::json).collect()
+    fn jsons(ctx: &SessionContext) -> Vec<String> {
+        ctx.messages.iter().map(|m| m.json().to_string()).collect()
     }
 
     #[test]
@@ -375,8 +375,8 @@ mod tests {
             1_700_000_000_123,
         );
         assert_eq!(
-            live.as_ref().map(Message::json),
-            Some(jsons(&s.context(None))[0])
+            live.as_ref().map(|m| m.json().to_string()),
+            Some(jsons(&s.context(None))[0].clone())
         );
     }
 

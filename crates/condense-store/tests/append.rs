@@ -117,7 +117,7 @@ fn appended_entries_chain_onto_the_leaf() {
     let tail: Vec<_> = ctx
         .iter()
         .skip(33)
-        .map(|(id, m)| (id.to_owned(), m.json().to_owned()))
+        .map(|(id, m)| (id.to_owned(), m.json().to_string()))
         .collect();
     assert_eq!(
         tail,
@@ -130,7 +130,7 @@ fn appended_entries_chain_onto_the_leaf() {
                     NOW + 1
                 )
             ),
-            ("a0000003".to_owned(), m.json().to_owned()),
+            ("a0000003".to_owned(), m.json().to_string()),
         ]
     );
 }
@@ -317,4 +317,33 @@ fn a_stuck_id_source_is_an_error_not_a_hang() {
         std::fs::read_to_string(&path).unwrap(),
         common::fixture_text()
     );
+}
+
+#[cfg(unix)]
+/// The range `append_message_at` gives is the message's JSON in the file,
+/// byte for byte, also after a file that ended without a newline.
+#[test]
+fn a_message_appended_at_a_range_reads_back_from_it() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    // No newline after the last line: the append starts with one.
+    let text = common::fixture_text();
+    let path = temp_copy(dir.path(), "");
+    std::fs::write(&path, text.trim_end_matches('\n')).unwrap();
+    let mut app = Appender::open(&path, LockMode::Try).unwrap();
+    let reader = app.reader().unwrap();
+    let messages = [
+        r#"{"role":"toolResult","toolCallId":"c1","toolName":"bash","content":[{"type":"text","text":"é\n\"x\" \ud83d\ude00"}],"isError":false,"timestamp":1}"#,
+        r#"{"role":"user","content":"plain","timestamp":2}"#,
+    ];
+    for json in messages {
+        let m = Message::from_json(json).unwrap();
+        let (_, range) = app.append_message_at(&m, NOW).unwrap();
+        let range = range.expect("the message ends its line");
+        let mut back = vec![0; (range.end - range.start) as usize];
+        reader.read_exact_at(&mut back, range.start).unwrap();
+        assert_eq!(String::from_utf8(back).unwrap(), json);
+    }
+    let s = Session::open(&path).unwrap();
+    assert!(s.problems.is_empty(), "{:?}", s.problems);
 }

@@ -268,7 +268,7 @@ fn v1_sessions_are_migrated_like_pi() {
 
     let ctx = s.context(None);
     assert_eq!(
-        ctx.messages.iter().map(|m| m.json().to_owned()).collect::<Vec<_>>(),
+        ctx.messages.iter().map(|m| m.json().to_string()).collect::<Vec<_>>(),
         vec![
             r#"{"role":"compactionSummary","summary":"S","tokensBefore":9,"timestamp":1735689604000}"#.to_owned(),
             r#"{"role":"user","content":"two","timestamp":2}"#.to_owned(),

@@ -298,7 +298,7 @@ fn restart_renders_byte_identical_to_the_live_state() {
     assert!(reopened.problems.is_empty(), "{:?}", reopened.problems);
     let branch = reopened.branch(None);
     let (messages, _) = branch_inputs(&branch);
-    let as_json = |ms: &[Message]| ms.iter().map(|m| m.json().to_owned()).collect::<Vec<_>>();
+    let as_json = |ms: &[Message]| ms.iter().map(|m| m.json().to_string()).collect::<Vec<_>>();
     assert_eq!(
         as_json(&messages),
         as_json(&live_messages),

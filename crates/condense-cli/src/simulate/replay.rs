@@ -378,7 +378,7 @@ pub fn replay(
         context.extend(context_of(&branch[unsynced..i]));
         unsynced = i;
         let at_ms = call_time(entry, message);
-        let facts: AssistantFacts = serde_json::from_str(message.json()).unwrap_or_default();
+        let facts: AssistantFacts = serde_json::from_str(&message.json()).unwrap_or_default();
         let model = match (&facts.provider, &facts.model) {
             (Some(p), Some(m)) => Some(format!("{p}/{m}")),
             (None, Some(m)) => Some(m.clone()),

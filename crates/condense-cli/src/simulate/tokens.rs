@@ -179,9 +179,10 @@ struct Fields<'a> {
 /// context. A message whose JSON does not have the expected shape counts by
 /// its whole JSON text.
 pub fn content_size(message: &Message, measure: &dyn Measure) -> Option<ContentSize> {
-    let Ok(fields) = serde_json::from_str::<Fields<'_>>(message.json()) else {
+    let json = message.json();
+    let Ok(fields) = serde_json::from_str::<Fields<'_>>(&json) else {
         return Some(ContentSize {
-            units: measure.text(message.json()),
+            units: measure.text(&json),
             images: 0,
         });
     };

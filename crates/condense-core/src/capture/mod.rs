@@ -494,6 +494,72 @@ mod tests {
         }
     }
 
+    /// Parking a message moves its JSON out of memory for every handle:
+    /// the message and the texts captured from it read back the same,
+    /// and a source that fails reads as a message saying so, never a panic.
+    #[test]
+    fn a_parked_message_and_the_texts_read_from_it_read_back_the_same() {
+        use crate::parked::tests::Fixed;
+        let a = msg(json!({"role":"assistant","timestamp":1,"content":[
+            {"type":"toolCall","id":"c1","name":"bash","arguments":{}},
+            {"type":"toolCall","id":"c2","name":"bash","arguments":{}}]}));
+        let result = |id: &str, text: &str| {
+            msg(
+                json!({"role":"toolResult","toolCallId":id,"toolName":"bash",
+                "content":[{"type":"text","text":text}],"isError":false,"timestamp":2}),
+            )
+        };
+        let (r1, r2) = (result("c1", "one\ttwo \"q\"\n"), result("c2", "plain"));
+        let state = Branch::new();
+        let protection = Protection::new(&crate::config::Config::default());
+        let branch = [a, r1.clone(), r2.clone()];
+        let batches = capture_branch(&branch, &[None; 3], &state, &protection, 9);
+        let texts: Vec<SharedText> = batches[0]
+            .calls
+            .iter()
+            .map(|c| c.result_text.clone())
+            .collect();
+        let before: Vec<String> = texts.iter().map(ToString::to_string).collect();
+        let (j1, j2) = (r1.json().to_string(), r2.json().to_string());
+
+        r1.park(Arc::new(Fixed(Ok(j1.clone())))).unwrap();
+        assert!(r1.is_parked() && branch[1].is_parked() && texts[0].is_parked());
+        assert_eq!(branch[1].json(), j1);
+        assert_eq!(texts[0].to_string(), before[0]);
+        assert_eq!(texts[0].js_len(), before[0].encode_utf16().count());
+        assert_eq!(branch[1].result_text(), before[0]);
+        // A source that does not give the bytes back parks nothing.
+        assert!(r2.park(Arc::new(Fixed(Ok(j1.clone())))).is_err());
+        assert!(!r2.is_parked());
+
+        // A source that fails once parked: a clear text in place, no panic.
+        #[derive(Debug)]
+        struct Once(std::sync::Mutex<Option<String>>);
+        impl crate::ParkedText for Once {
+            fn read(&self) -> Result<String, String> {
+                self.0
+                    .lock()
+                    .unwrap()
+                    .take()
+                    .ok_or_else(|| "the log is gone".to_owned())
+            }
+        }
+        r2.park(Arc::new(Once(std::sync::Mutex::new(Some(j2.clone())))))
+            .unwrap();
+        let lost: Value = serde_json::from_str(&r2.json()).unwrap();
+        assert_eq!(lost["role"], "toolResult");
+        assert_eq!(lost["toolCallId"], "c2");
+        let said = lost["content"][0]["text"].as_str().unwrap();
+        assert!(
+            said.contains("cannot be read back: the log is gone"),
+            "{said}"
+        );
+        assert!(texts[1].to_string().contains("the log is gone"));
+        // Its skeleton and size are still the message's own.
+        assert_eq!(r2.size(), j2.len());
+        assert_eq!(r2.skeleton().tool_call_id.as_deref(), Some("c2"));
+    }
+
     #[test]
     fn an_output_that_is_one_literal_is_held_by_its_message_alone() {
         let a = msg(json!({"role":"assistant","timestamp":1,"content":[
@@ -586,7 +652,7 @@ mod tests {
             ["one", "TWO"]
         );
         // A copy of the assistant is another turn to the memo.
-        let copy = Message::from_json(a.json()).unwrap();
+        let copy = Message::from_json(&a.json()).unwrap();
         assert_eq!(texts(&[copy, r1.clone(), result("c2", "2")]), ["one", "2"]);
         assert_eq!(state.capture_memo().len(), 2);
         // A large output's text is not kept, and read whole at each use.

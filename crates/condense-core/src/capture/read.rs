@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{CapturedCall, NO_RESULT};
 use crate::message::Message;
-use crate::text::SharedText;
+use crate::text::{Buffer, SharedText};
 
 pub(super) fn assistant_parts(assistant: &Value) -> (String, Vec<(String, String, Value)>) {
     let blocks = assistant.get("content").and_then(Value::as_array);
@@ -72,7 +72,7 @@ struct ContentBlock<'a> {
 /// output's length is weighed at every ask.
 pub(super) fn result_text(r: &Message) -> SharedText {
     let text = window(r).unwrap_or_else(|| {
-        SharedText::from(fast_result_text(r.json()).unwrap_or_else(|| r.result_text()))
+        SharedText::from(fast_result_text(&r.json()).unwrap_or_else(|| r.result_text()))
     });
     text.js_len();
     text
@@ -81,8 +81,9 @@ pub(super) fn result_text(r: &Message) -> SharedText {
 /// The result's text as a window on its message's JSON, when the text is
 /// one string literal there and the message's buffer is its own.
 fn window(r: &Message) -> Option<SharedText> {
-    let buf = r.own_json_buffer()?;
+    let own = r.own_json_buffer()?;
     let json = r.json();
+    let json = &*json;
     let content = serde_json::from_str::<ResultContent<'_>>(json)
         .ok()?
         .content?;
@@ -111,7 +112,12 @@ fn window(r: &Message) -> Option<SharedText> {
         return None;
     };
     let at = literal.get().as_ptr() as usize - json.as_ptr() as usize;
-    SharedText::from_checked_literal(buf, at..at + literal.get().len()).ok()
+    SharedText::from_checked_literal(
+        &Buffer::Message(Arc::clone(own)),
+        json,
+        at..at + literal.get().len(),
+    )
+    .ok()
 }
 
 fn fast_result_text(json: &str) -> Option<String> {

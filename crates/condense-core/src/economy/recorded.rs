@@ -71,7 +71,7 @@ impl RecordedUsage {
         if !message.is(&Role::Assistant) {
             return None;
         }
-        let usage = serde_json::from_str::<UsageField>(message.json())
+        let usage = serde_json::from_str::<UsageField>(&message.json())
             .ok()?
             .usage?;
         let counts = [
@@ -99,7 +99,7 @@ impl RecordedUsage {
             usage: Option<serde_json::Value>,
         }
         message.is(&Role::Assistant)
-            && serde_json::from_str::<AnyUsage>(message.json())
+            && serde_json::from_str::<AnyUsage>(&message.json())
                 .is_ok_and(|m| m.usage.is_some_and(|u| !u.is_null()))
             && Self::of_message(message).is_none()
     }

@@ -43,7 +43,8 @@ fn raw_string(raw: Option<&RawValue>) -> Option<String> {
 /// Parses the message's content; [`Message::call_args`](super::Message::call_args)
 /// keeps the result.
 pub(super) fn parse_tool_call_args(message: &Message) -> Vec<CallArgs> {
-    let Ok(de) = serde_json::from_str::<ContentDe>(message.json()) else {
+    let json = message.json();
+    let Ok(de) = serde_json::from_str::<ContentDe>(&json) else {
         return Vec::new();
     };
     let Some(content) = de.content.filter(|c| c.get().starts_with('[')) else {

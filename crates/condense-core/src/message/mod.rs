@@ -12,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 
 use crate::js::js_len;
+use crate::parked::{JsonStr, OwnText, ParkedText};
 
 mod call_args;
 mod result_text;
@@ -167,37 +168,29 @@ pub(crate) struct CallArgs {
     pub(crate) path: Option<String>,
 }
 
-/// A message's JSON: `buf[range]`, a buffer of its own or one it shares
-/// (the session file a reader loaded), so a long branch is not held twice.
-/// Either way the text is behind an `Arc`, so what is read out of it (a tool
-/// output's literal) can be kept as a window instead of a copy.
+/// A message's JSON: `buf[range]` of a buffer it shares (the session file
+/// a reader loaded), so a long branch is not held twice, or a text of its
+/// own, which the host may park ([`crate::parked`]). Either way the text is
+/// behind an `Arc`, so what is read out of it (a tool output's literal) can
+/// be kept as a window instead of a copy.
 #[derive(Debug)]
-struct JsonText {
-    buf: Arc<String>,
-    range: std::ops::Range<usize>,
+enum JsonText {
+    Window {
+        buf: Arc<String>,
+        range: std::ops::Range<usize>,
+    },
+    Own(Arc<OwnText>),
 }
 
 impl JsonText {
     fn own(json: String) -> JsonText {
-        JsonText {
-            range: 0..json.len(),
-            buf: Arc::new(json),
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        &self.buf[self.range.clone()]
-    }
-
-    /// Whether the buffer holds this text alone.
-    fn is_whole(&self) -> bool {
-        self.range.start == 0 && self.range.end == self.buf.len()
+        JsonText::Own(Arc::new(OwnText::new(json)))
     }
 }
 
 impl PartialEq for Message {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.0.json.as_str() == other.0.json.as_str()
+        Arc::ptr_eq(&self.0, &other.0) || self.json() == other.json()
     }
 }
 
@@ -227,12 +220,33 @@ impl Message {
         Arc::strong_count(&self.0) == 1
     }
 
-    /// The buffer that holds the message's JSON and nothing else, for a
-    /// text read out of the JSON to share ([`SharedText`](crate::SharedText)).
-    /// `None` for a window on a larger buffer (a session file a reader
-    /// loaded): a text kept past the message would keep all of that alive.
-    pub(crate) fn own_json_buffer(&self) -> Option<&Arc<String>> {
-        self.0.json.is_whole().then_some(&self.0.json.buf)
+    /// The message's own JSON text, for a text read out of the JSON to
+    /// share ([`SharedText`](crate::SharedText)). `None` for a window on a
+    /// larger buffer (a session file a reader loaded): a text kept past the
+    /// message would keep all of that alive.
+    pub(crate) fn own_json_buffer(&self) -> Option<&Arc<OwnText>> {
+        match &self.0.json {
+            JsonText::Own(own) => Some(own),
+            JsonText::Window { .. } => None,
+        }
+    }
+
+    /// Moves the message's JSON out of memory: from now on it is read back
+    /// from `source`, which must give back exactly the bytes of
+    /// [`Message::json`]. It is read once here to check that; a source that
+    /// does not, a message that is a window on a loaded buffer, or one
+    /// already parked stays as it is, and the error says why. Every handle
+    /// on the message, and every text read out of it, sees the change.
+    pub fn park(&self, source: Arc<dyn ParkedText>) -> Result<(), String> {
+        match &self.0.json {
+            JsonText::Own(own) => own.park(source),
+            JsonText::Window { .. } => Err("a window on a loaded buffer is not parked".to_owned()),
+        }
+    }
+
+    /// Whether the message's JSON is parked ([`Message::park`]).
+    pub fn is_parked(&self) -> bool {
+        matches!(&self.0.json, JsonText::Own(own) if own.is_parked())
     }
 
     /// Reads a message from its JSON text. The text is kept as given.
@@ -258,7 +272,7 @@ impl Message {
         let skeleton = parse_skeleton(json)?;
         Ok(Message(Arc::new(Inner {
             size: js_len(json),
-            json: JsonText {
+            json: JsonText::Window {
                 buf: Arc::clone(buf),
                 range,
             },
@@ -272,12 +286,12 @@ impl Message {
     /// caller that keeps a few messages of a large buffer detaches them to
     /// let the buffer go. A message that owns its text is returned as is.
     pub fn detached(&self) -> Message {
-        if self.0.json.is_whole() {
+        if let JsonText::Own(_) = self.0.json {
             return self.clone();
         }
         Message(Arc::new(Inner {
             size: self.0.size,
-            json: JsonText::own(self.json().to_owned()),
+            json: JsonText::own(self.json().to_string()),
             skeleton: self.0.skeleton.clone(),
             call_args: self.0.call_args.clone(),
         }))
@@ -312,9 +326,18 @@ impl Message {
             .get_or_init(|| call_args::parse_tool_call_args(self))
     }
 
-    /// The message's JSON text.
-    pub fn json(&self) -> &str {
-        self.0.json.as_str()
+    /// The message's JSON text. A parked message's is read back; if that
+    /// fails, the text is a message of the same role and call whose content
+    /// says what could not be read (the error is not the engine's to stop
+    /// on: the host decided where to park it).
+    pub fn json(&self) -> JsonStr<'_> {
+        match &self.0.json {
+            JsonText::Window { buf, range } => JsonStr::borrowed(&buf[range.clone()]),
+            JsonText::Own(own) => JsonStr::held(
+                own.get()
+                    .unwrap_or_else(|e| Arc::new(unreadable_json(&self.0.skeleton, own.len(), &e))),
+            ),
+        }
     }
 
     /// The parsed skeleton.
@@ -327,7 +350,8 @@ impl Message {
     /// writes for a string cut inside a pair) reads as U+FFFD. An error only
     /// for JSON a `Value` cannot hold at all (a number out of range).
     pub fn to_value(&self) -> Result<Value, MessageError> {
-        let json = self.0.json.as_str();
+        let json = self.json();
+        let json = &*json;
         match serde_json::from_str(json) {
             Ok(v) => Ok(v),
             Err(e) => match crate::surrogates::replace_lone_surrogates(json) {
@@ -341,7 +365,7 @@ impl Message {
     /// an error when any string holds a lone surrogate, since a rebuilt
     /// message could not carry pi's bytes (such a message passes through).
     pub fn to_exact_value(&self) -> Result<Value, MessageError> {
-        Ok(serde_json::from_str(self.0.json.as_str())?)
+        Ok(serde_json::from_str(&self.json())?)
     }
 
     /// The text a tool result carries, as [`tool_result_text`] reads it
@@ -350,9 +374,9 @@ impl Message {
     /// and a lone surrogate escape in a text block reads as U+FFFD.
     pub fn result_text(&self) -> String {
         let json = self.json();
-        result_text_of(json)
+        result_text_of(&json)
             .or_else(|| {
-                crate::surrogates::replace_lone_surrogates(json).and_then(|f| result_text_of(&f))
+                crate::surrogates::replace_lone_surrogates(&json).and_then(|f| result_text_of(&f))
             })
             .unwrap_or_default()
     }
@@ -389,6 +413,34 @@ impl Message {
     pub fn is_text_only_assistant(&self) -> bool {
         self.is(&Role::Assistant) && !self.0.skeleton.has_tool_call_block
     }
+}
+
+/// What a parked message reads as when its text cannot be read back: the
+/// same role, call and error flag, and a text that says so.
+fn unreadable_json(skeleton: &Skeleton, len: usize, error: &str) -> String {
+    let text = format!(
+        "[condense: this message ({len} bytes) was parked and cannot be read back: {error}]"
+    );
+    let mut m = serde_json::Map::new();
+    let role = skeleton.role.as_ref().map_or("user", Role::as_str);
+    m.insert("role".into(), role.into());
+    if let Some(id) = &skeleton.tool_call_id {
+        m.insert("toolCallId".into(), id.as_str().into());
+    }
+    if let Some(name) = &skeleton.tool_name {
+        m.insert("toolName".into(), name.as_str().into());
+    }
+    m.insert(
+        "content".into(),
+        serde_json::json!([{"type": "text", "text": text}]),
+    );
+    if skeleton.role == Some(Role::ToolResult) {
+        m.insert("isError".into(), skeleton.is_error.into());
+    }
+    if let Some(t) = skeleton.timestamp {
+        m.insert("timestamp".into(), t.into());
+    }
+    Value::Object(m).to_string()
 }
 
 #[cfg(test)]

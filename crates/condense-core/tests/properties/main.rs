@@ -110,7 +110,7 @@ proptest! {
             if m.kind != Kind::ToolResult || orphan[i] || !built.protected(m) {
                 continue;
             }
-            let verbatim = jsons.contains(built.messages[i].json());
+            let verbatim = jsons.contains(&*built.messages[i].json());
             prop_assert!(
                 verbatim || relocated(&synthetics, m),
                 "protected result input[{i}] ({} {}) is neither kept nor relocated",
@@ -128,8 +128,8 @@ proptest! {
         let second = built.render_with(&state_copy);
         prop_assert_eq!(&first.plan, &second.plan);
         prop_assert_eq!(&first.diagnostics, &second.diagnostics);
-        let a: Vec<String> = first.messages(&built.messages).iter().map(|m| m.json().to_owned()).collect();
-        let b: Vec<String> = second.messages(&built.messages).iter().map(|m| m.json().to_owned()).collect();
+        let a: Vec<String> = first.messages(&built.messages).iter().map(|m| m.json().to_string()).collect();
+        let b: Vec<String> = second.messages(&built.messages).iter().map(|m| m.json().to_string()).collect();
         prop_assert_eq!(a, b);
     }
 
@@ -149,7 +149,7 @@ proptest! {
         let orphan = orphans(&built.branch);
         let state = &built.state;
         for (i, m) in built.branch.meta.iter().enumerate() {
-            if m.kind != Kind::ToolResult || jsons.contains(built.messages[i].json()) {
+            if m.kind != Kind::ToolResult || jsons.contains(&*built.messages[i].json()) {
                 continue;
             }
             if let Some(ts) = state.lookup_key_for_result(&m.call_id, Some(m.ts)) {

@@ -56,6 +56,6 @@ pub fn relocated(synthetics: &[String], m: &Meta) -> bool {
 
 pub fn output_of(built: &Built, r: &Render) -> (Vec<Message>, HashSet<String>) {
     let out = r.messages(&built.messages);
-    let jsons = out.iter().map(|m| m.json().to_owned()).collect();
+    let jsons = out.iter().map(|m| m.json().to_string()).collect();
     (out, jsons)
 }

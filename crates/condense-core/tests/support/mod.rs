@@ -597,7 +597,7 @@ pub fn array_utf16_len(messages: &[Message]) -> usize {
         if i > 0 {
             s.push(',');
         }
-        s.push_str(m.json());
+        s.push_str(&m.json());
     }
     s.push(']');
     s.encode_utf16().count()

@@ -103,8 +103,8 @@ impl Driver {
         // `0.000009`): messages are the same when their JSON values are.
         let same = |a: &Message, b: &Message| {
             a.json() == b.json()
-                || serde_json::from_str::<Value>(a.json()).ok()
-                    == serde_json::from_str::<Value>(b.json()).ok()
+                || serde_json::from_str::<Value>(&a.json()).ok()
+                    == serde_json::from_str::<Value>(&b.json()).ok()
         };
         let differ = live.iter().zip(&again).position(|(a, b)| !same(a, b));
         if differ.is_none() && live.len() == again.len() {
@@ -126,8 +126,11 @@ impl Driver {
             .unwrap_or(0);
         let head = |ms: &[Message]| {
             ms.get(at)
-                .and_then(|m| m.json().get(from..))
-                .map(|t| t.chars().take(160).collect::<String>())
+                .and_then(|m| {
+                    m.json()
+                        .get(from..)
+                        .map(|t| t.chars().take(160).collect::<String>())
+                })
                 .unwrap_or_default()
         };
         Err(format!(

@@ -443,7 +443,7 @@ fn failed(m: &Message) -> bool {
         stop_reason: Option<String>,
     }
     m.is(&Role::Assistant)
-        && serde_json::from_str::<Stop>(m.json())
+        && serde_json::from_str::<Stop>(&m.json())
             .is_ok_and(|s| matches!(s.stop_reason.as_deref(), Some("error" | "aborted")))
 }
 

@@ -82,7 +82,7 @@ impl ContextAnswers {
                 }
                 PlanStep::New(m) => {
                     out.push_str(r#"{"message":"#);
-                    out.push_str(m.json());
+                    out.push_str(&m.json());
                     out.push('}');
                 }
             }

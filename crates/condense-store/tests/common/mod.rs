@@ -19,7 +19,7 @@ pub fn rendered(messages: &[Message], state: &Branch, config: &Config) -> Vec<St
     render(messages, state, &settings)
         .messages(messages)
         .iter()
-        .map(|m| m.json().to_owned())
+        .map(|m| m.json().to_string())
         .collect()
 }
 

@@ -204,7 +204,7 @@ pub fn corpus_messages() -> &'static [String] {
                 Session::parse(t)
                     .entries
                     .iter()
-                    .filter_map(|e| e.message.as_ref().map(|m| m.json().to_owned()))
+                    .filter_map(|e| e.message.as_ref().map(|m| m.json().to_string()))
                     .collect::<Vec<_>>()
             })
             .collect()

@@ -39,8 +39,8 @@ impl Sim {
         self.check_blobs(&file.state)?;
         check_refs_once(&file.session)?;
         // The live view is what the file says.
-        let live_json: Vec<&str> = self.messages.iter().map(Message::json).collect();
-        let file_json: Vec<&str> = file.messages.iter().map(Message::json).collect();
+        let live_json: Vec<_> = self.messages.iter().map(Message::json).collect();
+        let file_json: Vec<_> = file.messages.iter().map(Message::json).collect();
         if live_json != file_json {
             let at = live_json
                 .iter()
@@ -51,8 +51,8 @@ impl Sim {
                 "the live messages differ from the file's at {at} ({} vs {})\n live: {:.300}\n file: {:.300}",
                 live_json.len(),
                 file_json.len(),
-                live_json.get(at).unwrap_or(&""),
-                file_json.get(at).unwrap_or(&"")
+                live_json.get(at).map_or("", |j| &**j),
+                file_json.get(at).map_or("", |j| &**j)
             ));
         }
         if let Some(d) = facet_difference(
@@ -80,8 +80,8 @@ impl Sim {
                 "guarantee 3: the render after a restart differs at {at} ({} vs {} messages)\n live:      {:.400}\n restarted: {:.400}",
                 a.len(),
                 output.len(),
-                a.get(at).map_or("", Message::json),
-                output.get(at).map_or("", Message::json)
+                a.get(at).map_or(String::new(), |m| m.json().to_string()),
+                output.get(at).map_or(String::new(), |m| m.json().to_string())
             ));
         }
         for d in &restarted.diagnostics {
