@@ -23,6 +23,16 @@ use std::sync::{Arc, Mutex, OnceLock};
 pub trait ParkedText: Send + Sync + fmt::Debug {
     /// The text exactly as it was parked, or why it cannot be read.
     fn read(&self) -> Result<String, String>;
+
+    /// Whether the source gives back exactly `text`: checked once, before
+    /// a text is parked. The default reads it back whole; a source can
+    /// compare without holding a second copy.
+    fn holds(&self, text: &str) -> Result<(), String> {
+        match self.read()? == text {
+            true => Ok(()),
+            false => Err(format!("{self:?} does not give back the text")),
+        }
+    }
 }
 
 /// A message's own JSON text: in memory, or parked with a [`ParkedText`]
@@ -81,10 +91,7 @@ impl OwnText {
         let Some(text) = resident.as_ref() else {
             return Err("already parked".to_owned());
         };
-        let back = source.read()?;
-        if back != **text {
-            return Err(format!("{source:?} does not give back the text"));
-        }
+        source.holds(text)?;
         if self.parked.set(source).is_err() {
             return Err("already parked".to_owned());
         }

@@ -62,6 +62,25 @@ impl ParkedText for LogText {
         }
         String::from_utf8(bytes).map_err(|e| format!("{self:?}: {e}"))
     }
+
+    /// Compares a chunk at a time: parking a long conversation's first
+    /// call would otherwise read every output back into memory at once.
+    fn holds(&self, text: &str) -> Result<(), String> {
+        let len = self.range.end.saturating_sub(self.range.start);
+        if len != text.len() as u64 {
+            return Err(format!("{self:?} is not {} bytes long", text.len()));
+        }
+        let mut chunk = [0u8; 8192];
+        for (i, want) in text.as_bytes().chunks(chunk.len()).enumerate() {
+            let got = &mut chunk[..want.len()];
+            read_at(&self.log, got, self.range.start + (i * 8192) as u64)
+                .map_err(|e| format!("reading {self:?}: {e}"))?;
+            if got != want {
+                return Err(format!("{self:?} does not hold the text"));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(unix)]
