@@ -279,6 +279,23 @@ fn route(method: &hyper::Method, path: &str, headers: &hyper::HeaderMap) -> Rout
     Route::OpenAi { renders }
 }
 
+/// The request body whole, gathered into one buffer as its chunks arrive
+/// (sized by its `content-length`, at most [`MAX_BODY`]): collecting the
+/// chunks and then joining them would hold a long conversation twice.
+async fn read_body(
+    body: Incoming,
+    length: Option<usize>,
+) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>> {
+    let mut body = http_body_util::Limited::new(body, MAX_BODY);
+    let mut whole = Vec::with_capacity(length.unwrap_or(0).min(MAX_BODY));
+    while let Some(frame) = body.frame().await {
+        if let Ok(data) = frame?.into_data() {
+            whole.extend_from_slice(&data);
+        }
+    }
+    Ok(Bytes::from(whole))
+}
+
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     if req.method() == hyper::Method::GET && req.uri().path() == HEALTH_PATH {
         let body = serde_json::json!({
@@ -292,8 +309,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     }
     let (parts, body) = req.into_parts();
     let route = route(&parts.method, parts.uri.path(), &parts.headers);
-    let body = match http_body_util::Limited::new(body, MAX_BODY).collect().await {
-        Ok(b) => b.to_bytes(),
+    let length = parts
+        .headers
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+    let body = match read_body(body, length).await {
+        Ok(b) => b,
         Err(e) => {
             return Ok(api_error(
                 StatusCode::PAYLOAD_TOO_LARGE,

@@ -591,6 +591,9 @@ impl ProxySession {
         )
         .await;
         self.apply(effects, now_ms, notices);
+        // The engine has captured the turn's results: their texts can live
+        // in the log from now on.
+        self.park(notices);
         self.turn_index += 1;
         if turn.message.is_text_only_assistant() || turn.results.is_empty() {
             let effects = self.engine().agent_end();
@@ -651,7 +654,7 @@ impl ProxySession {
     /// send upstream.
     pub async fn prepare(
         &mut self,
-        request: WireRequest<'_>,
+        mut request: WireRequest<'_>,
         mut units: Vec<Unit>,
         credentials: &Credentials,
         now_ms: i64,
@@ -659,6 +662,7 @@ impl ProxySession {
         if let Some(retry) = self.retry(request.body) {
             return retry;
         }
+        request.forget_result_texts();
         self.memo = None;
         self.credentials = credentials.clone();
         let (prepared, sent, at) = self.prepare_with(&request, &mut units, &[], now_ms).await;
@@ -737,7 +741,7 @@ impl ProxySession {
 
     async fn prepare_openai(
         &mut self,
-        request: openai::ItemsRequest<'_>,
+        mut request: openai::ItemsRequest<'_>,
         mut units: Vec<Unit>,
         known: Vec<Option<usize>>,
         credentials: &Credentials,
@@ -747,6 +751,7 @@ impl ProxySession {
         let Some(tool) = request.query_tool() else {
             return Prepared::default();
         };
+        request.forget_output_texts();
         self.name_query_tool(&tool);
         self.credentials = credentials.clone();
         let (prepared, sent, at) = self
@@ -918,11 +923,17 @@ impl ProxySession {
             } else {
                 None
             };
-            let json = view::with_facts(&unit.view, usage.as_ref(), now_ms);
+            let starts_run = unit.opens_run;
+            let part = unit.part;
+            // The message is made from the view, which the call needs no
+            // more: a first call would otherwise hold its history twice.
+            let view = std::mem::take(&mut units[u].view);
+            let json = view::with_facts(&view, usage.as_ref(), now_ms);
+            drop(view);
             let Ok(message) = Message::from_json(&json) else {
                 continue;
             };
-            let starts_run = unit.opens_run;
+            drop(json);
             if starts_run {
                 self.close_turn(now_ms, &mut notices).await;
                 let summarizer = self.summarizer();
@@ -957,7 +968,7 @@ impl ProxySession {
                 entry_id,
                 wire: true,
             });
-            match unit.part {
+            match part {
                 Part::Assistant => {
                     self.close_turn(now_ms, &mut notices).await;
                     let summarizer = self.summarizer();

@@ -134,6 +134,21 @@ pub struct WireRequest<'a> {
     pub reused: usize,
 }
 
+impl WireRequest<'_> {
+    /// Drops the tool results' decoded texts, once the units are made from
+    /// them: the rest of a call needs only their spans, and a first call
+    /// would otherwise hold its outputs decoded until it ends.
+    pub fn forget_result_texts(&mut self) {
+        for m in &mut self.messages {
+            for (b, _) in &mut m.blocks {
+                if let Block::ToolResult { texts, .. } = b {
+                    *texts = Vec::new();
+                }
+            }
+        }
+    }
+}
+
 /// What a read leaves for the next request of the same conversation: the
 /// body's print, and its messages without their texts.
 #[derive(Debug, Clone, Default)]

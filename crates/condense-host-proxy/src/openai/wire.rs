@@ -120,6 +120,15 @@ pub struct ItemsRequest<'a> {
 }
 
 impl ItemsRequest<'_> {
+    /// Drops the outputs' decoded texts, once the units are made from them:
+    /// the rest of a call needs only their spans, and a first call would
+    /// otherwise hold its outputs decoded until it ends.
+    pub fn forget_output_texts(&mut self) {
+        for output in self.items.iter_mut().filter_map(|i| i.output.as_mut()) {
+            output.texts = Vec::new();
+        }
+    }
+
     /// The query tool as the request offers it to the model: a tool named
     /// as condense's, or (Codex's MCP tools deferred behind a client-side
     /// tool search) its MCP name. `None`: the model could not page an
