@@ -14,7 +14,9 @@ With `--massif` (after `cargo build --profile profiling -p condense-cli`)
 the proxy runs under `valgrind --tool=massif`; once the calls are done a
 detailed snapshot of the idle heap is taken (`vgdb`) and its live bytes
 are printed by the first frame of condense's own code on each allocating
-stack (`ms_print` cannot print trees this deep).
+stack (`ms_print` cannot print trees this deep); then the proxy is
+stopped and the peak heap of the whole run is printed the same way
+(`MEM_TOP=N` in the environment: the N largest sites, 15 by default).
 """
 import collections, http.server, json, os, re, subprocess, sys, tempfile, threading, time, urllib.request
 
@@ -23,9 +25,23 @@ RESPONSES = "--responses" in sys.argv
 MASSIF = "--massif" in sys.argv
 
 
-def by_first_frame(path):
+def by_first_frame(path, title="live heap at idle"):
     """Live bytes of a massif snapshot, by the first condense frame."""
-    nodes = [re.match(r"^ *n(\d+): (\d+) (.*)$", line) for line in open(path)]
+    by_lines(open(path).read().split("\n"), title)
+
+
+def peak_by_first_frame(path):
+    """The same for the peak snapshot of a massif output file."""
+    lines = open(path).read().split("\n")
+    starts = [i for i, line in enumerate(lines) if line.startswith("snapshot=")] + [len(lines)]
+    for start, end in zip(starts, starts[1:]):
+        if "heap_tree=peak" in lines[start:end]:
+            by_lines(lines[start:end], "peak heap")
+
+
+def by_lines(lines, title):
+    sys.setrecursionlimit(100000)
+    nodes = [re.match(r"^ *n(\d+): (\d+) (.*)$", line) for line in lines]
     nodes = [(int(m.group(1)), int(m.group(2)), m.group(3)) for m in nodes if m]
     held = collections.Counter()
 
@@ -44,8 +60,8 @@ def by_first_frame(path):
 
     walk(0, None)
     total = nodes[0][1]
-    print("live heap at idle: %.1f MB" % (total / 1e6))
-    for name, size in held.most_common(15):
+    print("%s: %.1f MB" % (title, total / 1e6))
+    for name, size in held.most_common(int(os.environ.get("MEM_TOP", "15"))):
         print("%6.2f MB  %s" % (size / 1e6, name[:120]))
 ANSWER_RESPONSES = b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r","status":"completed","output":[],"usage":{"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":1,"total_tokens":11}}}\n\n'
 ANSWER = b'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":10,"output_tokens":1}}}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'
@@ -85,7 +101,8 @@ def main():
     settings = ["--settings", args[1]] if len(args) > 1 else []
     # Every site, however small, is named: below massif's default threshold
     # (1% of the heap) the many small ones would count as the runtime's.
-    wrap = ["valgrind", "--tool=massif", "--threshold=0.01", "--massif-out-file=/dev/null"] if MASSIF else []
+    massif_out = os.path.join(logs, "run.massif")
+    wrap = ["valgrind", "--tool=massif", "--threshold=0.01", "--massif-out-file=" + massif_out] if MASSIF else []
     binary = "target/profiling/condense" if MASSIF else "target/release/condense"
     proxy = subprocess.Popen(
         wrap + [os.path.join(ROOT, binary), "proxy", "--port", "0",
@@ -141,6 +158,9 @@ def main():
         subprocess.run(["vgdb", "--pid=%d" % proxy.pid, "detailed_snapshot", snapshot],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120, check=True)
         by_first_frame(snapshot)
+        proxy.terminate()
+        proxy.wait(timeout=120)
+        peak_by_first_frame(massif_out)
     proxy.kill()
 
 
