@@ -8,7 +8,7 @@ share). Starts a scripted upstream
 on 127.0.0.1, the proxy in front of it, sends a Claude Code-shaped history
 (with `--responses`, a Codex-shaped Responses input) of about TOKENS
 tokens, then five calls that each add an exchange, and prints the body
-size, VmRSS and VmHWM.
+size, VmRSS (with its anonymous and file-backed parts) and VmHWM.
 
 With `--massif` (after `cargo build --profile profiling -p condense-cli`)
 the proxy runs under `valgrind --tool=massif`; once the calls are done a
@@ -114,7 +114,7 @@ def main():
     def status():
         text = open("/proc/%d/status" % proxy.pid).read()
         return {l.split(":")[0]: l.split(":")[1].strip() for l in text.splitlines()
-                if l.startswith(("VmRSS", "VmHWM"))}
+                if l.startswith(("VmRSS", "VmHWM", "RssAnon", "RssFile"))}
 
     idle = status()
     if RESPONSES:
@@ -151,8 +151,8 @@ def main():
         exchange(messages, "toolu_next_%d" % i, "ls", "ok")
         size, _ = send()
     now = status()
-    print("tokens %d: body %.1f MB, first call %.2f s, VmRSS %s, VmHWM %s (idle %s)"
-          % (tokens, size / 1e6, first, now["VmRSS"], now["VmHWM"], idle["VmRSS"]))
+    print("tokens %d: body %.1f MB, first call %.2f s, VmRSS %s (RssAnon %s, RssFile %s), VmHWM %s (idle %s)"
+          % (tokens, size / 1e6, first, now["VmRSS"], now["RssAnon"], now["RssFile"], now["VmHWM"], idle["VmRSS"]))
     if MASSIF:
         snapshot = os.path.join(logs, "idle.massif")
         subprocess.run(["vgdb", "--pid=%d" % proxy.pid, "detailed_snapshot", snapshot],
