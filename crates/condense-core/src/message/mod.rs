@@ -189,12 +189,31 @@ impl JsonText {
 }
 
 impl PartialEq for Message {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0) || self.json() == other.json()
+        // Most compares are of the very same message: that path stays
+        // small enough to inline.
+        Arc::ptr_eq(&self.0, &other.0) || self.same_text(other)
     }
 }
 
 impl Message {
+    /// Whether two distinct messages have the same JSON text.
+    #[inline(never)]
+    fn same_text(&self, other: &Message) -> bool {
+        // Equal texts have equal sizes: most messages that differ are told
+        // apart without reading either text.
+        if self.0.size != other.0.size {
+            return false;
+        }
+        match (&self.0.json, &other.0.json) {
+            (JsonText::Window { buf: a, range: ra }, JsonText::Window { buf: b, range: rb }) => {
+                a[ra.clone()] == b[rb.clone()]
+            }
+            _ => self.json() == other.json(),
+        }
+    }
+
     /// True when both are the very same message (one shared text), not
     /// merely equal: what render memos key on. Unchanged messages keep
     /// their identity through a render, so a caller can memoize what it
