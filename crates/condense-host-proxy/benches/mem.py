@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Resident memory of `condense proxy` holding one conversation.
 
-Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS [SETTINGS] [--responses] [--massif]
+Usage: python3 crates/condense-host-proxy/benches/mem.py TOKENS [SETTINGS] [--responses] [--massif] [--conversations=N]
 (after `cargo build --release -p condense-cli`; SETTINGS a settings file
 for the proxy, e.g. one with `"enabled": false` to see the proxy's own
 share). Starts a scripted upstream
 on 127.0.0.1, the proxy in front of it, sends a Claude Code-shaped history
 (with `--responses`, a Codex-shaped Responses input) of about TOKENS
 tokens, then five calls that each add an exchange, and prints the body
-size, VmRSS (with its anonymous and file-backed parts) and VmHWM.
+size, VmRSS (with its anonymous and file-backed parts) and VmHWM. With
+`--conversations=N` (Messages only), N-1 more conversations of the same
+size follow, each under its own session id, and the RSS is printed after
+each: what a further conversation costs once the first has run.
 
 With `--massif` (after `cargo build --profile profiling -p condense-cli`)
 the proxy runs under `valgrind --tool=massif`; once the calls are done a
@@ -22,6 +25,7 @@ import collections, http.server, json, os, re, subprocess, sys, tempfile, thread
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../../.."))
 RESPONSES = "--responses" in sys.argv
+CONVERSATIONS = next((int(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--conversations=")), 1)
 MASSIF = "--massif" in sys.argv
 
 
@@ -97,7 +101,7 @@ def main():
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     logs = tempfile.mkdtemp()
-    args = [a for a in sys.argv[1:] if a not in ("--responses", "--massif")]
+    args = [a for a in sys.argv[1:] if a not in ("--responses", "--massif") and not a.startswith("--conversations=")]
     settings = ["--settings", args[1]] if len(args) > 1 else []
     # Every site, however small, is named: below massif's default threshold
     # (1% of the heap) the many small ones would count as the runtime's.
@@ -129,7 +133,7 @@ def main():
         tid = "toolu_%06d" % n
         exchange(messages, tid, "make step%d" % n, out)
 
-    def send():
+    def send(session="mem"):
         if RESPONSES:
             # Codex offers condense's MCP tool behind its tool search.
             tools = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}},
@@ -141,7 +145,7 @@ def main():
         else:
             body = json.dumps({"model": "claude-sonnet-4-5", "messages": messages, "max_tokens": 1000, "stream": True}).encode()
             req = urllib.request.Request(addr + "/v1/messages", data=body, headers={
-                "x-claude-code-session-id": "mem", "x-api-key": "k", "content-type": "application/json"})
+                "x-claude-code-session-id": session, "x-api-key": "k", "content-type": "application/json"})
         start = time.time()
         urllib.request.urlopen(req).read()
         return len(body), time.time() - start
@@ -151,6 +155,17 @@ def main():
         exchange(messages, "toolu_next_%d" % i, "ls", "ok")
         size, _ = send()
     now = status()
+    for c in range(1, CONVERSATIONS):
+        messages[0] = {"role": "user", "content": [{"type": "text", "text": "Work through backlog %d." % c}]}
+        send("mem%d" % c)
+        for i in range(5):
+            exchange(messages, "toolu_c%d_%d" % (c, i), "ls", "ok")
+            send("mem%d" % c)
+        more = status()
+        print("%d conversations: VmRSS %s (RssAnon %s), %+.1f MB"
+              % (c + 1, more["VmRSS"], more["RssAnon"],
+                 (int(more["VmRSS"].split()[0]) - int(now["VmRSS"].split()[0])) / 1e3))
+        now = more
     print("tokens %d: body %.1f MB, first call %.2f s, VmRSS %s (RssAnon %s, RssFile %s), VmHWM %s (idle %s)"
           % (tokens, size / 1e6, first, now["VmRSS"], now["RssAnon"], now["RssFile"], now["VmHWM"], idle["VmRSS"]))
     if MASSIF:
