@@ -622,10 +622,11 @@ impl ProxySession {
                 return (at, u, None);
             }
             let held = &self.messages[h];
-            let same = view::holds(&held.json(), &unit.view)
-                || (unit.matches_by_call()
-                    && held.is(&Role::ToolResult)
-                    && held.skeleton().tool_call_id.as_deref() == unit.call_id.as_deref());
+            // By call first: a parked result is then not read back.
+            let same = (unit.matches_by_call()
+                && held.is(&Role::ToolResult)
+                && held.skeleton().tool_call_id.as_deref() == unit.call_id.as_deref())
+                || view::holds(&held.json(), &unit.view);
             if same {
                 at[u] = Some(h);
                 h += 1;
