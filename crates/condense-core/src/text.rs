@@ -161,12 +161,18 @@ impl SharedText {
                         // Read back, the bytes are the source's word: a
                         // literal that no longer decodes is an error here,
                         // not a panic.
-                        let literal = buf
-                            .get(contents.start - 1..contents.end + 1)
-                            .ok_or("the text read back is not the one parked")?;
+                        let changed = || "the text read back is not the one parked".to_owned();
                         match escaped {
-                            false => Ok(literal[1..literal.len() - 1].to_owned()),
-                            true => serde_json::from_str(literal).map_err(|e| e.to_string()),
+                            false => buf
+                                .get(contents.clone())
+                                .map(str::to_owned)
+                                .ok_or_else(changed),
+                            true => {
+                                let literal = buf
+                                    .get(contents.start - 1..contents.end + 1)
+                                    .ok_or_else(changed)?;
+                                serde_json::from_str(literal).map_err(|e| e.to_string())
+                            }
                         }
                     })
                     .unwrap_or_else(|e| {
