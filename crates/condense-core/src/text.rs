@@ -150,30 +150,20 @@ impl SharedText {
                 buf: Buffer::File(buf),
                 contents,
                 escaped,
-            } => read_literal(buf, contents, *escaped),
+            } => read_literal(buf, contents, *escaped)
+                .expect("literal was validated at construction"),
             Repr::Literal {
                 buf: Buffer::Message(own),
                 contents,
                 escaped,
             } => Cow::Owned(
+                // Read back, the bytes are the source's word: a literal that
+                // no longer reads is an error here, not a panic.
                 own.get()
                     .and_then(|buf| {
-                        // Read back, the bytes are the source's word: a
-                        // literal that no longer decodes is an error here,
-                        // not a panic.
-                        let changed = || "the text read back is not the one parked".to_owned();
-                        match escaped {
-                            false => buf
-                                .get(contents.clone())
-                                .map(str::to_owned)
-                                .ok_or_else(changed),
-                            true => {
-                                let literal = buf
-                                    .get(contents.start - 1..contents.end + 1)
-                                    .ok_or_else(changed)?;
-                                serde_json::from_str(literal).map_err(|e| e.to_string())
-                            }
-                        }
+                        read_literal(&buf, contents, *escaped)
+                            .map(Cow::into_owned)
+                            .ok_or_else(|| "the text read back is not the one parked".to_owned())
                     })
                     .unwrap_or_else(|e| {
                         format!("[condense: this text was parked and cannot be read back: {e}]")
@@ -248,13 +238,14 @@ impl SharedText {
     }
 }
 
-/// The text of the literal whose contents are `buf[contents]`.
-fn read_literal<'a>(buf: &'a str, contents: &Range<usize>, escaped: bool) -> Cow<'a, str> {
+/// The text of the literal whose contents are `buf[contents]`; `None` when
+/// they are not a literal there.
+fn read_literal<'a>(buf: &'a str, contents: &Range<usize>, escaped: bool) -> Option<Cow<'a, str>> {
     if !escaped {
-        return Cow::Borrowed(&buf[contents.clone()]);
+        return buf.get(contents.clone()).map(Cow::Borrowed);
     }
-    let literal = &buf[contents.start - 1..contents.end + 1];
-    Cow::Owned(serde_json::from_str(literal).expect("literal was validated at construction"))
+    let literal = buf.get(contents.start.checked_sub(1)?..contents.end + 1)?;
+    serde_json::from_str(literal).ok().map(Cow::Owned)
 }
 
 /// What a literal's contents (between its quotes) hold, as far as reading
