@@ -280,14 +280,15 @@ fn route(method: &hyper::Method, path: &str, headers: &hyper::HeaderMap) -> Rout
 }
 
 /// The request body whole, gathered into one buffer as its chunks arrive
-/// (sized by its `content-length`, at most [`MAX_BODY`]): collecting the
-/// chunks and then joining them would hold a long conversation twice.
+/// (sized by its `content-length` up to 64 MiB, growing past that to
+/// [`MAX_BODY`]): collecting the chunks and then joining them would hold a
+/// long conversation twice, and a header alone reserves no more than that.
 async fn read_body(
     body: Incoming,
     length: Option<usize>,
 ) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>> {
     let mut body = http_body_util::Limited::new(body, MAX_BODY);
-    let mut whole = Vec::with_capacity(length.unwrap_or(0).min(MAX_BODY));
+    let mut whole = Vec::with_capacity(length.unwrap_or(0).min(64 << 20));
     while let Some(frame) = body.frame().await {
         if let Ok(data) = frame?.into_data() {
             whole.extend_from_slice(&data);
