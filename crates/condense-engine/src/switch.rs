@@ -70,6 +70,42 @@ pub(crate) struct CallLog {
     pub(crate) switch_held: Option<Hold>,
     /// Why the latest turn end that weighed a flush did not run it.
     pub(crate) flush_held: Option<Hold>,
+    /// What the session's summaries took, per call they covered.
+    summary_sizes: SummarySizes,
+}
+
+/// The wordiest summary the session's summarizer wrote, per call it
+/// covered, so a flush's output is estimated from what this summarizer
+/// writes for these tools, not from a constant; the wordiest, not the
+/// average, because a flush the bound allows on a low estimate overshoots
+/// by the difference at the output price.
+#[derive(Debug, Clone, Copy, Default)]
+struct SummarySizes {
+    calls: u64,
+    tokens: u64,
+}
+
+impl SummarySizes {
+    /// A summary covering `calls` calls took `tokens`.
+    fn add(&mut self, calls: u64, tokens: u64) {
+        let calls = calls.max(1);
+        // tokens / calls > self.tokens / self.calls, without division.
+        if self.calls == 0
+            || u128::from(tokens) * u128::from(self.calls)
+                > u128::from(self.tokens) * u128::from(calls)
+        {
+            *self = SummarySizes { calls, tokens };
+        }
+    }
+
+    /// The tokens summaries covering `calls` are expected to take:
+    /// `projected` until a summary was written, then the wordiest rate.
+    fn expected(&self, calls: u64, projected: u64) -> u64 {
+        if self.calls == 0 {
+            return projected;
+        }
+        calls.saturating_mul(self.tokens).div_ceil(self.calls)
+    }
 }
 
 /// The last LLM call a session's branch records, as an engine started from
@@ -191,6 +227,11 @@ impl CallLog {
     /// The summarizer's work, priced: spent from the bound's headroom.
     pub(crate) fn summarized(&mut self, units: f64) {
         self.bound.add_summarizer(units);
+    }
+
+    /// A summary covering `calls` tool calls took `tokens`.
+    pub(crate) fn summary_written(&mut self, calls: u64, tokens: u64) {
+        self.summary_sizes.add(calls, tokens);
     }
 
     /// A call's output tokens as the provider reported them, priced.
@@ -535,6 +576,8 @@ struct FlushEstimate {
     suffix: u64,
     /// Tokens the summaries are expected to take.
     summaries: u64,
+    /// The tool calls the summaries cover.
+    calls: u64,
 }
 
 impl FlushEstimate {
@@ -613,17 +656,22 @@ impl FlushEstimate {
             removed: outputs.saturating_sub(call_count * STUB_TOKENS + summaries),
             suffix: tokens(messages.get(from..).unwrap_or_default()),
             summaries,
+            calls: call_count,
         }
     }
 
     /// What a flush is expected to charge the bound: the summarizer's
-    /// input, priced (`summarizer` times the main model's). The summaries'
-    /// output is charged once written (`Engine::summarizer_spent`), not
-    /// estimated here: a projected size at the output price made nearly
-    /// every flush look unaffordable (docs/decisions.md, "The bound's
-    /// ledger counts the total").
-    fn bound_cost(&self, profile: &PriceProfile) -> f64 {
-        self.bound_input as f64 * profile.summarizer
+    /// input and the summaries' output, priced (`summarizer` times the main
+    /// model's). The output is sized by what the session's summaries took
+    /// per call covered, once one was written (docs/decisions.md, "The
+    /// bound's ledger counts the total").
+    fn bound_cost(&self, profile: &PriceProfile, log: &CallLog) -> f64 {
+        // Before a summary is written, each call's summary is taken at a
+        // batch's size: a merged summary's share of a call (100 tokens)
+        // is what it takes on average, not at most.
+        let projected = self.summaries.max(self.calls * SUMMARY_TOKENS);
+        let output = log.summary_sizes.expected(self.calls, projected);
+        (self.bound_input as f64 + output as f64 * profile.output) * profile.summarizer
     }
 
     /// What the switch that shows the summaries costs beyond keeping the
@@ -680,7 +728,7 @@ pub(crate) fn turn_flush_pays(
         pressure_share: settings.config.economy.pressure_share,
         budget_triggered: false,
         headroom: bound.headroom(),
-        bound_cost: estimate.bound_cost(&profile),
+        bound_cost: estimate.bound_cost(&profile, log),
         headroom_ahead: estimate.headroom_ahead(&bound, &prices),
     });
     match decision.held {
@@ -714,7 +762,7 @@ pub(crate) fn flush_affordable(
     let prices = cache_terms(settings.config);
     let cold = next_call_cold(log, settings.config, now_ms);
     let bound = log.bound(settings.config);
-    let cost = estimate.bound_cost(&profile);
+    let cost = estimate.bound_cost(&profile, log);
     if cold {
         return bound.allows_summary(cost, estimate.removed as f64 * prices.write);
     }
@@ -739,7 +787,7 @@ pub(crate) fn flush_pays_at_cold_call(
     merged: bool,
 ) -> bool {
     let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
-    let cost = estimate.bound_cost(&log.profile(settings.config));
+    let cost = estimate.bound_cost(&log.profile(settings.config), log);
     let saved_at_once = estimate.removed as f64 * cache_terms(settings.config).write;
     saved_at_once >= cost
         || (bounded(settings.config)
@@ -789,6 +837,31 @@ mod tests {
             assert_eq!(both.removed, alone.removed, "merged {merged}");
             assert_eq!(both.summaries, alone.summaries, "merged {merged}");
         }
+    }
+
+    #[test]
+    fn a_flush_is_charged_its_summaries_at_the_wordiest_rate_the_session_wrote() {
+        let config = Config::default();
+        let profile = PriceProfile::named("openai").unwrap();
+        let merged = [
+            batch(1, "a", &"x".repeat(3_000)),
+            batch(1, "b", &"y".repeat(3_000)),
+        ];
+        let estimate = FlushEstimate::of(&[], &merged, true, &config);
+        let input = estimate.bound_input as f64;
+        let charged = |log: &CallLog| (estimate.bound_cost(&profile, log) - input) / profile.output;
+        // Before any summary: a batch's summary for each call, though a
+        // merged summary is projected at 100 tokens a call.
+        let mut log = CallLog::default();
+        assert_eq!(estimate.summaries, 200);
+        assert_eq!(charged(&log), 300.0);
+        // Then the wordiest summary per call covered, not the average.
+        log.summary_written(4, 200);
+        log.summary_written(1, 90);
+        log.summary_written(2, 60);
+        assert_eq!(charged(&log), 180.0);
+        log.summary_written(3, 600);
+        assert_eq!(charged(&log), 400.0);
     }
 
     #[test]

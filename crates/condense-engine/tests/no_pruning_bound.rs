@@ -141,19 +141,19 @@ fn run_then_next_start_reported(
 #[test]
 fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_pays_for() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
-    // A 1,950-character output alone: the summarizer's instructions and
-    // the output cost more to read than writing the output once at the
-    // cold call costs beyond its stub and summary.
-    let (alone, _) = run_then_next_start(strict.clone(), &[150], 10 * MINUTE);
+    // A 5,200-character output alone: the summarizer's instructions, the
+    // output, and the summary at the output price cost more than writing
+    // the output once at the cold call costs beyond its stub and summary.
+    let (alone, _) = run_then_next_start(strict.clone(), &[400], 10 * MINUTE);
     assert!(!alone);
-    // A 3,120-character output alone pays: the bound counts the
+    // A 7,800-character output alone pays: the bound counts the
     // summarizer's prompt as it counts the main prompts (`chars / 4`), not
     // at the three characters a token of the unbounded projection.
-    let (alone, _) = run_then_next_start(strict.clone(), &[240], 10 * MINUTE);
+    let (alone, _) = run_then_next_start(strict.clone(), &[600], 10 * MINUTE);
     assert!(alone);
-    // Eight 3,120-character outputs in one run: one prompt reads the
+    // Eight 5,200-character outputs in one run: one prompt reads the
     // instructions once, and the cold call's saving pays for it.
-    let (run, mut e) = run_then_next_start(strict, &[240; 8], 10 * MINUTE);
+    let (run, mut e) = run_then_next_start(strict, &[400; 8], 10 * MINUTE);
     assert!(run);
     let flush = e
         .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)
@@ -163,7 +163,7 @@ fn under_the_bound_a_runs_turns_are_summarized_in_one_prompt_that_a_cold_start_p
     // Unbounded, each turn keeps its own prompt.
     let (_, mut e) = run_then_next_start(
         json!({"policy": "cache-aware", "maxExcess": null}),
-        &[240; 8],
+        &[400; 8],
         10 * MINUTE,
     );
     let flush = e
@@ -194,7 +194,7 @@ fn an_output_a_flush_keeps_raw_is_never_merged_into_a_summarizer_prompt() {
 #[test]
 fn a_merged_summarizer_prompt_covers_at_most_sixteen_calls() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
-    let (_, mut e) = run_then_next_start(strict, &[240; 20], 10 * MINUTE);
+    let (_, mut e) = run_then_next_start(strict, &[400; 20], 10 * MINUTE);
     let flush = e
         .begin_flush(TriggerKind::MessageEnd, None, T0 + 60 * MINUTE)
         .expect("a flush");
@@ -244,7 +244,7 @@ fn a_bad_max_excess_is_reported_and_keeps_the_default_bound() {
     );
     assert_eq!(
         e.config().economy.max_excess,
-        Some(0.0),
+        Some(condense_core::DEFAULT_MAX_EXCESS),
         "the default bound"
     );
 }
@@ -260,16 +260,16 @@ fn a_summary_is_charged_at_the_summarizer_price_set_or_reported() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
     let priced =
         |ratio: f64| json!({"policy": "cache-aware", "maxExcess": 0, "summarizerPrice": ratio});
-    // A 3,120-character output pays for its summary at the cold call at the
+    // A 7,800-character output pays for its summary at the cold call at the
     // session model's price (the test above), not at five times it.
-    assert!(flushes(strict.clone(), 240, None));
-    assert!(!flushes(priced(5.0), 240, None));
-    assert!(!flushes(strict.clone(), 240, Some(5.0)));
+    assert!(flushes(strict.clone(), 600, None));
+    assert!(!flushes(priced(5.0), 600, None));
+    assert!(!flushes(strict.clone(), 600, Some(5.0)));
     // The setting wins over the host.
-    assert!(flushes(priced(1.0), 240, Some(5.0)));
+    assert!(flushes(priced(1.0), 600, Some(5.0)));
     // `/pruner status` says what summaries were charged at.
     let charged = |economy: Value, price: Option<f64>| {
-        let (_, e) = run_then_next_start_reported(economy, &[240], 10 * MINUTE, price);
+        let (_, e) = run_then_next_start_reported(economy, &[600], 10 * MINUTE, price);
         e.economy_report()
             .against_no_pruning
             .map(|a| a.summarizer_price)
@@ -290,7 +290,7 @@ fn a_summary_is_charged_at_the_summarizer_price_set_or_reported() {
 fn a_summarys_output_is_charged_at_the_output_price() {
     let saved_after = |summary_chars: usize| {
         let strict = json!({"policy": "cache-aware", "maxExcess": 0});
-        let (flushes, mut e) = run_then_next_start(strict, &[240], 10 * MINUTE);
+        let (flushes, mut e) = run_then_next_start(strict, &[600], 10 * MINUTE);
         assert!(flushes);
         let flush = e
             .begin_flush(TriggerKind::MessageEnd, None, T0 + 20 * MINUTE)

@@ -127,6 +127,13 @@ impl Engine {
     /// Flush step 2: applies the summarizer's results and plans chain
     /// compression on the messages the engine holds.
     pub fn finish_summaries(&mut self, flush: Flush, results: Vec<JobResult>) -> Chains {
+        for (job, result) in flush.jobs().iter().zip(&results) {
+            if let JobResult::Summary { text, .. } = result {
+                let tokens = condense_core::chars_to_tokens(condense_core::js_len(text));
+                self.calls
+                    .summary_written(job.batch.calls.len() as u64, tokens);
+            }
+        }
         let prompts = flush.jobs().iter().map(|j| batch_user_message(&j.batch));
         self.summarizer_spent(prompts, &results);
         // The flush's records must count as added after the start switch.
