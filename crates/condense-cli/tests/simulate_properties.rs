@@ -4,16 +4,20 @@
 //! whole, and a reload of the session the run would have left renders what
 //! the run rendered.
 //!
-//! The default, `cache-aware` bounded by `economy.maxExcess: 0`, never
-//! bills more than no pruning. Unbounded (`maxExcess: null`) it bets on its
-//! projections, and a session that ends before a bet repays bills more: that property is kept
-//! here, ignored, with the smallest counterexample proptest found (the
-//! argument and figures in docs/economy.md).
+//! The default, `cache-aware` bounded by `economy.maxExcess`
+//! ([`DEFAULT_MAX_EXCESS`]), bills in total (prompts, outputs and the
+//! summarizer: the report's `total_units`) at most that share above no
+//! pruning; with `maxExcess: 0` it never bills more. Unbounded
+//! (`maxExcess: null`) it bets on its projections, and a session that ends
+//! before a bet repays bills more: that property is kept here, ignored,
+//! with the smallest counterexample proptest found (the argument and
+//! figures in docs/economy.md).
 
 mod support;
 
 use std::path::PathBuf;
 
+use condense_core::DEFAULT_MAX_EXCESS;
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -76,10 +80,9 @@ fn any_shape() -> impl Strategy<Value = &'static str> {
 fn a_run_cut_off_after_a_slow_tool_bills_no_more_than_no_pruning() {
     let v = simulate(72_051, 6_331, 45, "tool-turns");
     let p = &v["sessions"][0]["policies"];
-    let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
     assert_eq!(p["cache-aware"]["calls"], 7);
     assert_eq!(p["cache-aware"]["summarizer_input_tokens"], 0);
-    assert!(billed("cache-aware") <= billed("none"));
+    assert!(total(&v, "cache-aware") <= total(&v, "none"));
 }
 
 /// A summarizer at five times the main model's price (a `summarizerModel`
@@ -91,29 +94,34 @@ fn a_run_cut_off_after_a_slow_tool_bills_no_more_than_no_pruning() {
 fn a_summarizer_dearer_than_the_model_bills_no_more_than_no_pruning() {
     let terms = ["--summarizer-price", "5"];
     let v = simulate_with(8_826, 45_000, 40, "tool-turns", &terms);
-    default_within_no_pruning(&v, &terms).unwrap();
+    default_within_allowance(&v, &terms).unwrap();
 }
 
 /// A summarizer at five times the model's price under OpenAI's terms,
-/// whose output costs eight times its input: the summaries' output, 2,735
-/// tokens, cost more than the outputs they replaced saved. The bound
-/// weighs a flush's summarizer input alone before it runs (docs/economy.md,
-/// "What is not guaranteed"), so the total passes no pruning while billed
-/// input stays under it.
+/// whose output costs eight times its input. When the bound weighed a
+/// flush's summarizer input alone, the summaries' output (2,735 tokens)
+/// cost more than the outputs they replaced saved, and the default billed
+/// 460,457 units against 417,187 without pruning. The bound now charges
+/// each flush the output its summaries are expected to write.
 #[test]
-#[ignore = "a known breach of the total: the default bills 460,457 units against 417,187 without pruning"]
 fn a_dear_summarizers_output_stays_within_no_pruning_in_total() {
     let terms = ["--profile", "openai", "--summarizer-price", "5"];
     let v = simulate_with(8_823, 60_000, 40, "realistic", &terms);
-    default_within_no_pruning(&v, &terms).unwrap();
-    let p = &v["sessions"][0]["policies"];
-    let total = |name: &str| p[name]["total_units"].as_f64().unwrap_or(f64::NAN);
-    assert!(
-        total("cache-aware") <= total("none"),
-        "the default's total {} > none's {}",
-        total("cache-aware"),
-        total("none")
-    );
+    default_within_allowance(&v, &terms).unwrap();
+    let strict = simulate_strict(8_823, 60_000, 40, "realistic", &terms);
+    strictly_within_no_pruning(&strict, &terms).unwrap();
+}
+
+/// A first flush of twelve calls, merged, whose summaries the extractive
+/// summarizer wrote at 156 tokens a call. Projected at a merged summary's
+/// 100 tokens a call, the flush passed the allowance by the difference at
+/// the output price (eight times input, the summarizer at three times the
+/// model), and the default billed 261,889 units against 250,562 (+4.5%).
+#[test]
+fn a_first_flush_is_charged_a_summary_a_call_before_the_session_wrote_one() {
+    let terms = ["--profile", "openai", "--summarizer-price", "3"];
+    let v = simulate_with(93_043, 38_253, 44, "realistic", &terms);
+    default_within_allowance(&v, &terms).unwrap();
 }
 
 /// Anthropic's one-hour cache, whose writes cost twice an input token. The
@@ -123,35 +131,32 @@ fn a_dear_summarizers_output_stays_within_no_pruning_in_total() {
 fn the_one_hour_cache_bills_no_more_than_no_pruning() {
     let terms = ["--profile", "anthropic-1h"];
     let v = simulate_with(8_832, 15_000, 40, "realistic", &terms);
-    default_within_no_pruning(&v, &terms).unwrap();
+    default_within_allowance(&v, &terms).unwrap();
 }
 
 /// A long session with no idle gap that runs into pi's compaction, its
-/// summarizer at five times the model's price. The default's one early
-/// flush keeps its prompt under pi's compaction point, so pi never compacts
-/// it, while without pruning pi compacts at call 125 and every later call
-/// reads a prompt a fifth as long. The bound weighs the same calls unpruned
-/// and uncompacted, so it never sees that loss (docs/economy.md, "What is
-/// not guaranteed").
+/// summarizer at five times the model's price. The default's early
+/// flushes keep its prompt under pi's compaction point longer, while
+/// without pruning pi compacts earlier and every later call reads a
+/// prompt a fifth as long. The bound weighs the same calls unpruned and
+/// uncompacted, so it never sees that loss (docs/economy.md, "What is not
+/// guaranteed").
 #[test]
-#[ignore = "a known breach: the default bills 2,227,663 units of billed input against 1,774,525 without pruning"]
-fn a_session_that_runs_into_pis_compaction_bills_no_more_than_no_pruning() {
+#[ignore = "a known breach: the default bills 2,141,840 units against 2,091,413 without pruning (+2.41%, over its 2% allowance)"]
+fn a_session_that_runs_into_pis_compaction_bills_within_the_allowance() {
     let terms = ["--profile", "openai", "--summarizer-price", "5"];
     let v = simulate_with(43, 180_517, 0, "realistic", &terms);
-    default_within_no_pruning(&v, &terms).unwrap();
+    default_within_allowance(&v, &terms).unwrap();
 }
 
 /// A session that pi compacts without pruning, with the summarizer at the
-/// model's price. Both runs compact after call 154. Near the second
-/// compaction point the default flushes, which leaves its prompt just under
-/// pi's threshold when the task ends; pi compacts the unpruned session
-/// there, and the pruned one ten calls later, when the prompt overflows the
-/// window: ten calls read a 190k prompt instead of a 30k one, and the
-/// overflow's compaction summarizes more. The bound never sees an unpruned
-/// session compacted (docs/economy.md, "What is not guaranteed").
+/// model's price. With the bound at `maxExcess: 0` the default flushed
+/// near the second compaction point, which left its prompt just under
+/// pi's threshold when the task ended, and billed 3,592,042 units of
+/// billed input against 3,535,937 (+1.6%). With the allowance it prunes
+/// from the first run and saves a fifth.
 #[test]
-#[ignore = "a known breach: the default bills 3,592,042 units of billed input against 3,535,937 without pruning (+1.6%)"]
-fn a_session_pi_compacts_bills_no_more_than_no_pruning_with_a_summarizer_at_the_models_price() {
+fn a_session_pi_compacts_bills_within_the_allowance_with_a_summarizer_at_the_models_price() {
     let terms = ["--profile", "openai", "--summarizer-price", "1"];
     let v = simulate_with(40, 276_760, 0, "tasks", &terms);
     let none = &v["sessions"][0]["policies"]["none"];
@@ -159,19 +164,64 @@ fn a_session_pi_compacts_bills_no_more_than_no_pruning_with_a_summarizer_at_the_
         none["compactions"].as_u64() > Some(0),
         "pi compacts it unpruned"
     );
-    default_within_no_pruning(&v, &terms).unwrap();
+    default_within_allowance(&v, &terms).unwrap();
 }
 
-/// The property of the default: it billed at most no pruning (`terms`: the
-/// run's price flags, for the message).
-fn default_within_no_pruning(v: &Value, terms: &[&str]) -> Result<(), TestCaseError> {
-    let p = &v["sessions"][0]["policies"];
-    let billed = |name: &str| p[name]["billed_input_units"].as_f64().unwrap_or(f64::NAN);
+/// The total a policy billed: prompts, outputs and the summarizer.
+fn total(v: &Value, policy: &str) -> f64 {
+    v["sessions"][0]["policies"][policy]["total_units"]
+        .as_f64()
+        .unwrap_or(f64::NAN)
+}
+
+/// The property of the default: in total it billed at most its allowance
+/// above no pruning (`terms`: the run's price flags, for the message).
+fn default_within_allowance(v: &Value, terms: &[&str]) -> Result<(), TestCaseError> {
+    let (default, none) = (total(v, "cache-aware"), total(v, "none"));
     prop_assert!(
-        billed("cache-aware") <= billed("none"),
-        "the default {} > none {} at {:?}",
-        billed("cache-aware"),
-        billed("none"),
+        default <= none * (1.0 + DEFAULT_MAX_EXCESS),
+        "the default {} > none {} by {:+.2}% at {:?}",
+        default,
+        none,
+        100.0 * (default / none - 1.0),
+        terms
+    );
+    Ok(())
+}
+
+/// `simulate --json` of one generated session under `terms`, the default
+/// policy set to `maxExcess: 0` and planning at those terms, as `settings`.
+fn simulate_strict(seed: u64, tokens: u64, gaps: u64, shape: &str, terms: &[&str]) -> Value {
+    let flag = |name: &str| {
+        terms
+            .iter()
+            .position(|t| *t == name)
+            .map(|i| terms[i + 1].to_owned())
+    };
+    let profile = flag("--profile").unwrap_or_else(|| "anthropic-5m".to_owned());
+    let price = flag("--summarizer-price").unwrap_or_else(|| "1".to_owned());
+    let settings = dir().join(format!("strict-{profile}-{price}.json"));
+    std::fs::write(
+        &settings,
+        format!(
+            r#"{{"contextPrune": {{"enabled": true, "economy": {{"policy": "cache-aware", "maxExcess": 0, "profile": "{profile}", "summarizerPrice": {price}}}}}}}"#
+        ),
+    )
+    .unwrap();
+    let mut args = terms.to_vec();
+    let settings = settings.to_str().unwrap().to_owned();
+    args.extend(["--policy", "none,settings", "--settings", &settings]);
+    simulate_with(seed, tokens, gaps, shape, &args)
+}
+
+/// The strict bound's property: in total it billed at most no pruning.
+fn strictly_within_no_pruning(v: &Value, terms: &[&str]) -> Result<(), TestCaseError> {
+    let (strict, none) = (total(v, "settings"), total(v, "none"));
+    prop_assert!(
+        strict <= none,
+        "maxExcess 0 billed {} > none {} at {:?}",
+        strict,
+        none,
         terms
     );
     Ok(())
@@ -204,29 +254,42 @@ proptest! {
         }
     }
 
-    /// The default policy: `cache-aware` bounded at `maxExcess: 0`.
+    /// The default policy: `cache-aware` bounded at its allowance.
     #[test]
-    fn the_default_never_bills_more_than_no_pruning(
+    fn the_default_bills_within_its_allowance_of_no_pruning(
         seed in 1u64..100_000,
         tokens in 4_000u64..90_000,
         gaps in 0u64..70,
         shape in any_shape(),
     ) {
-        default_within_no_pruning(&simulate(seed, tokens, gaps, shape), &[])?;
+        default_within_allowance(&simulate(seed, tokens, gaps, shape), &[])?;
     }
 
     /// The default configured for the provider's terms (the simulator
     /// passes the terms it prices at to the engine, as `economy.profile`
     /// and the price keys beside it).
     #[test]
-    fn the_default_never_bills_more_than_no_pruning_at_any_price_terms(
+    fn the_default_bills_within_its_allowance_at_any_price_terms(
         seed in 1u64..100_000,
         tokens in 4_000u64..90_000,
         gaps in 0u64..70,
         shape in any_shape(),
         terms in price_terms(),
     ) {
-        default_within_no_pruning(&simulate_with(seed, tokens, gaps, shape, &terms), &terms)?;
+        default_within_allowance(&simulate_with(seed, tokens, gaps, shape, &terms), &terms)?;
+    }
+
+    /// `maxExcess: 0`, the strict bound, at any terms: never above no
+    /// pruning in total.
+    #[test]
+    fn with_no_allowance_it_never_bills_more_than_no_pruning_at_any_price_terms(
+        seed in 1u64..100_000,
+        tokens in 4_000u64..90_000,
+        gaps in 0u64..70,
+        shape in any_shape(),
+        terms in price_terms(),
+    ) {
+        strictly_within_no_pruning(&simulate_strict(seed, tokens, gaps, shape, &terms), &terms)?;
     }
 
     #[test]

@@ -102,7 +102,7 @@ pub use text::SharedText;
 pub use config::{
     replace_context_prune, BatchingMode, ChainCompressionConfig, Config, ConfigWarning,
     EconomyConfig, PruneOn, PurgeErrorsConfig, SummarizerModel, ThinkingStripConfig,
-    HOST_DEFAULT_MODEL, SETTINGS_KEY,
+    DEFAULT_MAX_EXCESS, HOST_DEFAULT_MODEL, SETTINGS_KEY,
 };
 pub use model_ref::ModelRef;
 pub use protect::{Protection, MAX_PROTECTED_PATTERNS};

@@ -37,6 +37,13 @@ pub use save::replace_context_prune;
 /// The key of the condense block in pi's `settings.json`.
 pub const SETTINGS_KEY: &str = "contextPrune";
 
+/// `economy.maxExcess` by default: a session may bill at most 2% above
+/// what no pruning would have billed so far, prompts, outputs and the
+/// summarizer counted together. The share lets a long warm session place
+/// its first bets before it has saved anything (docs/economy.md, "The
+/// allowance").
+pub const DEFAULT_MAX_EXCESS: f64 = 0.02;
+
 /// What `pruneOn` may say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PruneOn {
@@ -147,7 +154,8 @@ pub struct EconomyConfig {
     pub profile: &'static str,
     /// `economy.maxExcess`: a number `>= 0`, the most the cache-aware
     /// policy may ever bill beyond what no pruning would have billed so
-    /// far, as a share of that (`0`, the default: never more); `None`
+    /// far, as a share of that (default [`DEFAULT_MAX_EXCESS`]; `0`: never
+    /// more); `None`
     /// (`null` in the file): no bound, the policy bets on its projections
     /// ([`NoPruningBound`](crate::NoPruningBound)).
     pub max_excess: Option<f64>,
@@ -293,7 +301,7 @@ impl Default for Config {
                 policy: Policy::CacheAware,
                 pressure_share: 0.8,
                 profile: crate::PROFILE_NAMES[0],
-                max_excess: Some(0.0),
+                max_excess: Some(DEFAULT_MAX_EXCESS),
                 overrides: ProfileOverrides::default(),
             },
         }

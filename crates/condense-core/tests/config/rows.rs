@@ -233,9 +233,9 @@ pub fn rows() -> Vec<Row> {
         ok("economy.maxExcess", json!(0.05)),
         ok("economy.maxExcess", json!(2)),
         ok("economy.maxExcess", json!(null)),
-        fixed("economy.maxExcess", json!(-0.1), json!(0)),
-        fixed("economy.maxExcess", json!("0"), json!(0)),
-        fixed("economy.maxExcess", json!(true), json!(0)),
+        fixed("economy.maxExcess", json!(-0.1), json!(0.02)),
+        fixed("economy.maxExcess", json!("0"), json!(0.02)),
+        fixed("economy.maxExcess", json!(true), json!(0.02)),
         ok("economy.summarizerPrice", json!(0.33)),
         ok("economy.summarizerPrice", json!(5)),
         ok("economy.summarizerPrice", json!(0)),
@@ -257,7 +257,7 @@ pub fn rows() -> Vec<Row> {
         // Past the bound, products of prices and tokens leave f64's range.
         fixed("economy.writePrice", json!(1e308), json!(null)),
         fixed("economy.summarizerPrice", json!(2e6), json!(null)),
-        fixed("economy.maxExcess", json!(1e308), json!(0)),
+        fixed("economy.maxExcess", json!(1e308), json!(0.02)),
         fixed("thinkingStrip.keepLastTurns", json!(1e12), u32_max),
     ]
 }

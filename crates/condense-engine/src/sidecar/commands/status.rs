@@ -149,7 +149,7 @@ pruner status:
   decided:      removed 2.0k tokens · rewrite 300 units · projected saving 1.4k units
   not shown:    0 summarized, pending the next switch
   holding back: nothing
-  no pruning:   saved 0 units (estimate); bound: never above it
+  no pruning:   saved 0 units (estimate); bound: at most 2.0% above it
   summaries:    charged at 1x the model's input price";
         assert_eq!(status_text(&engine()), expected);
     }
