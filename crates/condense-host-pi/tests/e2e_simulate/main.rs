@@ -362,10 +362,10 @@ fn a_turn_ends_budget_flush_is_shown_at_the_next_call() {
     );
 }
 
-/// The default policy, cache-aware bounded against no pruning
-/// (`maxExcess: 0`), both runs in one process: the second run's start is
-/// warm and nothing has been saved yet, so the first run's flush would be a
-/// bet the session cannot cover. It is held: no summarizer call, no summary
+/// The default policy, cache-aware bounded against no pruning with its 2%
+/// allowance, both runs in one process: the second run's start is warm,
+/// nothing has been saved yet, and 2% of five calls covers no summary, so
+/// the first run's flush would be a bet the session cannot cover. It is held: no summarizer call, no summary
 /// shown, and the simulator agrees with what the server received.
 #[test]
 fn the_default_bounded_policy_holds_a_flush_nothing_saved_can_pay_for() {
