@@ -539,6 +539,11 @@ const SUMMARY_TOKENS: u64 = 150;
 /// A merged batch's summary per call it covers (the summarizer writes
 /// bullets for each call, whatever the batch).
 const SUMMARY_TOKENS_PER_CALL: u64 = 100;
+/// A call's summary as the bound charges a flush before the session's
+/// summarizer has written one: a quarter above a merged summary's share,
+/// since the first flush is charged on no evidence and a low estimate
+/// overshoots the allowance at the output price.
+const FIRST_SUMMARY_TOKENS_PER_CALL: u64 = 125;
 
 /// Calls one summarizer prompt covers at most under the bound
 /// ([`summarized_batches`]).
@@ -664,12 +669,11 @@ impl FlushEstimate {
     /// input and the summaries' output, priced (`summarizer` times the main
     /// model's). The output is sized by what the session's summaries took
     /// per call covered, once one was written (docs/decisions.md, "The
-    /// bound's ledger counts the total").
+    /// bound counts the total").
     fn bound_cost(&self, profile: &PriceProfile, log: &CallLog) -> f64 {
-        // Before a summary is written, each call's summary is taken at a
-        // batch's size: a merged summary's share of a call (100 tokens)
-        // is what it takes on average, not at most.
-        let projected = self.summaries.max(self.calls * SUMMARY_TOKENS);
+        let projected = self
+            .summaries
+            .max(self.calls * FIRST_SUMMARY_TOKENS_PER_CALL);
         let output = log.summary_sizes.expected(self.calls, projected);
         (self.bound_input as f64 + output as f64 * profile.output) * profile.summarizer
     }
@@ -850,11 +854,11 @@ mod tests {
         let estimate = FlushEstimate::of(&[], &merged, true, &config);
         let input = estimate.bound_input as f64;
         let charged = |log: &CallLog| (estimate.bound_cost(&profile, log) - input) / profile.output;
-        // Before any summary: a batch's summary for each call, though a
-        // merged summary is projected at 100 tokens a call.
+        // Before any summary: a quarter above the merged projection of
+        // 100 tokens a call.
         let mut log = CallLog::default();
         assert_eq!(estimate.summaries, 200);
-        assert_eq!(charged(&log), 300.0);
+        assert_eq!(charged(&log), 250.0);
         // Then the wordiest summary per call covered, not the average.
         log.summary_written(4, 200);
         log.summary_written(1, 90);
