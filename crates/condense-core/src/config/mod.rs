@@ -41,7 +41,7 @@ pub const SETTINGS_KEY: &str = "contextPrune";
 /// what no pruning would have billed so far, prompts, outputs and the
 /// summarizer counted together. The share lets a long warm session place
 /// its first bets before it has saved anything (docs/economy.md, "The
-/// allowance").
+/// allowance, against the price terms").
 pub const DEFAULT_MAX_EXCESS: f64 = 0.02;
 
 /// What `pruneOn` may say.
@@ -155,15 +155,14 @@ pub struct EconomyConfig {
     /// `economy.maxExcess`: a number `>= 0`, the most the cache-aware
     /// policy may ever bill beyond what no pruning would have billed so
     /// far, as a share of that (default [`DEFAULT_MAX_EXCESS`]; `0`: never
-    /// more); `None`
-    /// (`null` in the file): no bound, the policy bets on its projections
-    /// ([`NoPruningBound`](crate::NoPruningBound)).
+    /// more); `None` (`null` in the file): no bound, the policy bets on its
+    /// projections ([`NoPruningBound`](crate::NoPruningBound)).
     pub max_excess: Option<f64>,
     /// `economy.summarizerPrice`, `economy.writePrice`, `economy.readPrice`,
     /// `economy.ttlSeconds` and `economy.minCacheableTokens`: the provider's
     /// terms where they differ from the profile's (`None`, `null` in the
     /// file: the profile's). The output price and the dollar rate are not
-    /// settings: the policy weighs billed input only.
+    /// settings: the bound prices summaries' output at the profile's.
     pub overrides: ProfileOverrides,
 }
 
