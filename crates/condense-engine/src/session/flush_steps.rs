@@ -127,14 +127,12 @@ impl Engine {
     /// Flush step 2: applies the summarizer's results and plans chain
     /// compression on the messages the engine holds.
     pub fn finish_summaries(&mut self, flush: Flush, results: Vec<JobResult>) -> Chains {
-        for (job, result) in flush.jobs().iter().zip(&results) {
-            if let JobResult::Summary { text, .. } = result {
-                let tokens = condense_core::chars_to_tokens(condense_core::js_len(text));
-                self.calls
-                    .summary_written(job.batch.calls.len() as u64, tokens);
-            }
-        }
-        let prompts = flush.jobs().iter().map(|j| batch_user_message(&j.batch));
+        let prompts = flush.jobs().iter().map(|j| {
+            (
+                batch_user_message(&j.batch),
+                Some(j.batch.calls.len() as u64),
+            )
+        });
         self.summarizer_spent(prompts, &results);
         // The flush's records must count as added after the start switch.
         if self.gating_started.is_none() {
@@ -148,29 +146,37 @@ impl Engine {
     }
 
     /// The summarizer's work, spent from the cache-aware policy's bound
-    /// against no pruning: each job's prompt (`prompts`, in the jobs'
-    /// order) whose call was billed, by its result, and the summary it
-    /// wrote at the output price. The prompt is counted as the bound counts
-    /// the main prompts, not as the provider reports it: the headroom it is
-    /// paid from is in those tokens.
-    fn summarizer_spent(&mut self, prompts: impl Iterator<Item = String>, results: &[JobResult]) {
+    /// against no pruning: each job's prompt (`jobs`, in the jobs' order,
+    /// with the tool calls a batch's summary covers) whose call was billed,
+    /// by its result, and the summary it wrote at the output price. The
+    /// prompt is counted as the bound counts the main prompts, not as the
+    /// provider reports it: the headroom it is paid from is in those
+    /// tokens. A batch's summary also sizes the next flush's estimate.
+    fn summarizer_spent(
+        &mut self,
+        jobs: impl Iterator<Item = (String, Option<u64>)>,
+        results: &[JobResult],
+    ) {
         let profile = self.calls.profile(&self.config);
-        let units: f64 = prompts
-            .zip(results)
-            .map(|(p, r)| {
-                let output = match r {
-                    JobResult::Summary { text, .. } => {
-                        condense_core::chars_to_tokens(condense_core::js_len(text))
+        let mut units = 0.0;
+        for ((prompt, calls), result) in jobs.zip(results) {
+            let output = match result {
+                JobResult::Summary { text, .. } => {
+                    let tokens = condense_core::chars_to_tokens(condense_core::js_len(text));
+                    if let Some(calls) = calls {
+                        self.calls.summary_written(calls, tokens);
                     }
-                    JobResult::Unusable { usage: Some(u) }
-                    | JobResult::Failed { usage: Some(u), .. } => u.output_tokens,
-                    JobResult::Unusable { usage: None }
-                    | JobResult::Failed { usage: None, .. }
-                    | JobResult::NotRun => return 0.0,
-                };
-                crate::switch::summarizer_bound_tokens(&p) as f64 + output as f64 * profile.output
-            })
-            .sum();
+                    tokens
+                }
+                JobResult::Unusable { usage: Some(u) }
+                | JobResult::Failed { usage: Some(u), .. } => u.output_tokens,
+                JobResult::Unusable { usage: None }
+                | JobResult::Failed { usage: None, .. }
+                | JobResult::NotRun => continue,
+            };
+            units += crate::switch::summarizer_bound_tokens(&prompt) as f64
+                + output as f64 * profile.output;
+        }
         self.calls.summarized(units * profile.summarizer);
     }
 
@@ -189,7 +195,7 @@ impl Engine {
         let prompts = chains
             .fusion_jobs()
             .iter()
-            .map(|j| range_user_message(&j.summaries));
+            .map(|j| (range_user_message(&j.summaries), None));
         self.summarizer_spent(prompts, &fusion);
         let started = self.start_to_persist(Some(now));
         let mut blobs = BlobDir(self.blob_dir.as_deref());
