@@ -597,6 +597,20 @@ impl FlushEstimate {
         merged: bool,
         config: &Config,
     ) -> FlushEstimate {
+        Self::shown_with(messages, None, batches, merged, config)
+    }
+
+    /// [`FlushEstimate::of`] for a flush whose switch also shows what
+    /// earlier flushes left unshown from message `unshown_from` on
+    /// ([`condense_core::State::first_unshown`]): that switch rewrites the
+    /// prompt from the earlier of the two.
+    fn shown_with(
+        messages: &[Message],
+        unshown_from: Option<usize>,
+        batches: &[CapturedBatch],
+        merged: bool,
+        config: &Config,
+    ) -> FlushEstimate {
         // Each summarizer prompt's batches, weighed in place: an ask
         // prices every pending batch, and under the bound they pile up.
         let prompts: Vec<&[CapturedBatch]> = if merged {
@@ -617,12 +631,17 @@ impl FlushEstimate {
                 !condense_core::kept_raw_chars(raw, config)
             })
             .collect();
-        Self::estimate(messages, &summarized, merged)
+        Self::estimate(messages, unshown_from, &summarized, merged)
     }
 
     /// The estimate for `prompts`, each the batches one summarizer prompt
     /// covers.
-    fn estimate(messages: &[Message], prompts: &[&[CapturedBatch]], merged: bool) -> FlushEstimate {
+    fn estimate(
+        messages: &[Message],
+        unshown_from: Option<usize>,
+        prompts: &[&[CapturedBatch]],
+        merged: bool,
+    ) -> FlushEstimate {
         let calls = prompts.iter().flat_map(|p| p.iter()).flat_map(|b| &b.calls);
         let outputs: u64 = calls
             .clone()
@@ -654,7 +673,8 @@ impl FlushEstimate {
                     .iter()
                     .rposition(|m| m.skeleton().tool_call_id.as_deref() == Some(id))
             })
-            .unwrap_or(messages.len());
+            .unwrap_or(messages.len())
+            .min(unshown_from.unwrap_or(usize::MAX));
         FlushEstimate {
             summarizer_input: read.div_ceil(3) as u64,
             bound_input: lengths.iter().map(|&l| summarizer_bound_len(l)).sum(),
@@ -703,12 +723,14 @@ pub(crate) const SWITCH_WAIT_CALLS: f64 = 30.0;
 /// end of the prompt, so the switch that shows them rewrites little.
 pub(crate) fn turn_flush_pays(
     messages: &[Message],
+    unshown_from: Option<usize>,
     batches: &[CapturedBatch],
     settings: &RenderSettings<'_>,
     log: &CallLog,
     merged: bool,
 ) -> Result<(), Hold> {
-    let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
+    let estimate =
+        FlushEstimate::shown_with(messages, unshown_from, batches, merged, settings.config);
     let prompt_tokens = tokens(messages);
     let prices = cache_terms(settings.config);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
@@ -755,13 +777,15 @@ pub(crate) fn next_call_cold(log: &CallLog, config: &Config, now_ms: i64) -> boo
 /// Always true without a bound.
 pub(crate) fn flush_affordable(
     messages: &[Message],
+    unshown_from: Option<usize>,
     batches: &[CapturedBatch],
     settings: &RenderSettings<'_>,
     log: &CallLog,
     now_ms: i64,
     merged: bool,
 ) -> bool {
-    let estimate = FlushEstimate::of(messages, batches, merged, settings.config);
+    let estimate =
+        FlushEstimate::shown_with(messages, unshown_from, batches, merged, settings.config);
     let profile = log.profile(settings.config);
     let prices = cache_terms(settings.config);
     let cold = next_call_cold(log, settings.config, now_ms);
@@ -866,6 +890,27 @@ mod tests {
         assert_eq!(charged(&log), 180.0);
         log.summary_written(3, 600);
         assert_eq!(charged(&log), 400.0);
+    }
+
+    #[test]
+    fn a_flush_shown_with_earlier_unshown_work_is_charged_the_rewrite_from_there() {
+        let config = Config::default();
+        let message = |v: serde_json::Value| Message::from_value(&v).expect("a message");
+        let output = |id: &str| {
+            message(serde_json::json!({"role": "toolResult", "toolCallId": id,
+                "toolName": "read", "content": [{"type": "text", "text": "z".repeat(4_000)}],
+                "isError": false, "timestamp": 0}))
+        };
+        let messages = [output("old"), output("a")];
+        let newest = [batch(1, "a", &"x".repeat(3_000))];
+        let alone = FlushEstimate::of(&messages, &newest, false, &config);
+        assert_eq!(alone.suffix, tokens(&messages[1..]));
+        // The switch that shows it also shows what waits from message 0.
+        let with = FlushEstimate::shown_with(&messages, Some(0), &newest, false, &config);
+        assert_eq!(with.suffix, tokens(&messages));
+        assert_eq!(with.removed, alone.removed, "it removes only its own");
+        let prices = cache_terms(&config);
+        assert!(with.warm_rewrite(&prices) > alone.warm_rewrite(&prices));
     }
 
     #[test]

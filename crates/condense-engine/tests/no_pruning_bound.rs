@@ -52,8 +52,21 @@ fn read_turn_reported(
     at: i64,
     price: Option<f64>,
 ) -> Option<TriggerKind> {
+    read_turn_after(e, Vec::new(), n, lines, at, price)
+}
+
+/// [`read_turn_reported`] whose call also sends `append` (the user's prompt
+/// of a new run).
+fn read_turn_after(
+    e: &mut Engine,
+    append: Vec<condense_core::Message>,
+    n: i64,
+    lines: usize,
+    at: i64,
+    price: Option<f64>,
+) -> Option<TriggerKind> {
     let held = e.messages().len();
-    e.context_at(held, Vec::new(), &reported(at, price));
+    e.context_at(held, append, &reported(at, price));
     let id = format!("r{n}");
     let assistant = message(json!({"role": "assistant", "content": [{"type": "toolCall",
         "id": id, "name": "read", "arguments": {"path": format!("f{n}.txt")}}],
@@ -348,4 +361,52 @@ fn a_replys_held_outputs_say_why() {
         "{}",
         holding(&e)
     );
+}
+
+/// One run at `at`: the user's prompt (none for the session's first run),
+/// a read of `lines` lines as turn `n`, and the reply; the time it ended.
+fn prompted_run(e: &mut Engine, n: i64, lines: usize, at: i64) -> i64 {
+    let prompt = (n > 0).then(|| {
+        message(
+            json!({"role": "user", "content": [{"type": "text", "text": "next"}],
+            "timestamp": at}),
+        )
+    });
+    read_turn_after(e, prompt.into_iter().collect(), n, lines, at + 1_000, None);
+    let end = at + 3_000;
+    let held = e.messages().len();
+    e.context_at(held, Vec::new(), &reported(end, None));
+    let reply = message(json!({"role": "assistant", "content": [{"type": "text",
+        "text": "Done."}], "stopReason": "stop", "timestamp": end}));
+    e.message_end(&reply);
+    e.agent_end();
+    end
+}
+
+#[test]
+fn when_all_that_is_pending_does_not_pay_the_newest_runs_outputs_are_summarized_alone() {
+    let strict = json!({"policy": "cache-aware", "maxExcess": 0});
+    let mut e = started(strict);
+    // Run 1's output is too small to pay its summarizer at a cold call.
+    let end = prompted_run(&mut e, 0, 150, T0);
+    // Run 2 starts while the cache is warm: nothing is saved yet, so
+    // nothing pays, and run 1's output stays pending.
+    assert_eq!(e.agent_start(end + MINUTE), None);
+    let end = prompted_run(&mut e, 1, 600, end + MINUTE);
+    // Run 3 starts cold. Both runs' outputs together do not pay; run 2's
+    // alone does, and they sit at the end of the prompt.
+    assert_eq!(
+        e.agent_start(end + 10 * MINUTE),
+        Some(TriggerKind::MessageEnd)
+    );
+    let flush = e
+        .begin_flush(TriggerKind::MessageEnd, None, end + 10 * MINUTE)
+        .expect("a flush");
+    let ids: Vec<&str> = flush
+        .jobs()
+        .iter()
+        .flat_map(|j| &j.batch.calls)
+        .map(|c| c.tool_call_id.as_str())
+        .collect();
+    assert_eq!(ids, ["r1"], "run 1's output stays as it was sent");
 }

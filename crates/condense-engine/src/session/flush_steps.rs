@@ -82,7 +82,10 @@ impl Engine {
         self.refresh_metrics();
         let unsent_from = self.unsent_from.take();
         let sent = unsent_from.map_or(self.messages.len(), |n| n.min(self.messages.len()));
-        let batches = self.capture_sent(now, sent);
+        let mut batches = self.capture_sent(now, sent);
+        if let Some(from) = self.flush_from_turn.take() {
+            batches.retain(|b| b.turn_index >= from);
+        }
         let batches = if std::mem::take(&mut self.merge_runs) {
             crate::switch::merged_by_run(batches, &self.config)
         } else {

@@ -111,6 +111,10 @@ pub struct Engine {
     /// long run's flush ran at, whose outputs no call has sent yet
     /// ([`Engine::turn_end`]).
     unsent_from: Option<usize>,
+    /// The next flush summarizes only the turns from this one on: the
+    /// newest run's, when the bound pays for them and not for everything
+    /// pending ([`Engine::flush_affordable`]).
+    flush_from_turn: Option<i64>,
     flushing: bool,
     budget: BudgetGate,
     diagnostics: DiagnosticSink,
@@ -150,6 +154,7 @@ impl Default for Engine {
             reply_flush: ReplyFlush::None,
             merge_runs: false,
             unsent_from: None,
+            flush_from_turn: None,
             flushing: false,
             budget: BudgetGate::new(),
             diagnostics: DiagnosticSink::default(),

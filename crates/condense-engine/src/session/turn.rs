@@ -209,7 +209,14 @@ impl Engine {
             };
             let (messages, log) = (&self.messages, &self.calls);
             let long_pays = long
-                && match crate::switch::turn_flush_pays(messages, &sent, &settings, log, merged) {
+                && match crate::switch::turn_flush_pays(
+                    messages,
+                    self.state.first_unshown(messages),
+                    &sent,
+                    &settings,
+                    log,
+                    merged,
+                ) {
                     Ok(()) => true,
                     Err(hold) => {
                         held.set(Some(hold));
@@ -373,8 +380,10 @@ impl Engine {
         // What the flush would summarize: the queue holds only the turns
         // this process saw end, and a restarted one finds the rest on the
         // branch.
+        self.flush_from_turn = None;
         let batches = self.capture_now(now);
         let anything = !batches.is_empty();
+        let unshown_from = self.state.first_unshown(&self.messages);
         let affordable = |merged: bool| {
             let settings = RenderSettings {
                 config: &self.config,
@@ -382,6 +391,7 @@ impl Engine {
             };
             crate::switch::flush_affordable(
                 &self.messages,
+                unshown_from,
                 &batches,
                 &settings,
                 &self.calls,
@@ -389,7 +399,39 @@ impl Engine {
                 merged,
             )
         };
-        let how = flush_by(&self.config, affordable);
+        let mut how = flush_by(&self.config, affordable);
+        // What is pending piles up while the bound cannot pay for showing
+        // it all, and the switch that shows it rewrites from its oldest
+        // output: the newest run's outputs alone sit near the end of the
+        // prompt, so their switch rewrites little. The older ones stay as
+        // they are, raw, in the cached prefix.
+        let newest_run = batches.last().and_then(|b| b.user_turn_group);
+        let tail: Vec<CapturedBatch> = batches
+            .iter()
+            .filter(|b| newest_run.is_some() && b.user_turn_group == newest_run)
+            .cloned()
+            .collect();
+        if how.is_none() && !tail.is_empty() && tail.len() < batches.len() {
+            let tail_affordable = |merged: bool| {
+                let settings = RenderSettings {
+                    config: &self.config,
+                    protection: &self.protection,
+                };
+                crate::switch::flush_affordable(
+                    &self.messages,
+                    unshown_from,
+                    &tail,
+                    &settings,
+                    &self.calls,
+                    now,
+                    merged,
+                )
+            };
+            how = flush_by(&self.config, tail_affordable);
+            if how.is_some() {
+                self.flush_from_turn = tail.first().map(|b| b.turn_index);
+            }
+        }
         if how.is_some() {
             self.calls.flush_held = None;
         } else if anything {
