@@ -592,3 +592,53 @@ fn the_allowance_holds_in_total_on_the_pi_mono_sessions_under_a_one_hour_cache()
         );
     }
 }
+
+/// Billed at the misses `large-session.jsonl` recorded (`--calibrate`'s
+/// rates for it) under the one-hour cache, where no idle gap comes: the
+/// default plans with the same miss model (the simulator passes it as
+/// `economy.missRates`) and prunes, since a switch after a pause is likely
+/// free; planning by the TTL alone, it bets nothing and bills no less than
+/// no pruning.
+#[test]
+fn a_policy_planning_with_the_providers_misses_prunes_where_the_ttl_alone_holds_back() {
+    let dir = pi_mono_dir();
+    let tmp = temp_dir("simulate", "misses");
+    let settings = tmp.join("settings.json");
+    std::fs::write(
+        &settings,
+        r#"{"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware",
+            "profile": "anthropic-1h"}}}"#,
+    )
+    .unwrap();
+    let v = json_of(&condense(
+        &tmp,
+        &[
+            "simulate",
+            dir.join("large-session.jsonl").to_str().unwrap(),
+            "--json",
+            "--profile",
+            "anthropic-1h",
+            "--miss-rates",
+            "0,0.094,0.417,0.692,0.692",
+            "--settings",
+            settings.to_str().unwrap(),
+            "--policy",
+            "none,reference,cache-aware,settings",
+        ],
+    ));
+    let p = &v["sessions"][0]["policies"];
+    let total = |name: &str| p[name]["total_units"].as_f64().unwrap();
+    assert!(
+        total("settings") >= total("none") * 0.99,
+        "by the TTL alone: {} against {}",
+        total("settings"),
+        total("none")
+    );
+    assert!(
+        total("cache-aware") < total("none") * 0.5,
+        "with the miss model: {} against {}",
+        total("cache-aware"),
+        total("none")
+    );
+    assert!(total("cache-aware") < total("reference") * 1.5);
+}

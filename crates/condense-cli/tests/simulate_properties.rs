@@ -284,6 +284,26 @@ proptest! {
         default_within_allowance(&simulate_with(seed, tokens, gaps, shape, &terms), &terms)?;
     }
 
+    /// The default under a provider that misses cached prefixes before
+    /// their TTL (`--miss-rates`, each call billed at its expected cost):
+    /// the simulator passes the miss model to the engine
+    /// (`economy.missRates`), which plans with it, and the allowance holds
+    /// on the expected bill.
+    #[test]
+    fn the_default_bills_within_its_allowance_under_a_miss_model(
+        seed in 1u64..100_000,
+        tokens in 4_000u64..90_000,
+        gaps in 0u64..70,
+        shape in any_shape(),
+        terms in price_terms(),
+        rates in prop::collection::vec(0.0f64..=1.0, 1..=5),
+    ) {
+        let rates = rates.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(",");
+        let mut terms: Vec<&str> = terms;
+        terms.extend(["--miss-rates", rates.as_str()]);
+        default_within_allowance(&simulate_with(seed, tokens, gaps, shape, &terms), &terms)?;
+    }
+
     /// `maxExcess: 0`, the strict bound, at any terms: never above no
     /// pruning in total.
     #[test]

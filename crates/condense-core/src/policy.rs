@@ -73,6 +73,9 @@ pub struct SwitchInputs {
     /// no pruning ([`NoPruningBound::allows_call`]; always true without
     /// one): a warm switch, even under pressure, waits until it does.
     pub within_bound: bool,
+    /// The chance the provider misses the cached prefix at this call
+    /// although its TTL has not passed (`economy.missRates` at the gap).
+    pub miss_share: f64,
 }
 
 /// Why a switch happens.
@@ -283,7 +286,14 @@ pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
         None => is_idle_expired(i.now_ms, i.previous_call_ms, i.prices.ttl_ms)
             .then_some(SwitchReason::IdleExpiry),
     };
-    let rewrite_cost = rewrite_extra(i, cold_reason.is_some()).max(0.0);
+    let m = i.miss_share.clamp(0.0, 1.0);
+    let warm_rewrite = (1.0 - m) * rewrite_extra(i, false) + m * rewrite_extra(i, true);
+    let rewrite_cost = if cold_reason.is_some() {
+        rewrite_extra(i, true)
+    } else {
+        warm_rewrite
+    }
+    .max(0.0);
     let switch = if i.removed_tokens == 0 {
         None
     } else if cold_reason.is_some() {
@@ -294,7 +304,7 @@ pub fn decide_switch(i: &SwitchInputs) -> SwitchDecision {
         || under_pressure(i.prompt_tokens, i.context_window, i.pressure_share)
     {
         Some(SwitchReason::Pressure)
-    } else if rewrite_extra(i, false) < projected_saving {
+    } else if warm_rewrite < projected_saving {
         Some(SwitchReason::Pays)
     } else {
         None

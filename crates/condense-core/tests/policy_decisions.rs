@@ -32,7 +32,30 @@ fn warm() -> SwitchInputs {
         pressure_share: 0.8,
         budget_triggered: false,
         within_bound: true,
+        miss_share: 0.0,
     }
+}
+
+#[test]
+fn a_switch_the_provider_is_likely_to_miss_anyway_costs_its_expected_rewrite() {
+    // Warm, the rewrite is 6,500; cold it saves P·w = 5,000. With a miss
+    // at one chance in two: 0.5 · 6,500 − 0.5 · 5,000 = 750, which 9
+    // later calls at 400 repay.
+    let likely = SwitchInputs {
+        miss_share: 0.5,
+        ..warm()
+    };
+    let d = decide_switch(&likely);
+    assert_eq!(d.switch, Some(SwitchReason::Pays));
+    assert!((d.rewrite_cost - 750.0).abs() < 1e-9);
+    // The same call with no miss expected waits (the test below).
+    assert_eq!(decide_switch(&warm()).switch, None);
+    // A miss model never makes a switch the bound cannot pay.
+    let d = decide_switch(&SwitchInputs {
+        within_bound: false,
+        ..likely
+    });
+    assert_eq!(d.switch, None);
 }
 
 #[test]

@@ -10,8 +10,8 @@ use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
     render_after_switch, switch_sizes, warm_rewrite, Branch, CacheTerms, CapturedBatch, ColdEvent,
-    Config, Hold, Message, NoPruningBound, PriceProfile, PromptShape, Render, RenderSettings, Role,
-    SummarizeInputs, SwitchInputs, SwitchReason,
+    Config, Hold, Message, MissRates, NoPruningBound, PriceProfile, PromptShape, Render,
+    RenderSettings, Role, SummarizeInputs, SwitchInputs, SwitchReason,
 };
 use condense_store::entries::SwitchEntryData;
 // What the summarizer reads: the bound pays for it.
@@ -199,11 +199,11 @@ impl CallLog {
     pub(crate) fn unpruned(
         &self,
         messages: &[Message],
-        profile: &PriceProfile,
+        terms: (&PriceProfile, Option<&MissRates>),
         call: &CallFacts,
     ) -> Unpruned {
         let prompt = unpruned(messages);
-        let units = self.units(profile, &prompt, self.last_unpruned.as_deref(), call);
+        let units = self.units(terms, &prompt, self.last_unpruned.as_deref(), call);
         Unpruned { prompt, units }
     }
 
@@ -214,10 +214,10 @@ impl CallLog {
         &mut self,
         prompt: Vec<Message>,
         unpruned: Unpruned,
-        profile: &PriceProfile,
+        terms: (&PriceProfile, Option<&MissRates>),
         call: &CallFacts,
     ) {
-        let sent = self.units(profile, &prompt, self.last_prompt.as_deref(), call);
+        let sent = self.units(terms, &prompt, self.last_prompt.as_deref(), call);
         self.bound.add_call(sent, unpruned.units);
         self.last_prompt = Some(prompt);
         self.last_unpruned = Some(unpruned.prompt);
@@ -293,7 +293,7 @@ impl CallLog {
     /// `before`.
     fn units(
         &self,
-        profile: &PriceProfile,
+        (profile, misses): (&PriceProfile, Option<&MissRates>),
         prompt: &[Message],
         before: Option<&[Message]>,
         call: &CallFacts,
@@ -308,15 +308,20 @@ impl CallLog {
         let (head, tail) = prompt.split_at(shared);
         let shared_prefix = bound_tokens(head);
         let previous = (!cold).then_some(self.last_ms.filter(|_| call.now_ms.is_some()));
-        prompt_units(
-            profile,
-            previous,
-            call.now_ms,
-            PromptShape {
-                tokens: shared_prefix + bound_tokens(tail),
-                shared_prefix,
-            },
-        )
+        let shape = PromptShape {
+            tokens: shared_prefix + bound_tokens(tail),
+            shared_prefix,
+        };
+        let warm = prompt_units(profile, previous, call.now_ms, shape);
+        // Under a miss model a warm call is priced at its expected cost:
+        // the provider may have dropped the prefix, for this prompt and the
+        // unpruned one alike.
+        let p = miss_share(misses, self.last_ms, call.now_ms);
+        if p > 0.0 && !cold {
+            (1.0 - p) * warm + p * prompt_units(profile, None, call.now_ms, shape)
+        } else {
+            warm
+        }
     }
 
     /// Tokens of `prompt` from its first message the previous call did not
@@ -339,6 +344,16 @@ impl CallLog {
         self.resumed = false;
         self.compacted = false;
         self.budget_hit = false;
+    }
+}
+
+/// The chance the provider misses the cached prefix at a call made at
+/// `now_ms`, the previous one at `last_ms`, under `misses`
+/// (`economy.missRates`); 0 without a miss model or a clock.
+fn miss_share(misses: Option<&MissRates>, last_ms: Option<i64>, now_ms: Option<i64>) -> f64 {
+    match (misses, last_ms, now_ms) {
+        (Some(rates), Some(before), Some(now)) => rates.at(now.saturating_sub(before)),
+        _ => 0.0,
     }
 }
 
@@ -472,10 +487,12 @@ pub(crate) fn decide(
         let prices = cache_terms(settings.config);
         let (calls, cold) = call_history(messages, prices.ttl_ms);
         let cold_event = log.cold_event(call);
+        let misses = settings.config.economy.miss_rates.as_ref();
         let within_bound = {
             let before = log.last_prompt.as_deref();
-            let with = log.units(profile, &shown, before, call);
-            let without = log.units(profile, &current, before, call);
+            let terms = (profile, misses);
+            let with = log.units(terms, &shown, before, call);
+            let without = log.units(terms, &current, before, call);
             log.bound(settings.config)
                 .allows_call(with, without, unpruned.units)
         };
@@ -494,6 +511,7 @@ pub(crate) fn decide(
             pressure_share: settings.config.economy.pressure_share,
             budget_triggered: log.budget_hit,
             within_bound,
+            miss_share: miss_share(misses, log.last_ms, call.now_ms),
         };
         let decision = decide_switch(&inputs);
         let switch = if user_asked {

@@ -286,9 +286,9 @@ impl SimulateArgs {
             misses: self
                 .miss_rates
                 .as_deref()
-                .map(misses::MissRates::parse)
+                .map(condense_core::MissRates::parse)
                 .transpose()
-                .map_err(CliError::Usage)?,
+                .map_err(|e| CliError::Usage(format!("--miss-rates: {e}")))?,
             economy: self.planned_terms(),
         })
     }
@@ -312,6 +312,14 @@ impl SimulateArgs {
             if let Some(v) = value {
                 economy.insert(key.into(), v.into());
             }
+        }
+        // Billed at a miss model, the built-in policies plan with it.
+        if let Some(rates) = self
+            .miss_rates
+            .as_deref()
+            .and_then(|r| condense_core::MissRates::parse(r).ok())
+        {
+            economy.insert("missRates".into(), rates.0.to_vec().into());
         }
         economy
     }
@@ -514,7 +522,7 @@ pub struct PolicySetup {
     pub compaction: Option<CompactionSettings>,
     /// The provider's chance of missing a cached prefix (`--miss-rates`;
     /// `None`: the cache holds for its whole TTL).
-    pub misses: Option<misses::MissRates>,
+    pub misses: Option<condense_core::MissRates>,
     /// The `economy` keys of the run's price terms, which the built-in
     /// policies plan with (a settings file is simulated as it is).
     pub economy: serde_json::Map<String, serde_json::Value>,

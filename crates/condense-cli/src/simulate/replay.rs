@@ -21,9 +21,9 @@ use serde::Deserialize;
 use std::borrow::Cow;
 
 use super::compaction::{self, Boundary, CompactionSettings, Moment, Synthesized};
-use super::misses::MissRates;
 use super::policy::{CallInput, PromptSource, SummarizerWork};
 use super::tokens::TokenCount;
+use condense_core::MissRates;
 
 /// What the session recorded of an assistant message.
 #[derive(Debug, Default, Deserialize)]

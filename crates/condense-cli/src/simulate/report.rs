@@ -5,11 +5,12 @@ use condense_core::{BillTotals, PriceProfile};
 use serde_json::{json, Map, Value};
 
 use super::fidelity::Fidelity;
-use super::misses::{MissRates, Misses};
+use super::misses::Misses;
 use super::replay::{recorded_totals, PolicyRun, SimCall};
 use super::tokens::Coefficients;
 use super::SessionSim;
 use crate::jobs::percentile;
+use condense_core::MissRates;
 
 /// How far the no-pruning replay's total may be from the recorded prompts
 /// before the report suggests `--calibrate` (the pi-mono sessions land
@@ -216,7 +217,7 @@ impl Report<'_> {
     fn miss_rates(&self) -> Option<String> {
         match self.miss_rates {
             Some(given) => Some(given.arg()),
-            None => self.misses().map(|m| MissRates::fitted(&m).arg()),
+            None => self.misses().map(|m| m.rates().arg()),
         }
     }
 
@@ -425,7 +426,7 @@ impl Report<'_> {
             if self.miss_rates.is_none() {
                 out.push_str(&format!(
                     "  (to bill them: --miss-rates {})\n",
-                    MissRates::fitted(&m).arg()
+                    m.rates().arg()
                 ));
             }
         }

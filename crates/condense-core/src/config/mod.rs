@@ -158,6 +158,13 @@ pub struct EconomyConfig {
     /// more); `None` (`null` in the file): no bound, the policy bets on its
     /// projections ([`NoPruningBound`](crate::NoPruningBound)).
     pub max_excess: Option<f64>,
+    /// `economy.missRates`: one to five shares from 0 to 1, the chance the
+    /// provider misses a cached prefix before its TTL by the gap since the
+    /// previous call ([`MissRates`](crate::MissRates); `condense simulate
+    /// --calibrate` fits them on recorded usage). The cache-aware policy
+    /// prices calls and switches at their expected cost under them. `None`
+    /// (default, `null` in the file): the cache holds for its TTL.
+    pub miss_rates: Option<crate::MissRates>,
     /// `economy.summarizerPrice`, `economy.writePrice`, `economy.readPrice`,
     /// `economy.ttlSeconds` and `economy.minCacheableTokens`: the provider's
     /// terms where they differ from the profile's (`None`, `null` in the
@@ -301,6 +308,7 @@ impl Default for Config {
                 pressure_share: 0.8,
                 profile: crate::PROFILE_NAMES[0],
                 max_excess: Some(DEFAULT_MAX_EXCESS),
+                miss_rates: None,
                 overrides: ProfileOverrides::default(),
             },
         }

@@ -5,13 +5,13 @@
 use serde_json::{Map, Value};
 
 use super::load::{to_u32, Normalizer};
-use super::save::{fraction_value, number_value};
+use super::save::{fraction_value, miss_rates_value, number_value};
 use super::values::{BelowMin, IntRule};
 use super::Policy;
 use super::{
     ChainCompressionConfig, Config, EconomyConfig, PurgeErrorsConfig, ThinkingStripConfig,
 };
-use crate::economy::{PriceProfile, ProfileOverrides};
+use crate::economy::{MissRates, PriceProfile, ProfileOverrides};
 
 /// The largest `economy.maxExcess`.
 const MAX_EXCESS: f64 = 1_000_000.0;
@@ -62,11 +62,29 @@ impl Normalizer {
                 }
             },
         };
+        let miss_rates = match Self::lookup(sub, "economy.missRates") {
+            None => de.miss_rates,
+            Some(Value::Null) => None,
+            Some(v) => {
+                let shares: Option<Vec<f64>> = v
+                    .as_array()
+                    .map(|a| a.iter().map(Value::as_f64).collect::<Option<_>>())
+                    .unwrap_or_default();
+                match shares.and_then(|s| MissRates::from_shares(&s).ok()) {
+                    Some(rates) => Some(rates),
+                    None => {
+                        self.warn("economy.missRates", v, miss_rates_value(de.miss_rates));
+                        de.miss_rates
+                    }
+                }
+            }
+        };
         EconomyConfig {
             policy,
             pressure_share,
             profile,
             max_excess,
+            miss_rates,
             overrides: self.price_overrides(sub, profile, &de.overrides),
         }
     }

@@ -132,6 +132,7 @@ impl Config {
                     ("pressureShare", number_value(ec.pressure_share)),
                     ("profile", ec.profile.into()),
                     ("maxExcess", fraction_value(ec.max_excess)),
+                    ("missRates", miss_rates_value(ec.miss_rates)),
                     ("summarizerPrice", fraction_value(ec.overrides.summarizer)),
                     ("writePrice", fraction_value(ec.overrides.write)),
                     ("readPrice", fraction_value(ec.overrides.read)),
@@ -172,6 +173,13 @@ pub(super) fn fraction_value(v: Option<f64>) -> Value {
         None => Value::Null,
         Some(f) => number_value(f),
     }
+}
+
+/// A miss model as JSON: its five shares, or `null` for none.
+pub(super) fn miss_rates_value(v: Option<crate::MissRates>) -> Value {
+    v.map_or(Value::Null, |r| {
+        Value::Array(r.0.iter().map(|&f| number_value(f)).collect())
+    })
 }
 
 /// `f` as JSON, written as an integer when it is one.

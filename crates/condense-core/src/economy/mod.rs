@@ -5,7 +5,8 @@
 //! the prefix it shares with the previous call's prompt, and the time since
 //! that call. Counting tokens and deciding what each prompt holds are the
 //! caller's (the simulator's) business. [`recorded`] prices what a session
-//! recorded instead (pi's `usage` per call). [`bound`] keeps
+//! recorded instead (pi's `usage` per call). [`misses`] is a miss model: how
+//! often the provider drops a cached prefix before its TTL. [`bound`] keeps
 //! the cache-aware policy's promise that pruning never bills more than not
 //! pruning.
 //!
@@ -15,11 +16,13 @@
 
 mod bill;
 mod bound;
+mod misses;
 mod price;
 mod recorded;
 
 pub use bill::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall};
 pub use bound::{prompt_units, NoPruningBound, PromptShape};
+pub use misses::{MissRates, GAP_EDGES_S};
 pub use price::{
     CacheTerms, PriceProfile, ProfileError, ProfileOverrides, MAX_OVERRIDE, PROFILE_NAMES,
 };

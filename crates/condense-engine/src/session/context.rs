@@ -61,7 +61,10 @@ impl Engine {
         // billed.
         let priced = self.config.economy.policy.gates_on_switch().then(|| {
             let profile = self.calls.profile(&self.config);
-            let unpruned = self.calls.unpruned(&self.messages, &profile, call);
+            let misses = self.config.economy.miss_rates.as_ref();
+            let unpruned = self
+                .calls
+                .unpruned(&self.messages, (&profile, misses), call);
             (profile, unpruned)
         });
         let user_asked = std::mem::take(&mut self.user_asked);
@@ -94,8 +97,13 @@ impl Engine {
         let r = decided.unwrap_or_else(|| render(&self.messages, &self.state, &settings));
         self.report_diagnostics(&r.diagnostics, &mut out);
         if let Some((profile, unpruned)) = priced {
-            self.calls
-                .sent(r.messages(&self.messages), unpruned, &profile, call);
+            let misses = self.config.economy.miss_rates.as_ref();
+            self.calls.sent(
+                r.messages(&self.messages),
+                unpruned,
+                (&profile, misses),
+                call,
+            );
         }
         let steps = r.plan.map(|plan| {
             self.reclaim = Some((plan.before_chars, plan.after_chars));

@@ -1,0 +1,130 @@
+//! A miss model: the chance the provider misses a cached prefix before its
+//! TTL has passed, by the gap since the previous call. Recordings show
+//! providers evicting long before the TTL (docs/economy.md, "What the
+//! replay does not model"); the simulator bills with one (`--miss-rates`),
+//! and the cache-aware policy plans with one (`economy.missRates`).
+
+use super::bill::CallBill;
+
+/// The gaps' bucket edges, in seconds: under 10, 10 to 30, 30 to 60, 60 to
+/// 300, and 300 on (within a longer TTL).
+pub const GAP_EDGES_S: [u64; 4] = [10, 30, 60, 300];
+
+/// The chance the provider misses a prefix a call would read from its
+/// cache, by the gap since the previous call ([`GAP_EDGES_S`] buckets):
+/// fitted on recorded usage (`condense simulate --calibrate`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MissRates(pub [f64; GAP_EDGES_S.len() + 1]);
+
+impl MissRates {
+    /// One to five shares from 0 to 1, for the buckets in order; the
+    /// buckets after the last one given take its share.
+    pub fn from_shares(given: &[f64]) -> Result<MissRates, String> {
+        let mut rates = [0.0; GAP_EDGES_S.len() + 1];
+        if given.is_empty() || given.len() > rates.len() {
+            return Err(format!("one to {} shares, one per gap bucket", rates.len()));
+        }
+        if let Some(bad) = given.iter().find(|p| !(0.0..=1.0).contains(*p)) {
+            return Err(format!("`{bad}` is not a share from 0 to 1"));
+        }
+        let last = given[given.len() - 1];
+        for (i, r) in rates.iter_mut().enumerate() {
+            *r = given.get(i).copied().unwrap_or(last);
+        }
+        Ok(MissRates(rates))
+    }
+
+    /// [`MissRates::from_shares`] written as `--miss-rates` takes them:
+    /// comma separated.
+    pub fn parse(text: &str) -> Result<MissRates, String> {
+        let given: Vec<f64> = text
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse::<f64>()
+                    .map_err(|_| format!("`{}` is not a share from 0 to 1", s.trim()))
+            })
+            .collect::<Result<_, _>>()?;
+        MissRates::from_shares(&given)
+    }
+
+    /// The share for a gap of `gap_ms`.
+    pub fn at(&self, gap_ms: i64) -> f64 {
+        let gap_s = u64::try_from(gap_ms).unwrap_or(0) / 1000;
+        self.0[GAP_EDGES_S.iter().take_while(|e| gap_s >= **e).count()]
+    }
+
+    /// The `--miss-rates` argument that gives these shares back.
+    pub fn arg(&self) -> String {
+        self.0
+            .iter()
+            .map(|r| format!("{:.3}", r))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// A call's bill when the provider misses its cached prefix with
+    /// chance `p`: `warm` as the cache would bill it, `cold` with nothing
+    /// read from the cache, weighed by their chances (token counts
+    /// rounded).
+    pub fn expected(warm: &CallBill, cold: &CallBill, p: f64) -> CallBill {
+        let mix = |w: u64, c: u64| ((1.0 - p) * w as f64 + p * c as f64).round() as u64;
+        CallBill {
+            cache_read: mix(warm.cache_read, cold.cache_read),
+            cache_write: mix(warm.cache_write, cold.cache_write),
+            uncached: mix(warm.uncached, cold.uncached),
+            output: warm.output,
+            input_units: (1.0 - p) * warm.input_units + p * cold.input_units,
+            output_units: warm.output_units,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn miss_rates_are_read_and_given_back() {
+        let r = MissRates::parse("0, 0.1,0.5").unwrap();
+        assert_eq!(
+            r.0,
+            [0.0, 0.1, 0.5, 0.5, 0.5],
+            "later buckets take the last"
+        );
+        assert_eq!(
+            (r.at(9_999), r.at(10_000), r.at(45_000), r.at(-5)),
+            (0.0, 0.1, 0.5, 0.0)
+        );
+        assert_eq!(MissRates::parse(&r.arg()).unwrap(), r);
+        for bad in ["", "x", "1.5", "-0.1", "0,0,0,0,0,0", "NaN"] {
+            assert!(MissRates::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(MissRates::from_shares(&[]).is_err());
+        assert!(MissRates::from_shares(&[f64::INFINITY]).is_err());
+    }
+
+    #[test]
+    fn a_call_is_billed_at_its_chance_of_a_miss() {
+        let warm = CallBill {
+            cache_read: 9_000,
+            cache_write: 1_000,
+            output: 50,
+            input_units: 9_000.0 * 0.1 + 1_000.0 * 1.25,
+            output_units: 250.0,
+            ..CallBill::default()
+        };
+        let cold = CallBill {
+            cache_write: 10_000,
+            output: 50,
+            input_units: 12_500.0,
+            output_units: 250.0,
+            ..CallBill::default()
+        };
+        let b = MissRates::expected(&warm, &cold, 0.25);
+        assert_eq!((b.cache_read, b.cache_write, b.output), (6_750, 3_250, 50));
+        assert!((b.input_units - (0.75 * 2_150.0 + 0.25 * 12_500.0)).abs() < 1e-9);
+        assert_eq!(b.output_units, 250.0);
+        assert_eq!(MissRates::expected(&warm, &cold, 0.0), warm);
+    }
+}
