@@ -641,4 +641,32 @@ fn a_policy_planning_with_the_providers_misses_prunes_where_the_ttl_alone_holds_
         total("none")
     );
     assert!(total("cache-aware") < total("reference") * 1.5);
+    // Learning the misses from the usage the session recorded gets most of
+    // the way there.
+    std::fs::write(
+        &settings,
+        r#"{"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware",
+            "profile": "anthropic-1h", "missRates": "learn"}}}"#,
+    )
+    .unwrap();
+    let v = json_of(&condense(
+        &tmp,
+        &[
+            "simulate",
+            dir.join("large-session.jsonl").to_str().unwrap(),
+            "--json",
+            "--profile",
+            "anthropic-1h",
+            "--miss-rates",
+            "0,0.094,0.417,0.692,0.692",
+            "--settings",
+            settings.to_str().unwrap(),
+            "--policy",
+            "none,settings",
+        ],
+    ));
+    let p = &v["sessions"][0]["policies"];
+    let learned = p["settings"]["total_units"].as_f64().unwrap();
+    let none = p["none"]["total_units"].as_f64().unwrap();
+    assert!(learned < none * 0.6, "learned: {learned} against {none}");
 }

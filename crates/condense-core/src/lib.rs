@@ -101,7 +101,7 @@ pub use text::SharedText;
 // Settings and protection.
 pub use config::{
     replace_context_prune, BatchingMode, ChainCompressionConfig, Config, ConfigWarning,
-    EconomyConfig, PruneOn, PurgeErrorsConfig, SummarizerModel, ThinkingStripConfig,
+    EconomyConfig, MissModel, PruneOn, PurgeErrorsConfig, SummarizerModel, ThinkingStripConfig,
     DEFAULT_MAX_EXCESS, HOST_DEFAULT_MODEL, SETTINGS_KEY,
 };
 pub use model_ref::ModelRef;

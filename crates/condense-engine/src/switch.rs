@@ -10,8 +10,8 @@ use condense_core::{
     call_history, calls_before_compaction, chars_to_tokens, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
     render_after_switch, switch_sizes, warm_rewrite, Branch, CacheTerms, CapturedBatch, ColdEvent,
-    Config, Hold, Message, MissRates, NoPruningBound, PriceProfile, PromptShape, Render,
-    RenderSettings, Role, SummarizeInputs, SwitchInputs, SwitchReason,
+    Config, Hold, Message, MissModel, MissRates, NoPruningBound, PriceProfile, PromptShape, Render,
+    RenderSettings, Role, SummarizeInputs, SwitchInputs, SwitchReason, GAP_EDGES_S,
 };
 use condense_store::entries::SwitchEntryData;
 // What the summarizer reads: the bound pays for it.
@@ -72,6 +72,61 @@ pub(crate) struct CallLog {
     pub(crate) flush_held: Option<Hold>,
     /// What the session's summaries took, per call they covered.
     summary_sizes: SummarySizes,
+    /// The cache misses the host's usage reports showed
+    /// (`economy.missRates: "learn"`).
+    misses_seen: SeenMisses,
+}
+
+/// Calls whose cached prefix the provider was expected to read, and those
+/// it read under half of, by the gap since the previous call
+/// ([`GAP_EDGES_S`] buckets): the session's own miss model.
+#[derive(Debug, Clone, Default)]
+struct SeenMisses {
+    /// `(calls, misses)` per bucket.
+    buckets: [(u32, u32); GAP_EDGES_S.len() + 1],
+    /// The latest call's expected read (tokens) and gap (ms), until the
+    /// host reports its usage.
+    expected: Option<(u64, i64)>,
+}
+
+/// Calls a session must have reported before its misses are taken for a
+/// model, and calls a gap bucket needs for its own share (else it takes
+/// the share of the bucket before it).
+const LEARN_MIN_CALLS: u32 = 20;
+const LEARN_MIN_BUCKET_CALLS: u32 = 5;
+
+impl SeenMisses {
+    /// The host reported the latest call reading `cache_read` tokens.
+    fn observe(&mut self, cache_read: u64) {
+        let Some((read, gap_ms)) = self.expected.take() else {
+            return;
+        };
+        let gap_s = u64::try_from(gap_ms).unwrap_or(0) / 1000;
+        let bucket = &mut self.buckets[GAP_EDGES_S.iter().take_while(|e| gap_s >= **e).count()];
+        bucket.0 += 1;
+        if cache_read.saturating_mul(2) < read {
+            bucket.1 += 1;
+        }
+    }
+
+    /// The shares seen, once enough calls were.
+    fn rates(&self) -> Option<MissRates> {
+        let calls: u32 = self.buckets.iter().map(|b| b.0).sum();
+        if calls < LEARN_MIN_CALLS {
+            return None;
+        }
+        let mut rates = [0.0; GAP_EDGES_S.len() + 1];
+        let mut previous = 0.0;
+        for (r, (calls, missed)) in rates.iter_mut().zip(self.buckets) {
+            *r = if calls < LEARN_MIN_BUCKET_CALLS {
+                previous
+            } else {
+                f64::from(missed) / f64::from(calls)
+            };
+            previous = *r;
+        }
+        Some(MissRates(rates))
+    }
 }
 
 /// The wordiest summary the session's summarizer wrote, per call it
@@ -217,7 +272,11 @@ impl CallLog {
         terms: (&PriceProfile, Option<&MissRates>),
         call: &CallFacts,
     ) {
-        let sent = self.units(terms, &prompt, self.last_prompt.as_deref(), call);
+        let (sent, read) = self.priced(terms, &prompt, self.last_prompt.as_deref(), call);
+        self.misses_seen.expected = match (self.last_ms, call.now_ms) {
+            (Some(before), Some(now)) if read > 0 => Some((read, now.saturating_sub(before))),
+            _ => None,
+        };
         self.bound.add_call(sent, unpruned.units);
         self.last_prompt = Some(prompt);
         self.last_unpruned = Some(unpruned.prompt);
@@ -232,6 +291,22 @@ impl CallLog {
     /// A summary covering `calls` tool calls took `tokens`.
     pub(crate) fn summary_written(&mut self, calls: u64, tokens: u64) {
         self.summary_sizes.add(calls, tokens);
+    }
+
+    /// The latest call's usage as the host reported it: how much of the
+    /// prefix the provider read from its cache.
+    pub(crate) fn usage_reported(&mut self, cache_read: u64) {
+        self.misses_seen.observe(cache_read);
+    }
+
+    /// The miss model `config` plans with (`economy.missRates`): the rates
+    /// it sets, or those the session's reported usage shows.
+    pub(crate) fn miss_rates(&self, config: &Config) -> Option<MissRates> {
+        match config.economy.miss_model {
+            MissModel::Ttl => None,
+            MissModel::Rates(rates) => Some(rates),
+            MissModel::Learned => self.misses_seen.rates(),
+        }
     }
 
     /// A call's output tokens as the provider reported them, priced.
@@ -293,11 +368,23 @@ impl CallLog {
     /// `before`.
     fn units(
         &self,
-        (profile, misses): (&PriceProfile, Option<&MissRates>),
+        terms: (&PriceProfile, Option<&MissRates>),
         prompt: &[Message],
         before: Option<&[Message]>,
         call: &CallFacts,
     ) -> f64 {
+        self.priced(terms, prompt, before, call).0
+    }
+
+    /// [`CallLog::units`], and the tokens of the prefix the call is
+    /// expected to read from the cache (0 when cold).
+    fn priced(
+        &self,
+        (profile, misses): (&PriceProfile, Option<&MissRates>),
+        prompt: &[Message],
+        before: Option<&[Message]>,
+        call: &CallFacts,
+    ) -> (f64, u64) {
         let cold = self.cold_event(call).is_some();
         let shared = match before {
             Some(before) if !cold => common_prefix(before, prompt),
@@ -317,11 +404,20 @@ impl CallLog {
         // the provider may have dropped the prefix, for this prompt and the
         // unpruned one alike.
         let p = miss_share(misses, self.last_ms, call.now_ms);
-        if p > 0.0 && !cold {
+        let units = if p > 0.0 && !cold {
             (1.0 - p) * warm + p * prompt_units(profile, None, call.now_ms, shape)
         } else {
             warm
-        }
+        };
+        let read = match (previous, call.now_ms) {
+            (Some(Some(before)), Some(now))
+                if !is_idle_expired(now, Some(before), ttl(profile)) =>
+            {
+                shared_prefix
+            }
+            _ => 0,
+        };
+        (units, read)
     }
 
     /// Tokens of `prompt` from its first message the previous call did not
@@ -345,6 +441,11 @@ impl CallLog {
         self.compacted = false;
         self.budget_hit = false;
     }
+}
+
+/// The cache's time to live under `profile` (0 without a cache).
+fn ttl(profile: &PriceProfile) -> i64 {
+    profile.cache.map_or(0, |c| c.ttl_ms)
 }
 
 /// The chance the provider misses the cached prefix at a call made at
@@ -487,7 +588,8 @@ pub(crate) fn decide(
         let prices = cache_terms(settings.config);
         let (calls, cold) = call_history(messages, prices.ttl_ms);
         let cold_event = log.cold_event(call);
-        let misses = settings.config.economy.miss_rates.as_ref();
+        let misses = log.miss_rates(settings.config);
+        let misses = misses.as_ref();
         let within_bound = {
             let before = log.last_prompt.as_deref();
             let terms = (profile, misses);
@@ -929,6 +1031,34 @@ mod tests {
         assert_eq!(with.removed, alone.removed, "it removes only its own");
         let prices = cache_terms(&config);
         assert!(with.warm_rewrite(&prices) > alone.warm_rewrite(&prices));
+    }
+
+    #[test]
+    fn a_sessions_misses_are_learned_from_the_usage_the_host_reports() {
+        fn call(seen: &mut SeenMisses, read: u64, gap_s: i64, reported: u64) {
+            seen.expected = Some((read, gap_s * 1000));
+            seen.observe(reported);
+        }
+        let mut seen = SeenMisses::default();
+        // 16 quick calls read as expected, one of them under half.
+        for _ in 0..15 {
+            call(&mut seen, 10_000, 5, 10_000);
+        }
+        call(&mut seen, 10_000, 5, 4_999);
+        // Three calls after 20 s, too few for the bucket's own share.
+        for _ in 0..3 {
+            call(&mut seen, 10_000, 20, 0);
+        }
+        assert_eq!(seen.rates(), None, "19 calls: too few to learn from");
+        // Five after two minutes, four of them missed.
+        for reported in [0, 0, 1_000, 5_000, 0] {
+            call(&mut seen, 10_000, 120, reported);
+        }
+        let rates = seen.rates().expect("24 calls");
+        assert_eq!(rates.0, [1.0 / 16.0, 1.0 / 16.0, 1.0 / 16.0, 0.8, 0.8]);
+        // A usage report with no call expected to read is no evidence.
+        seen.observe(0);
+        assert_eq!(seen.rates(), Some(rates));
     }
 
     #[test]

@@ -158,13 +158,9 @@ pub struct EconomyConfig {
     /// more); `None` (`null` in the file): no bound, the policy bets on its
     /// projections ([`NoPruningBound`](crate::NoPruningBound)).
     pub max_excess: Option<f64>,
-    /// `economy.missRates`: one to five shares from 0 to 1, the chance the
-    /// provider misses a cached prefix before its TTL by the gap since the
-    /// previous call ([`MissRates`](crate::MissRates); `condense simulate
-    /// --calibrate` fits them on recorded usage). The cache-aware policy
-    /// prices calls and switches at their expected cost under them. `None`
-    /// (default, `null` in the file): the cache holds for its TTL.
-    pub miss_rates: Option<crate::MissRates>,
+    /// `economy.missRates`: the miss model the cache-aware policy plans
+    /// with ([`MissModel`]).
+    pub miss_model: MissModel,
     /// `economy.summarizerPrice`, `economy.writePrice`, `economy.readPrice`,
     /// `economy.ttlSeconds` and `economy.minCacheableTokens`: the provider's
     /// terms where they differ from the profile's (`None`, `null` in the
@@ -184,6 +180,23 @@ impl EconomyConfig {
             .with_overrides(&self.overrides)
             .unwrap_or(named)
     }
+}
+
+/// How the cache-aware policy expects the provider's cache to behave
+/// (`economy.missRates`): under a miss model it prices calls and switches
+/// at their expected cost.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum MissModel {
+    /// `null` (the default): the cache holds a prefix for its TTL.
+    #[default]
+    Ttl,
+    /// One to five shares from 0 to 1: the chance the provider misses a
+    /// cached prefix before its TTL, by the gap since the previous call
+    /// (`condense simulate --calibrate` fits them on recorded usage).
+    Rates(crate::MissRates),
+    /// `"learn"`: the shares the session's own calls show, from the usage
+    /// the host reports; the TTL alone until enough calls were seen.
+    Learned,
 }
 
 /// The whole `contextPrune` block, normalized.
@@ -308,7 +321,7 @@ impl Default for Config {
                 pressure_share: 0.8,
                 profile: crate::PROFILE_NAMES[0],
                 max_excess: Some(DEFAULT_MAX_EXCESS),
-                miss_rates: None,
+                miss_model: MissModel::Ttl,
                 overrides: ProfileOverrides::default(),
             },
         }

@@ -5,12 +5,12 @@
 use serde_json::{Map, Value};
 
 use super::load::{to_u32, Normalizer};
-use super::save::{fraction_value, miss_rates_value, number_value};
+use super::save::{fraction_value, miss_model_value, number_value};
 use super::values::{BelowMin, IntRule};
-use super::Policy;
 use super::{
     ChainCompressionConfig, Config, EconomyConfig, PurgeErrorsConfig, ThinkingStripConfig,
 };
+use super::{MissModel, Policy};
 use crate::economy::{MissRates, PriceProfile, ProfileOverrides};
 
 /// The largest `economy.maxExcess`.
@@ -62,19 +62,20 @@ impl Normalizer {
                 }
             },
         };
-        let miss_rates = match Self::lookup(sub, "economy.missRates") {
-            None => de.miss_rates,
-            Some(Value::Null) => None,
+        let miss_model = match Self::lookup(sub, "economy.missRates") {
+            None => de.miss_model,
+            Some(Value::Null) => MissModel::Ttl,
+            Some(Value::String(s)) if s == "learn" => MissModel::Learned,
             Some(v) => {
                 let shares: Option<Vec<f64>> = v
                     .as_array()
                     .map(|a| a.iter().map(Value::as_f64).collect::<Option<_>>())
                     .unwrap_or_default();
                 match shares.and_then(|s| MissRates::from_shares(&s).ok()) {
-                    Some(rates) => Some(rates),
+                    Some(rates) => MissModel::Rates(rates),
                     None => {
-                        self.warn("economy.missRates", v, miss_rates_value(de.miss_rates));
-                        de.miss_rates
+                        self.warn("economy.missRates", v, miss_model_value(de.miss_model));
+                        de.miss_model
                     }
                 }
             }
@@ -84,7 +85,7 @@ impl Normalizer {
             pressure_share,
             profile,
             max_excess,
-            miss_rates,
+            miss_model,
             overrides: self.price_overrides(sub, profile, &de.overrides),
         }
     }

@@ -132,7 +132,7 @@ impl Config {
                     ("pressureShare", number_value(ec.pressure_share)),
                     ("profile", ec.profile.into()),
                     ("maxExcess", fraction_value(ec.max_excess)),
-                    ("missRates", miss_rates_value(ec.miss_rates)),
+                    ("missRates", miss_model_value(ec.miss_model)),
                     ("summarizerPrice", fraction_value(ec.overrides.summarizer)),
                     ("writePrice", fraction_value(ec.overrides.write)),
                     ("readPrice", fraction_value(ec.overrides.read)),
@@ -175,11 +175,14 @@ pub(super) fn fraction_value(v: Option<f64>) -> Value {
     }
 }
 
-/// A miss model as JSON: its five shares, or `null` for none.
-pub(super) fn miss_rates_value(v: Option<crate::MissRates>) -> Value {
-    v.map_or(Value::Null, |r| {
-        Value::Array(r.0.iter().map(|&f| number_value(f)).collect())
-    })
+/// A miss model as `economy.missRates` writes it: `null`, its five
+/// shares, or `"learn"`.
+pub(super) fn miss_model_value(m: super::MissModel) -> Value {
+    match m {
+        super::MissModel::Ttl => Value::Null,
+        super::MissModel::Rates(r) => Value::Array(r.0.iter().map(|&f| number_value(f)).collect()),
+        super::MissModel::Learned => Value::from("learn"),
+    }
 }
 
 /// `f` as JSON, written as an integer when it is one.

@@ -238,6 +238,8 @@ pub fn rows() -> Vec<Row> {
         fixed("economy.maxExcess", json!(true), json!(0.02)),
         ok("economy.missRates", json!([0, 0.1, 0.4, 0.7, 0.7])),
         ok("economy.missRates", json!(null)),
+        ok("economy.missRates", json!("learn")),
+        fixed("economy.missRates", json!("guess"), json!(null)),
         silent(
             "economy.missRates",
             json!([0.1, 0.5]),

@@ -61,10 +61,10 @@ impl Engine {
         // billed.
         let priced = self.config.economy.policy.gates_on_switch().then(|| {
             let profile = self.calls.profile(&self.config);
-            let misses = self.config.economy.miss_rates.as_ref();
+            let misses = self.calls.miss_rates(&self.config);
             let unpruned = self
                 .calls
-                .unpruned(&self.messages, (&profile, misses), call);
+                .unpruned(&self.messages, (&profile, misses.as_ref()), call);
             (profile, unpruned)
         });
         let user_asked = std::mem::take(&mut self.user_asked);
@@ -97,11 +97,11 @@ impl Engine {
         let r = decided.unwrap_or_else(|| render(&self.messages, &self.state, &settings));
         self.report_diagnostics(&r.diagnostics, &mut out);
         if let Some((profile, unpruned)) = priced {
-            let misses = self.config.economy.miss_rates.as_ref();
+            let misses = self.calls.miss_rates(&self.config);
             self.calls.sent(
                 r.messages(&self.messages),
                 unpruned,
-                (&profile, misses),
+                (&profile, misses.as_ref()),
                 call,
             );
         }

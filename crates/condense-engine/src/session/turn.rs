@@ -64,6 +64,7 @@ impl Engine {
         if let Some(usage) = RecordedUsage::of_message(assistant) {
             let profile = self.calls.profile(&self.config);
             self.calls.output(usage.output, &profile);
+            self.calls.usage_reported(usage.cache_read);
             self.economy.add_call(usage);
         } else if RecordedUsage::refused(assistant) {
             out.push(Effect::warning(format!(
