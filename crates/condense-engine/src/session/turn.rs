@@ -407,11 +407,14 @@ impl Engine {
         // prompt, so their switch rewrites little. The older ones stay as
         // they are, raw, in the cached prefix.
         let newest_run = batches.last().and_then(|b| b.user_turn_group);
-        let tail: Vec<CapturedBatch> = batches
-            .iter()
-            .filter(|b| newest_run.is_some() && b.user_turn_group == newest_run)
-            .cloned()
-            .collect();
+        let tail: Vec<CapturedBatch> = match how {
+            Some(_) => Vec::new(),
+            None => batches
+                .iter()
+                .filter(|b| newest_run.is_some() && b.user_turn_group == newest_run)
+                .cloned()
+                .collect(),
+        };
         if how.is_none() && !tail.is_empty() && tail.len() < batches.len() {
             let tail_affordable = |merged: bool| {
                 let settings = RenderSettings {
