@@ -604,69 +604,49 @@ fn a_policy_planning_with_the_providers_misses_prunes_where_the_ttl_alone_holds_
     let dir = pi_mono_dir();
     let tmp = temp_dir("simulate", "misses");
     let settings = tmp.join("settings.json");
-    std::fs::write(
-        &settings,
-        r#"{"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware",
-            "profile": "anthropic-1h"}}}"#,
-    )
-    .unwrap();
-    let v = json_of(&condense(
-        &tmp,
-        &[
-            "simulate",
-            dir.join("large-session.jsonl").to_str().unwrap(),
-            "--json",
-            "--profile",
-            "anthropic-1h",
-            "--miss-rates",
-            "0,0.094,0.417,0.692,0.692",
-            "--settings",
-            settings.to_str().unwrap(),
-            "--policy",
-            "none,reference,cache-aware,settings",
-        ],
-    ));
-    let p = &v["sessions"][0]["policies"];
-    let total = |name: &str| p[name]["total_units"].as_f64().unwrap();
+    // The session billed at its recorded misses under the one-hour cache,
+    // `settings` planning with `economy` (the profile's terms besides).
+    let totals = |economy: &str| {
+        std::fs::write(
+            &settings,
+            format!(
+                r#"{{"contextPrune": {{"enabled": true, "economy": {{"policy": "cache-aware",
+                    "profile": "anthropic-1h"{economy}}}}}}}"#
+            ),
+        )
+        .unwrap();
+        let v = json_of(&condense(
+            &tmp,
+            &[
+                "simulate",
+                dir.join("large-session.jsonl").to_str().unwrap(),
+                "--json",
+                "--profile",
+                "anthropic-1h",
+                "--miss-rates",
+                "0,0.094,0.417,0.692,0.692",
+                "--settings",
+                settings.to_str().unwrap(),
+                "--policy",
+                "none,reference,cache-aware,settings",
+            ],
+        ));
+        let p = &v["sessions"][0]["policies"];
+        let total = |name: &str| p[name]["total_units"].as_f64().unwrap();
+        ["none", "reference", "cache-aware", "settings"].map(total)
+    };
+    let [none, reference, with_rates, by_ttl] = totals("");
     assert!(
-        total("settings") >= total("none") * 0.99,
-        "by the TTL alone: {} against {}",
-        total("settings"),
-        total("none")
+        by_ttl >= none * 0.99,
+        "by the TTL alone: {by_ttl} against {none}"
     );
     assert!(
-        total("cache-aware") < total("none") * 0.5,
-        "with the miss model: {} against {}",
-        total("cache-aware"),
-        total("none")
+        with_rates < none * 0.5,
+        "with the miss model: {with_rates} against {none}"
     );
-    assert!(total("cache-aware") < total("reference") * 1.5);
+    assert!(with_rates < reference * 1.5);
     // Learning the misses from the usage the session recorded gets most of
     // the way there.
-    std::fs::write(
-        &settings,
-        r#"{"contextPrune": {"enabled": true, "economy": {"policy": "cache-aware",
-            "profile": "anthropic-1h", "missRates": "learn"}}}"#,
-    )
-    .unwrap();
-    let v = json_of(&condense(
-        &tmp,
-        &[
-            "simulate",
-            dir.join("large-session.jsonl").to_str().unwrap(),
-            "--json",
-            "--profile",
-            "anthropic-1h",
-            "--miss-rates",
-            "0,0.094,0.417,0.692,0.692",
-            "--settings",
-            settings.to_str().unwrap(),
-            "--policy",
-            "none,settings",
-        ],
-    ));
-    let p = &v["sessions"][0]["policies"];
-    let learned = p["settings"]["total_units"].as_f64().unwrap();
-    let none = p["none"]["total_units"].as_f64().unwrap();
+    let [none, _, _, learned] = totals(r#", "missRates": "learn""#);
     assert!(learned < none * 0.6, "learned: {learned} against {none}");
 }

@@ -101,11 +101,10 @@ impl SeenMisses {
         let Some((read, gap_ms)) = self.expected.take() else {
             return;
         };
-        let gap_s = u64::try_from(gap_ms).unwrap_or(0) / 1000;
-        let bucket = &mut self.buckets[GAP_EDGES_S.iter().take_while(|e| gap_s >= **e).count()];
-        bucket.0 += 1;
+        let bucket = &mut self.buckets[condense_core::gap_bucket(gap_ms)];
+        bucket.0 = bucket.0.saturating_add(1);
         if cache_read.saturating_mul(2) < read {
-            bucket.1 += 1;
+            bucket.1 = bucket.1.saturating_add(1);
         }
     }
 

@@ -6,7 +6,7 @@
 //! previous call, this is the raw material of a miss model
 //! (docs/economy.md, "What the replay does not model").
 
-use condense_core::{MissRates, GAP_EDGES_S};
+use condense_core::{gap_bucket, MissRates, GAP_EDGES_S};
 use serde_json::{json, Value};
 
 use super::replay::SimCall;
@@ -34,8 +34,7 @@ impl Misses {
             if call.bill.cache_read == 0 || recorded.prompt() == 0 || at < before {
                 continue;
             }
-            let gap_s = u64::try_from(at.saturating_sub(before)).unwrap_or(0) / 1000;
-            let b = GAP_EDGES_S.iter().take_while(|e| gap_s >= **e).count();
+            let b = gap_bucket(at.saturating_sub(before));
             m.buckets[b].0 += 1;
             if recorded.cache_read.saturating_mul(2) < call.bill.cache_read {
                 m.buckets[b].1 += 1;

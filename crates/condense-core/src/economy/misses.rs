@@ -10,6 +10,13 @@ use super::bill::CallBill;
 /// 300, and 300 on (within a longer TTL).
 pub const GAP_EDGES_S: [u64; 4] = [10, 30, 60, 300];
 
+/// The [`GAP_EDGES_S`] bucket of a gap of `gap_ms` (a negative gap is the
+/// first).
+pub fn gap_bucket(gap_ms: i64) -> usize {
+    let gap_s = u64::try_from(gap_ms).unwrap_or(0) / 1000;
+    GAP_EDGES_S.iter().take_while(|e| gap_s >= **e).count()
+}
+
 /// The chance the provider misses a prefix a call would read from its
 /// cache, by the gap since the previous call ([`GAP_EDGES_S`] buckets):
 /// fitted on recorded usage (`condense simulate --calibrate`).
@@ -50,8 +57,7 @@ impl MissRates {
 
     /// The share for a gap of `gap_ms`.
     pub fn at(&self, gap_ms: i64) -> f64 {
-        let gap_s = u64::try_from(gap_ms).unwrap_or(0) / 1000;
-        self.0[GAP_EDGES_S.iter().take_while(|e| gap_s >= **e).count()]
+        self.0[gap_bucket(gap_ms)]
     }
 
     /// The `--miss-rates` argument that gives these shares back.

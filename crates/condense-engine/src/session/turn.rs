@@ -381,11 +381,10 @@ impl Engine {
         // What the flush would summarize: the queue holds only the turns
         // this process saw end, and a restarted one finds the rest on the
         // branch.
-        self.flush_from_turn = None;
         let batches = self.capture_now(now);
         let anything = !batches.is_empty();
         let unshown_from = self.state.first_unshown(&self.messages);
-        let affordable = |merged: bool| {
+        let affordable = |batches: &[CapturedBatch], merged: bool| {
             let settings = RenderSettings {
                 config: &self.config,
                 protection: &self.protection,
@@ -393,49 +392,33 @@ impl Engine {
             crate::switch::flush_affordable(
                 &self.messages,
                 unshown_from,
-                &batches,
+                batches,
                 &settings,
                 &self.calls,
                 now,
                 merged,
             )
         };
-        let mut how = flush_by(&self.config, affordable);
+        let mut how = flush_by(&self.config, |merged| affordable(&batches, merged));
         // What is pending piles up while the bound cannot pay for showing
         // it all, and the switch that shows it rewrites from its oldest
         // output: the newest run's outputs alone sit near the end of the
         // prompt, so their switch rewrites little. The older ones stay as
         // they are, raw, in the cached prefix.
-        let newest_run = batches.last().and_then(|b| b.user_turn_group);
-        let tail: Vec<CapturedBatch> = match how {
-            Some(_) => Vec::new(),
-            None => batches
+        let mut tail_from = None;
+        if how.is_none() {
+            let newest_run = batches.last().and_then(|b| b.user_turn_group);
+            let tail: Vec<CapturedBatch> = batches
                 .iter()
                 .filter(|b| newest_run.is_some() && b.user_turn_group == newest_run)
                 .cloned()
-                .collect(),
-        };
-        if how.is_none() && !tail.is_empty() && tail.len() < batches.len() {
-            let tail_affordable = |merged: bool| {
-                let settings = RenderSettings {
-                    config: &self.config,
-                    protection: &self.protection,
-                };
-                crate::switch::flush_affordable(
-                    &self.messages,
-                    unshown_from,
-                    &tail,
-                    &settings,
-                    &self.calls,
-                    now,
-                    merged,
-                )
-            };
-            how = flush_by(&self.config, tail_affordable);
-            if how.is_some() {
-                self.flush_from_turn = tail.first().map(|b| b.turn_index);
+                .collect();
+            if !tail.is_empty() && tail.len() < batches.len() {
+                how = flush_by(&self.config, |merged| affordable(&tail, merged));
+                tail_from = how.and(tail.first().map(|b| b.turn_index));
             }
         }
+        self.flush_from_turn = tail_from;
         if how.is_some() {
             self.calls.flush_held = None;
         } else if anything {
