@@ -232,6 +232,57 @@ fn strictly_within_no_pruning(v: &Value, terms: &[&str]) -> Result<(), TestCaseE
     Ok(())
 }
 
+/// `simulate --json` of one generated session as written, and of the same
+/// session with each tool result carrying pi's `details` (here the output
+/// again, as a truncated read's full output): text the model never reads.
+fn simulate_with_and_without_details(
+    seed: u64,
+    tokens: u64,
+    gaps: u64,
+    shape: &str,
+) -> (Value, Value) {
+    let dir = dir();
+    let file = dir.join(format!("d{seed}-{tokens}-{gaps}-{shape}.jsonl"));
+    generate(
+        &dir,
+        &file,
+        &Generated {
+            tokens,
+            seed,
+            idle_gaps: gaps,
+            shape: Some(shape),
+        },
+    );
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (mut plain, mut detailed) = (String::new(), String::new());
+    for line in text.lines() {
+        let mut entry: Value = serde_json::from_str(line).unwrap();
+        plain.push_str(&entry.to_string());
+        plain.push('\n');
+        let message = &mut entry["message"];
+        if message["role"] == "toolResult" {
+            let output = message["content"].clone();
+            message["details"] = serde_json::json!({ "fullOutput": output });
+        }
+        detailed.push_str(&entry.to_string());
+        detailed.push('\n');
+    }
+    let run = |name: &str, text: &str| {
+        let path = dir.join(format!("{name}-{seed}-{tokens}-{gaps}-{shape}.jsonl"));
+        std::fs::write(&path, text).unwrap();
+        let out = condense(&dir, &["simulate", path.to_str().unwrap(), "--json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let _ = std::fs::remove_file(&path);
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let _ = std::fs::remove_file(&file);
+    (run("plain", &plain), run("detailed", &detailed))
+}
+
 /// The provider's terms a run is priced at: every profile, with the
 /// summarizer at a quarter of the model's price up to five times it.
 fn price_terms() -> impl Strategy<Value = Vec<&'static str>> {
@@ -256,6 +307,28 @@ proptest! {
         for name in ["reference", "cache-aware"] {
             prop_assert_eq!(&p[name]["outputs_recoverable"], &p[name]["tool_outputs"], "{}", name);
             prop_assert_eq!(&p[name]["reload_renders_the_same"], &Value::Bool(true), "{}", name);
+        }
+    }
+
+    /// What of a message the model never reads (pi's `details`) changes
+    /// nothing a policy decides or bills: the engine weighs prompts, and
+    /// what a stub removes, on what reaches the model, as the bill does.
+    #[test]
+    fn what_the_model_never_reads_changes_nothing_a_policy_decides(
+        seed in 1u64..100_000,
+        tokens in 4_000u64..90_000,
+        gaps in 0u64..70,
+        shape in any_shape(),
+    ) {
+        let (plain, detailed) = simulate_with_and_without_details(seed, tokens, gaps, shape);
+        let (plain, detailed) = (
+            &plain["sessions"][0]["policies"],
+            &detailed["sessions"][0]["policies"],
+        );
+        for name in ["none", "reference", "cache-aware"] {
+            for field in ["total_units", "prompt_tokens", "summarizer_units", "flushes", "switches"] {
+                prop_assert_eq!(&plain[name][field], &detailed[name][field], "{} {}", name, field);
+            }
         }
     }
 

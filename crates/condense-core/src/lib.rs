@@ -91,8 +91,8 @@ const ID_SCAN_LIMIT: usize = 32;
 
 // The message model.
 pub use message::{
-    tool_result_text, Message, MessageError, MessageSummaryRef, Role, Skeleton, ToolCallBlock,
-    SUMMARY_CUSTOM_TYPE,
+    tool_result_text, visit_prompt_text, Message, MessageError, MessageSummaryRef, Role, Skeleton,
+    ToolCallBlock, IMAGE_PROMPT_CHARS, SUMMARY_CUSTOM_TYPE,
 };
 pub use occurrence::OccurrenceKey;
 pub use parked::{JsonStr, ParkedText};

@@ -17,7 +17,6 @@ use crate::economy::CacheTerms;
 #[cfg(doc)]
 use crate::economy::NoPruningBound;
 use crate::message::{Message, Role};
-use crate::token_estimate::chars_to_tokens;
 
 /// Why the cache is cold at this call regardless of what condense does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -517,7 +516,8 @@ pub fn cold_share(cold_calls: u64, calls_so_far: u64) -> f64 {
 
 /// The token figures of a switch at one call: the prompt as it stands
 /// (`current`, rendered with what is pending kept raw) against the prompt
-/// with the switch (`shown`). Tokens are `chars / 4` of each message.
+/// with the switch (`shown`). Tokens are `chars / 4` of what of each message
+/// reaches the model ([`Message::prompt_tokens`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SwitchSizes {
     /// Tokens of `current`.
@@ -530,7 +530,7 @@ pub struct SwitchSizes {
 
 /// Measures a switch from the two renders of one call (see [`SwitchSizes`]).
 pub fn switch_sizes(current: &[Message], shown: &[Message]) -> SwitchSizes {
-    let tokens = |ms: &[Message]| ms.iter().map(|m| chars_to_tokens(m.size())).sum::<u64>();
+    let tokens = |ms: &[Message]| ms.iter().map(Message::prompt_tokens).sum::<u64>();
     let first = current
         .iter()
         .zip(shown)

@@ -300,16 +300,17 @@ fn msg(v: serde_json::Value) -> condense_core::Message {
 
 #[test]
 fn switch_sizes_measure_from_the_first_changed_message() {
-    // Sizes in chars: JSON.stringify of each message; tokens = chars / 4.
+    // Tokens are chars / 4 of what reaches the model: the content, not
+    // pi's `details` beside it.
     let user = msg(serde_json::json!({"role": "user", "content": "x".repeat(390)}));
-    let raw = msg(
-        serde_json::json!({"role": "toolResult", "toolCallId": "c", "content": "y".repeat(3950)}),
-    );
+    let raw = msg(serde_json::json!({"role": "toolResult", "toolCallId": "c",
+        "content": "y".repeat(3950), "details": {"fullOutput": "y".repeat(3950)}}));
     let stub = msg(
         serde_json::json!({"role": "toolResult", "toolCallId": "c", "content": "s".repeat(350)}),
     );
     let tail = msg(serde_json::json!({"role": "user", "content": "z".repeat(790)}));
-    let t = |m: &condense_core::Message| condense_core::chars_to_tokens(m.size());
+    let t = condense_core::Message::prompt_tokens;
+    assert_eq!(t(&raw), 988);
     let current = [user.clone(), raw.clone(), tail.clone()];
     let shown = [user.clone(), stub.clone(), tail.clone()];
     let sizes = condense_core::switch_sizes(&current, &shown);

@@ -485,10 +485,11 @@ fn purge_pending(messages: &[Message], state: &Branch, settings: &RenderSettings
             })
 }
 
-/// Tokens of messages as [`switch_sizes`] counts them (each message's
-/// `chars / 4`).
+/// Tokens of messages as [`switch_sizes`] counts them: `chars / 4` of what
+/// of each reaches the model ([`Message::prompt_tokens`]; not pi's
+/// `details`, which the model never reads and a stub drops).
 fn tokens(messages: &[Message]) -> u64 {
-    messages.iter().map(|m| chars_to_tokens(m.size())).sum()
+    messages.iter().map(Message::prompt_tokens).sum()
 }
 
 /// Tokens a message costs beyond its content's `chars / 4`, as the bound
@@ -501,11 +502,12 @@ fn tokens(messages: &[Message]) -> u64 {
 /// content does.
 pub(crate) const FRAMING_TOKENS: u64 = 32;
 
-/// Tokens of messages as the bound against no pruning counts them: their
-/// content at `chars / 4`, as the decisions do, and each message's framing
-/// ([`FRAMING_TOKENS`]).
+/// Tokens of messages as the bound against no pruning counts them: what
+/// reaches the model at `chars / 4`, as the decisions count it, and the
+/// framing ([`FRAMING_TOKENS`]) of each message the host sends.
 fn bound_tokens(messages: &[Message]) -> u64 {
-    tokens(messages) + FRAMING_TOKENS * messages.len() as u64
+    let sent = messages.iter().filter(|m| m.prompt_len().is_some()).count();
+    tokens(messages) + FRAMING_TOKENS * sent as u64
 }
 
 /// What a summarizer prompt of `text` charges the bound (tokens): counted

@@ -13,12 +13,8 @@
 //! constants are fitted on sessions that recorded their usage
 //! ([`super::fidelity::calibrate`]; figures and commands in docs/economy.md).
 
-use std::borrow::Cow;
-
 use condense_core::js_len;
 use condense_core::Message;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 
 /// How the simulator counts tokens.
 pub trait TokenCount: Sync {
@@ -136,94 +132,17 @@ pub struct ContentSize {
     pub images: u64,
 }
 
-#[derive(Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    thinking: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    arguments: Option<&'a RawValue>,
-}
-
-/// The fields of any message that reach the model as text: `content` (a
-/// string or blocks), and the text fields of pi's own message kinds
-/// (`summary` of compaction and branch summaries, `command` and `output` of
-/// a user's bash execution); and those that keep a message from the model.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Fields<'a> {
-    #[serde(borrow, default)]
-    role: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    stop_reason: Option<Cow<'a, str>>,
-    #[serde(default)]
-    exclude_from_context: Option<bool>,
-    #[serde(borrow, default)]
-    content: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    summary: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    command: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    output: Option<Cow<'a, str>>,
-}
-
-/// Measures what of `message` reaches the model; `None` for a message pi
-/// does not send: an assistant message that failed or was aborted (pi-ai's
-/// message transform drops those), or a user bash run excluded from the
-/// context. A message whose JSON does not have the expected shape counts by
-/// its whole JSON text.
+/// Measures what of `message` reaches the model
+/// ([`condense_core::visit_prompt_text`]: content and pi's text fields, not
+/// `details` or usage); `None` for a message the host does not send (a
+/// failed or aborted assistant message, a bash run excluded from the
+/// context).
 pub fn content_size(message: &Message, measure: &dyn Measure) -> Option<ContentSize> {
-    let json = message.json();
-    let Ok(fields) = serde_json::from_str::<Fields<'_>>(&json) else {
-        return Some(ContentSize {
-            units: measure.text(&json),
-            images: 0,
-        });
-    };
-    let failed = matches!(fields.stop_reason.as_deref(), Some("error" | "aborted"));
-    if (fields.role.as_deref() == Some("assistant") && failed)
-        || fields.exclude_from_context == Some(true)
-    {
-        return None;
-    }
-    let mut size = ContentSize::default();
-    for text in [&fields.summary, &fields.command, &fields.output]
-        .into_iter()
-        .flatten()
-    {
-        size.units += measure.text(text);
-    }
-    let Some(content) = fields.content else {
-        return Some(size);
-    };
-    // A string, or an array of blocks; anything else counts as its JSON.
-    if let Ok(text) = serde_json::from_str::<Cow<'_, str>>(content.get()) {
-        size.units += measure.text(&text);
-    } else if let Ok(blocks) = serde_json::from_str::<Vec<Block<'_>>>(content.get()) {
-        {
-            for b in &blocks {
-                if b.kind.as_deref() == Some("image") {
-                    size.images += 1;
-                    continue;
-                }
-                for text in [&b.text, &b.thinking, &b.name].into_iter().flatten() {
-                    size.units += measure.text(text);
-                }
-                if let Some(args) = b.arguments {
-                    size.units += measure.text(args.get());
-                }
-            }
-        }
-    } else {
-        size.units += measure.text(content.get());
-    }
-    Some(size)
+    let mut units = 0;
+    let images = condense_core::visit_prompt_text(&message.json(), &mut |t| {
+        units += measure.text(t);
+    })?;
+    Some(ContentSize { units, images })
 }
 
 /// Counts with a BPE tokenizer shipped in `tiktoken-rs`, to compare with

@@ -15,8 +15,11 @@ use crate::js::js_len;
 use crate::parked::{JsonStr, OwnText, ParkedText};
 
 mod call_args;
+mod prompt_text;
 mod result_text;
 mod skeleton;
+
+pub use prompt_text::{visit_prompt_text, IMAGE_PROMPT_CHARS};
 
 use result_text::result_text_of;
 pub use result_text::tool_result_text;
@@ -153,6 +156,9 @@ struct Inner {
     /// use: chain detection and context metrics read them at every flush
     /// over the whole branch, and a message never changes.
     call_args: OnceLock<Vec<CallArgs>>,
+    /// [`Message::prompt_len`], measured on first use: the economics weigh
+    /// every prompt at every call.
+    prompt_len: OnceLock<Option<usize>>,
 }
 
 /// A `toolCall` block as protection reads it (see [`Message::call_args`]):
@@ -276,6 +282,7 @@ impl Message {
             json: JsonText::own(json.to_owned()),
             skeleton,
             call_args: OnceLock::new(),
+            prompt_len: OnceLock::new(),
         })))
     }
 
@@ -297,6 +304,7 @@ impl Message {
             },
             skeleton,
             call_args: OnceLock::new(),
+            prompt_len: OnceLock::new(),
         })))
     }
 
@@ -313,6 +321,7 @@ impl Message {
             json: JsonText::own(self.json().to_string()),
             skeleton: self.0.skeleton.clone(),
             call_args: self.0.call_args.clone(),
+            prompt_len: self.0.prompt_len.clone(),
         }))
     }
 
@@ -324,6 +333,7 @@ impl Message {
             json: JsonText::own(json),
             skeleton,
             call_args: OnceLock::new(),
+            prompt_len: OnceLock::new(),
         }))
     }
 
@@ -398,6 +408,26 @@ impl Message {
                 crate::surrogates::replace_lone_surrogates(&json).and_then(|f| result_text_of(&f))
             })
             .unwrap_or_default()
+    }
+
+    /// The length of what of the message reaches the model, in JavaScript
+    /// string units: its content's texts, thinking, tool-call names and
+    /// arguments, and pi's `summary`, `command` and `output`; not `details`,
+    /// usage or any other field ([`visit_prompt_text`]). `None` for a
+    /// message the host does not send (a failed assistant message, a bash
+    /// run excluded from the context). What prompts bill, and so what
+    /// pruning saves, is weighed on this, not on [`Message::size`].
+    pub fn prompt_len(&self) -> Option<usize> {
+        *self
+            .0
+            .prompt_len
+            .get_or_init(|| prompt_text::prompt_len_of(&self.json()))
+    }
+
+    /// [`Message::prompt_len`] in tokens, at four characters a token (0
+    /// for a message the host does not send).
+    pub fn prompt_tokens(&self) -> u64 {
+        crate::token_estimate::chars_to_tokens(self.prompt_len().unwrap_or(0))
     }
 
     /// Size of the JSON serialization in UTF-16 units (JavaScript's
