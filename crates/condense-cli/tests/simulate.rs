@@ -590,6 +590,18 @@ fn the_allowance_holds_in_total_on_the_pi_mono_sessions_under_a_one_hour_cache()
             total("settings"),
             total("none")
         );
+        // What a flush summarizes is shown by a switch. The newest run's
+        // flush once compressed older closed chains too: its switch then
+        // rewrote from the oldest of them, more than the bound could pay,
+        // and large-session's summaries waited beside their outputs to the
+        // end (2 flushes, no switch, +0.4%).
+        let count = |field: &str| s["policies"]["settings"][field].as_u64().unwrap();
+        assert!(
+            count("flushes") == 0 || count("switches") > 0,
+            "{}: {} flushes, no switch",
+            s["path"],
+            count("flushes")
+        );
     }
 }
 

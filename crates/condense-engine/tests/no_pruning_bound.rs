@@ -410,3 +410,25 @@ fn when_all_that_is_pending_does_not_pay_the_newest_runs_outputs_are_summarized_
         .collect();
     assert_eq!(ids, ["r1"], "run 1's output stays as it was sent");
 }
+
+#[test]
+fn a_newest_run_the_summarizer_would_not_read_leaves_the_older_outputs_pending() {
+    let mut e = started(json!({"policy": "cache-aware", "maxExcess": 0}));
+    let end = prompted_run(&mut e, 0, 150, T0);
+    assert_eq!(e.agent_start(end + MINUTE), None);
+    // Run 2's output is under `minBatchChars`: a flush would keep it raw.
+    let end = prompted_run(&mut e, 1, 50, end + MINUTE);
+    // Run 3 starts cold. Run 1's output does not pay, and a flush of run
+    // 2's alone would summarize nothing while the frontier passed run 1.
+    assert_eq!(e.agent_start(end + 10 * MINUTE), None);
+    let flush = e
+        .begin_flush(TriggerKind::Manual, None, end + 10 * MINUTE)
+        .expect("a flush");
+    let ids: Vec<&str> = flush
+        .jobs()
+        .iter()
+        .flat_map(|j| &j.batch.calls)
+        .map(|c| c.tool_call_id.as_str())
+        .collect();
+    assert_eq!(ids, ["r0"], "run 1's output is still there to summarize");
+}

@@ -83,7 +83,8 @@ impl Engine {
         let unsent_from = self.unsent_from.take();
         let sent = unsent_from.map_or(self.messages.len(), |n| n.min(self.messages.len()));
         let mut batches = self.capture_sent(now, sent);
-        if let Some(from) = self.flush_from_turn.take() {
+        let newest_run_from = self.flush_from_turn.take();
+        if let Some(from) = newest_run_from {
             batches.retain(|b| b.turn_index >= from);
         }
         let batches = if std::mem::take(&mut self.merge_runs) {
@@ -100,7 +101,13 @@ impl Engine {
         }
         self.flushing = true;
         self.user_flush = trigger == TriggerKind::Manual;
-        let chains = if self.config.chain_compression.enabled {
+        // The newest run's flush is paid for a switch that rewrites the end
+        // of the prompt (`Engine::flush_affordable`): closed chains
+        // compressed with it would move that switch's first change back to
+        // the oldest of them, a rewrite the bound did not price, and the
+        // switch would wait for it while the summaries sit beside their
+        // outputs.
+        let chains = if self.config.chain_compression.enabled && newest_run_from.is_none() {
             ChainPolicy::AfterBatches(self.config.chain_compression.rolling_window)
         } else {
             ChainPolicy::Never

@@ -413,7 +413,13 @@ impl Engine {
                 .filter(|b| newest_run.is_some() && b.user_turn_group == newest_run)
                 .cloned()
                 .collect();
-            if !tail.is_empty() && tail.len() < batches.len() {
+            // A tail the summarizer would not read (every batch of it kept
+            // raw) gains nothing, and the frontier would pass the older
+            // outputs for it.
+            let summarizes = tail
+                .iter()
+                .any(|b| !condense_core::kept_raw_chars(b.raw_chars(), &self.config));
+            if summarizes && tail.len() < batches.len() {
                 how = flush_by(&self.config, |merged| affordable(&tail, merged));
                 tail_from = how.and(tail.first().map(|b| b.turn_index));
             }
