@@ -891,6 +891,11 @@ pub(crate) fn next_call_cold(log: &CallLog, config: &Config, now_ms: i64) -> boo
     log.next_call_cold(now_ms, cache_terms(config).ttl_ms)
 }
 
+/// Whether a call of the session found the cache cold by idle time.
+pub(crate) fn seen_idle_expiry(messages: &[Message], config: &Config) -> bool {
+    call_history(messages, cache_terms(config).ttl_ms).1 > 0
+}
+
 /// Whether a flush of `batches` may run at `now_ms` within the session's
 /// bound against no pruning: the headroom pays its summarizer, or the next
 /// call finds the cache cold anyway, so showing the summaries there saves

@@ -103,11 +103,14 @@ impl Engine {
         self.user_flush = trigger == TriggerKind::Manual;
         // The newest run's flush is paid for a switch that rewrites the end
         // of the prompt (`Engine::flush_affordable`): closed chains
-        // compressed with it would move that switch's first change back to
-        // the oldest of them, a rewrite the bound did not price, and the
-        // switch would wait for it while the summaries sit beside their
-        // outputs.
-        let chains = if self.config.chain_compression.enabled && newest_run_from.is_none() {
+        // compressed with it move that switch's first change back to the
+        // oldest of them, a rewrite the bound did not price. Where the
+        // session's pauses have outlived the cache, a cold call shows them
+        // free; where none has, the switch would wait for that rewrite
+        // while the summaries sit beside their outputs.
+        let chains_shown = newest_run_from.is_none()
+            || crate::switch::seen_idle_expiry(&self.messages, &self.config);
+        let chains = if self.config.chain_compression.enabled && chains_shown {
             ChainPolicy::AfterBatches(self.config.chain_compression.rolling_window)
         } else {
             ChainPolicy::Never
