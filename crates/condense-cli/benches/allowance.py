@@ -21,7 +21,10 @@ outputs and the summarizer: `total_units`):
    policy's worst session against `none`;
 2. the trade-off: per allowance and profile, over the corpora and
    summarizer prices, how many cells the policy bills above `reference`
-   in total, and its worst session against `none`.
+   in total, and its worst session against `none`;
+3. the trade-off curve: per allowance and profile, with the summarizer at
+   the model's price, the policy's total against `none` on "the 3" and on
+   all four corpora together, with `reference`'s in the last row.
 
 Results are kept in DIR/results.json, so a second run with the same DIR
 prints again without simulating.
@@ -147,6 +150,20 @@ def main():
             over2 += sum(m["over2"] for m in ms)
             cells.append(f"{above} of {len(ms)}, {pct(max(m['worst'] for m in ms))}")
         print(f"| {x} | " + " | ".join(cells) + f" | {over2} |")
+    print()
+    price = prices[0]
+    print(f"| `maxExcess` ({price}x) | " + " | ".join(f"`{p}`: the 3 / all" for p in profiles) + " |")
+    print("|---|" + "---|" * len(profiles))
+
+    def pooled(x, p, key):
+        ms = rows[(p, price, x)]
+        return (ms["the 3"][key] / ms["the 3"]["none"] - 1,
+                sum(m[key] for m in ms.values()) / sum(m["none"] for m in ms.values()) - 1)
+
+    for x in excesses:
+        print(f"| {x} | " + " | ".join("{} / {}".format(*map(pct, pooled(x, p, "policy"))) for p in profiles) + " |")
+    print("| `reference` | " + " | ".join("{} / {}".format(*map(pct, pooled(excesses[0], p, "reference")))
+                                          for p in profiles) + " |")
 
 if __name__ == "__main__":
     main()
