@@ -590,11 +590,11 @@ fn the_allowance_holds_in_total_on_the_pi_mono_sessions_under_a_one_hour_cache()
             total("settings"),
             total("none")
         );
-        // What a flush summarizes is shown by a switch. The newest run's
-        // flush once compressed older closed chains too: its switch then
-        // rewrote from the oldest of them, more than the bound could pay,
-        // and large-session's summaries waited beside their outputs to the
-        // end (2 flushes, no switch, +0.4%).
+        // What a flush summarizes is shown by a switch. With no idle
+        // expiry in the session, the newest run's flush compresses no older
+        // chain: such a chain's switch rewrites from its start, more than
+        // the bound pays, and large-session's summaries would sit beside
+        // their outputs to the end (2 flushes, no switch, +0.4%).
         let count = |field: &str| s["policies"]["settings"][field].as_u64().unwrap();
         assert!(
             count("flushes") == 0 || count("switches") > 0,

@@ -259,10 +259,11 @@ fn simulate_with_and_without_details(
         let mut entry: Value = serde_json::from_str(line).unwrap();
         plain.push_str(&entry.to_string());
         plain.push('\n');
-        let message = &mut entry["message"];
-        if message["role"] == "toolResult" {
-            let output = message["content"].clone();
-            message["details"] = serde_json::json!({ "fullOutput": output });
+        if let Some(message) = entry.get_mut("message") {
+            if message["role"] == "toolResult" {
+                let output = message["content"].clone();
+                message["details"] = serde_json::json!({ "fullOutput": output });
+            }
         }
         detailed.push_str(&entry.to_string());
         detailed.push('\n');
