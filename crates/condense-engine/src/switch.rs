@@ -506,8 +506,13 @@ pub(crate) const FRAMING_TOKENS: u64 = 32;
 /// reaches the model at `chars / 4`, as the decisions count it, and the
 /// framing ([`FRAMING_TOKENS`]) of each message the host sends.
 fn bound_tokens(messages: &[Message]) -> u64 {
-    let sent = messages.iter().filter(|m| m.prompt_len().is_some()).count();
-    tokens(messages) + FRAMING_TOKENS * sent as u64
+    // One pass: it runs over the whole prompt and its unpruned twin at
+    // every call.
+    messages
+        .iter()
+        .filter_map(Message::prompt_len)
+        .map(|len| chars_to_tokens(len) + FRAMING_TOKENS)
+        .sum()
 }
 
 /// What a summarizer prompt of `text` charges the bound (tokens): counted
