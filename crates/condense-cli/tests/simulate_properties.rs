@@ -15,7 +15,7 @@
 
 mod support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use condense_core::DEFAULT_MAX_EXCESS;
 use proptest::prelude::*;
@@ -36,12 +36,12 @@ fn simulate(seed: u64, tokens: u64, gaps: u64, shape: &str) -> Value {
     simulate_with(seed, tokens, gaps, shape, &[])
 }
 
-/// `simulate --json` of one generated session, with `extra` arguments.
-fn simulate_with(seed: u64, tokens: u64, gaps: u64, shape: &str, extra: &[&str]) -> Value {
-    let dir = dir();
-    let file = dir.join(format!("s{seed}-{tokens}-{gaps}-{shape}.jsonl"));
+/// Writes the session `condense gen` makes of these parameters into `dir`,
+/// its file name starting with `prefix`.
+fn generated(dir: &Path, prefix: &str, seed: u64, tokens: u64, gaps: u64, shape: &str) -> PathBuf {
+    let file = dir.join(format!("{prefix}{seed}-{tokens}-{gaps}-{shape}.jsonl"));
     generate(
-        &dir,
+        dir,
         &file,
         &Generated {
             tokens,
@@ -50,6 +50,13 @@ fn simulate_with(seed: u64, tokens: u64, gaps: u64, shape: &str, extra: &[&str])
             shape: Some(shape),
         },
     );
+    file
+}
+
+/// `simulate --json` of one generated session, with `extra` arguments.
+fn simulate_with(seed: u64, tokens: u64, gaps: u64, shape: &str, extra: &[&str]) -> Value {
+    let dir = dir();
+    let file = generated(&dir, "s", seed, tokens, gaps, shape);
     let mut args = vec!["simulate", file.to_str().unwrap(), "--json"];
     args.extend_from_slice(extra);
     let out = condense(&dir, &args);
@@ -242,17 +249,7 @@ fn simulate_with_and_without_details(
     shape: &str,
 ) -> (Value, Value) {
     let dir = dir();
-    let file = dir.join(format!("d{seed}-{tokens}-{gaps}-{shape}.jsonl"));
-    generate(
-        &dir,
-        &file,
-        &Generated {
-            tokens,
-            seed,
-            idle_gaps: gaps,
-            shape: Some(shape),
-        },
-    );
+    let file = generated(&dir, "d", seed, tokens, gaps, shape);
     let text = std::fs::read_to_string(&file).unwrap();
     let (mut plain, mut detailed) = (String::new(), String::new());
     for line in text.lines() {

@@ -383,6 +383,17 @@ fn prompted_run(e: &mut Engine, n: i64, lines: usize, at: i64) -> i64 {
     end
 }
 
+/// The tool calls a flush `trigger` begins at `now` would summarize.
+fn flushed_ids(e: &mut Engine, trigger: TriggerKind, now: i64) -> Vec<String> {
+    let flush = e.begin_flush(trigger, None, now).expect("a flush");
+    flush
+        .jobs()
+        .iter()
+        .flat_map(|j| &j.batch.calls)
+        .map(|c| c.tool_call_id.clone())
+        .collect()
+}
+
 #[test]
 fn when_all_that_is_pending_does_not_pay_the_newest_runs_outputs_are_summarized_alone() {
     let strict = json!({"policy": "cache-aware", "maxExcess": 0});
@@ -399,15 +410,7 @@ fn when_all_that_is_pending_does_not_pay_the_newest_runs_outputs_are_summarized_
         e.agent_start(end + 10 * MINUTE),
         Some(TriggerKind::MessageEnd)
     );
-    let flush = e
-        .begin_flush(TriggerKind::MessageEnd, None, end + 10 * MINUTE)
-        .expect("a flush");
-    let ids: Vec<&str> = flush
-        .jobs()
-        .iter()
-        .flat_map(|j| &j.batch.calls)
-        .map(|c| c.tool_call_id.as_str())
-        .collect();
+    let ids = flushed_ids(&mut e, TriggerKind::MessageEnd, end + 10 * MINUTE);
     assert_eq!(ids, ["r1"], "run 1's output stays as it was sent");
 }
 
@@ -421,14 +424,6 @@ fn a_newest_run_the_summarizer_would_not_read_leaves_the_older_outputs_pending()
     // Run 3 starts cold. Run 1's output does not pay, and a flush of run
     // 2's alone would summarize nothing while the frontier passed run 1.
     assert_eq!(e.agent_start(end + 10 * MINUTE), None);
-    let flush = e
-        .begin_flush(TriggerKind::Manual, None, end + 10 * MINUTE)
-        .expect("a flush");
-    let ids: Vec<&str> = flush
-        .jobs()
-        .iter()
-        .flat_map(|j| &j.batch.calls)
-        .map(|c| c.tool_call_id.as_str())
-        .collect();
+    let ids = flushed_ids(&mut e, TriggerKind::Manual, end + 10 * MINUTE);
     assert_eq!(ids, ["r0"], "run 1's output is still there to summarize");
 }
