@@ -35,14 +35,13 @@ export class ContextClient {
 		return this.keys ? this.keys.commonPrefix(messages) : 0;
 	}
 
-	/** The cheap half of [`keep`]: roles, timestamps and ids only. */
-	headerPrefix(messages: readonly unknown[]): number {
-		return this.keys ? this.keys.headerPrefix(messages) : 0;
-	}
-
-	/** The costly half of [`keep`]: the first of `upTo` messages whose content changed. */
-	contentPrefix(messages: readonly unknown[], upTo: number): number {
-		return this.keys ? this.keys.contentPrefix(messages, upTo) : 0;
+	/**
+	 * What a request may carry as `keep` before the branch is read
+	 * (`KeyTable.grownPrefix`): 0 for an unknown copy, `undefined` when the
+	 * branch did not simply grow.
+	 */
+	grownPrefix(messages: readonly unknown[]): number | undefined {
+		return this.keys ? this.keys.grownPrefix(messages) : 0;
 	}
 
 	/** The sidecar's copy is now `messages`, of which it had the first `keep`. */

@@ -8,8 +8,6 @@ import { answerSteps, applySteps, heldIntact, holdAnswer, KeyTable, withoutSyste
 // The key table through the functions these tests were first written against.
 const messageKeys = (messages: readonly unknown[]) => KeyTable.of(messages);
 const commonPrefix = (keys: KeyTable, messages: readonly unknown[]) => keys.commonPrefix(messages);
-const headerPrefix = (keys: KeyTable, messages: readonly unknown[]) => keys.headerPrefix(messages);
-const contentPrefix = (keys: KeyTable, messages: readonly unknown[], upTo: number) => keys.contentPrefix(messages, upTo);
 const syncedKeys = (keys: KeyTable, keep: number, messages: readonly unknown[]) => {
 	keys.sync(keep, messages);
 	return keys;
@@ -116,19 +114,35 @@ test("system messages (pi 1.6) are not part of what context handlers get", () =>
 	assert.equal(withoutSystemMessages(undefined), undefined);
 });
 
-test("the header prefix ignores contents; the content check finds what it missed", () => {
+test("the common prefix stops at a changed header or content; non-objects are keyed by type", () => {
 	const keys = messageKeys(branch());
 	const edited = structuredClone(branch());
 	(edited[2].content as any)[0].text = "file text, redacted";
-	assert.equal(headerPrefix(keys, edited), 4);
-	assert.equal(contentPrefix(keys, edited, 4), 2);
-	assert.equal(contentPrefix(keys, edited, 2), 2, "only the first `upTo` are read");
+	assert.equal(commonPrefix(keys, edited), 2);
 	const retimed = structuredClone(branch());
 	retimed[1].timestamp = 99;
-	assert.equal(headerPrefix(keys, retimed), 1);
-	assert.equal(headerPrefix(keys, [null, ...branch()]), 0);
-	assert.equal(headerPrefix(messageKeys([null, "x"]), [null, "y"]), 2, "non-objects are keyed by type");
+	assert.equal(commonPrefix(keys, retimed), 1);
+	assert.equal(commonPrefix(keys, [null, ...branch()]), 0);
 	assert.equal(commonPrefix(messageKeys([null, "x"]), [null, "y"]), 2);
+	assert.equal(commonPrefix(messageKeys([null, "x"]), [null, 1]), 1);
+});
+
+test("a branch that grew at its end is sent on before it is read", () => {
+	assert.equal(new KeyTable().grownPrefix(branch()), 0, "no keys: everything is sent");
+	const keys = messageKeys(branch().slice(0, 3));
+	const grown = structuredClone(branch());
+	assert.equal(keys.grownPrefix(grown), 3);
+	assert.equal(keys.grownPrefix(grown.slice(0, 3)), 3, "the same branch");
+	assert.equal(keys.grownPrefix(grown.slice(0, 2)), undefined, "shorter: a compaction or a navigation");
+	const lastEdited = structuredClone(branch());
+	(lastEdited[2].content as any)[0].text = "file text, redacted";
+	assert.equal(keys.grownPrefix(lastEdited), undefined, "the last kept message changed");
+	// An edit before the last key is not seen here: the common prefix,
+	// read during the round trip, finds it.
+	const earlyEdit = structuredClone(branch());
+	earlyEdit[0].content = "went";
+	assert.equal(keys.grownPrefix(earlyEdit), 3);
+	assert.equal(commonPrefix(keys, earlyEdit), 0);
 });
 
 test("a key table syncs in place: shorter, longer, and back", () => {

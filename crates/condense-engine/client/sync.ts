@@ -109,13 +109,12 @@ export class KeyTable {
 	}
 
 	/**
-	 * The prefix of `messages` whose role, timestamp and tool-call id match:
-	 * the cheap half of [`commonPrefix`] (no content is read), which the
-	 * `context` handler sends on while it checks the contents, the costly
-	 * half, during the round trip.
+	 * Length of the prefix of `messages` that still has these keys, in one
+	 * walk: each message's header and content are read while its object is
+	 * in the cache.
 	 */
-	headerPrefix(messages: readonly unknown[]): number {
-		const { roles, ts, ids, sizes } = this;
+	commonPrefix(messages: readonly unknown[]): number {
+		const { roles, ts, ids, sizes, alts } = this;
 		const n = Math.min(roles.length, messages.length);
 		let i = 0;
 		for (; i < n; i++) {
@@ -126,25 +125,28 @@ export class KeyTable {
 			}
 			const r = m as Record<string, unknown>;
 			if (roles[i] !== r.role || ts[i] !== r.timestamp || ids[i] !== r.toolCallId) break;
+			if (sizes[i] !== contentSize(r.content) || alts[i] !== altSize(r)) break;
 		}
 		return i;
 	}
 
-	/** The first of the first `upTo` messages whose content size differs from its key's (or `upTo`). */
-	contentPrefix(messages: readonly unknown[], upTo: number): number {
-		const { sizes, alts } = this;
-		for (let i = 0; i < upTo; i++) {
-			const m = messages[i];
-			if (!m || typeof m !== "object") continue; // keyed by type and size -2 alone
-			const r = m as Record<string, unknown>;
-			if (sizes[i] !== contentSize(r.content) || alts[i] !== altSize(r)) return i;
-		}
-		return upTo;
-	}
-
-	/** Length of the prefix of `messages` that still has these keys. */
-	commonPrefix(messages: readonly unknown[]): number {
-		return this.contentPrefix(messages, this.headerPrefix(messages));
+	/**
+	 * How many messages the `context` handler can send on before it reads
+	 * the branch: all the keys, when `messages` is at least as long and
+	 * its message under the last key still has that key (the branch grew
+	 * at its end, the usual case between two calls); `undefined` when that
+	 * does not hold (a compaction, a navigation), and the handler finds the
+	 * prefix first. An edit inside the prefix that this misses is found by
+	 * [`commonPrefix`] during the round trip, and the handler sends again
+	 * from it.
+	 */
+	grownPrefix(messages: readonly unknown[]): number | undefined {
+		const n = this.roles.length;
+		if (n === 0) return 0;
+		if (messages.length < n) return undefined;
+		const m = messages[n - 1];
+		const key: Key = { role: this.roles[n - 1], ts: this.ts[n - 1], id: this.ids[n - 1], size: this.sizes[n - 1], alt: this.alts[n - 1] };
+		return sameKey(key, m) ? n : undefined;
 	}
 
 	/** After a sync: the first `keep` keys kept, keys for what follows. */

@@ -62,14 +62,15 @@ export function contextHandler(pi: ExtensionAPI, link: SidecarLink, turnEnds: Tu
 			if (timing) params.timing = true;
 			return link.call("context", params, CONTEXT_TIMEOUT_MS);
 		};
-		// Sent on the cheap prefix (roles, timestamps, ids); the contents,
-		// the costly half of the keys, are checked while the sidecar renders.
-		const header = context.headerPrefix(messages);
-		let pending = request(header, true);
+		// A branch that grew at its end (the usual call) is sent on at once,
+		// and read while the sidecar renders; any other is read first.
+		const grown = context.grownPrefix(messages);
+		const sent = grown ?? context.keep(messages);
+		let pending = request(sent, true);
 		const keyed = timing ? performance.now() : 0;
-		const keep = context.contentPrefix(messages, header);
+		const keep = grown === undefined ? sent : context.keep(messages);
 		let stale: Promise<any> | undefined;
-		if (keep < header) {
+		if (keep < sent) {
 			// A message changed in place (another extension's handler edits
 			// what it is given): that answer rendered a stale copy. Resend from
 			// the change; the sidecar answers requests in order.
@@ -104,7 +105,7 @@ export function contextHandler(pi: ExtensionAPI, link: SidecarLink, turnEnds: Tu
 			process.stderr.write(
 				`condense: context ${ms.toFixed(2)} ms (messages ${messages.length}, keep ${keep}, append ${messages.length - keep}, ${
 					out ? `steps ${stepCount} (${res.steps?.length ?? 0} sent) -> ${out.length} messages` : "unchanged"
-				}; keys ${(keyed - started).toFixed(2)} ms, round trip ${(answered - keyed).toFixed(2)} ms (contents checked in ${(checked - keyed).toFixed(2)} ms, sidecar ${sidecarMs} ms, parse ${s.lastParseMs.toFixed(2)} ms), apply ${(done - answered).toFixed(2)} ms) at ${started.toFixed(2)}\n`,
+				}; sent after ${(keyed - started).toFixed(2)} ms${grown === undefined ? " (branch read first)" : ""}, round trip ${(answered - keyed).toFixed(2)} ms (branch read in ${(checked - keyed).toFixed(2)} ms, sidecar ${sidecarMs} ms, parse ${s.lastParseMs.toFixed(2)} ms), apply ${(done - answered).toFixed(2)} ms) at ${started.toFixed(2)}\n`,
 			);
 		}
 		return out ? { messages: out } : undefined;
