@@ -187,15 +187,16 @@ impl EconomyConfig {
 /// at their expected cost.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum MissModel {
-    /// `null` (the default): the cache holds a prefix for its TTL.
-    #[default]
+    /// `null`: the cache holds a prefix for its TTL.
     Ttl,
     /// One to five shares from 0 to 1: the chance the provider misses a
     /// cached prefix before its TTL, by the gap since the previous call
     /// (`condense simulate --calibrate` fits them on recorded usage).
     Rates(crate::MissRates),
-    /// `"learn"`: the shares the session's own calls show, from the usage
-    /// the host reports; the TTL alone until enough calls were seen.
+    /// `"learn"` (the default): the shares the session's own calls show,
+    /// from the usage the host reports; the TTL alone until enough calls
+    /// were seen.
+    #[default]
     Learned,
 }
 
@@ -321,7 +322,7 @@ impl Default for Config {
                 pressure_share: 0.8,
                 profile: crate::PROFILE_NAMES[0],
                 max_excess: Some(DEFAULT_MAX_EXCESS),
-                miss_model: MissModel::Ttl,
+                miss_model: MissModel::Learned,
                 overrides: ProfileOverrides::default(),
             },
         }

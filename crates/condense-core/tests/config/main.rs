@@ -198,7 +198,7 @@ fn defaults_and_their_camel_case_form() {
             "purgeErrors": {"enabled": true, "cooldownTurns": 2, "minArgChars": 500},
             "thinkingStrip": {"enabled": false, "keepLastTurns": 16},
             "economy": {"policy": "cache-aware", "pressureShare": 0.8, "profile": "anthropic-5m", "maxExcess": 0.02,
-                        "missRates": null, "summarizerPrice": null, "writePrice": null, "readPrice": null, "ttlSeconds": null,
+                        "missRates": "learn", "summarizerPrice": null, "writePrice": null, "readPrice": null, "ttlSeconds": null,
                         "minCacheableTokens": null}
         })
     );
@@ -439,7 +439,7 @@ fn saved_text_is_camel_case_in_order() {
     assert!(text
         .starts_with(r#"{"enabled":false,"showPruneStatusLine":true,"summarizerModel":"default""#));
     assert!(text.ends_with(
-        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"cache-aware","pressureShare":0.8,"profile":"anthropic-5m","maxExcess":0.02,"missRates":null,"summarizerPrice":null,"writePrice":null,"readPrice":null,"ttlSeconds":null,"minCacheableTokens":null}}"#
+        r#""thinkingStrip":{"enabled":false,"keepLastTurns":16},"economy":{"policy":"cache-aware","pressureShare":0.8,"profile":"anthropic-5m","maxExcess":0.02,"missRates":"learn","summarizerPrice":null,"writePrice":null,"readPrice":null,"ttlSeconds":null,"minCacheableTokens":null}}"#
     ));
 }
 
