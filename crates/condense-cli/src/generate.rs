@@ -69,6 +69,13 @@ pub struct GenArgs {
     #[arg(long, value_name = "PERCENT", default_value_t = 0,
           value_parser = clap::value_parser!(u64).range(0..=100))]
     pub idle_gaps: u64,
+    /// The provider's cache misses the usage reports, by the gap since the
+    /// previous call (under 10 s, 10–30 s, 30–60 s, 60–300 s, 300 s on;
+    /// later buckets take the last share given), comma separated: the
+    /// chance that a call reads nothing of the prefix cached (default:
+    /// every call reads what the previous one sent).
+    #[arg(long, value_name = "P,P,…")]
+    pub miss_rates: Option<String>,
     /// Seed: the same seed and options give the same bytes.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -80,12 +87,19 @@ pub struct GenArgs {
 
 /// Runs `condense gen`.
 pub fn run(args: &GenArgs) -> Result<(), CliError> {
+    let miss_rates = args
+        .miss_rates
+        .as_deref()
+        .map(condense_core::MissRates::parse)
+        .transpose()
+        .map_err(|e| CliError::Usage(format!("--miss-rates: {e}")))?;
     let opts = SynthOptions {
         seed: args.seed,
         tokens: Some(args.tokens),
         shape: Shape::from_name(args.shape.name()).expect("every ShapeArg names a shape"),
         pruned: args.pruned,
         idle_gaps_percent: args.idle_gaps,
+        miss_rates,
         ..SynthOptions::default()
     };
     match &args.output {

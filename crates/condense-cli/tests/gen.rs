@@ -128,3 +128,56 @@ fn bad_shape_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(1));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--miss-rates`: the usage reports calls that read nothing of the prefix
+/// cached, about as often as drawn, and nothing else changes (the misses
+/// have their own seeded stream).
+#[test]
+fn miss_rates_change_only_what_the_usage_reads() {
+    let dir = temp_dir("gen", "misses");
+    let args = ["gen", "--tokens", "150000", "--shape", "tasks"];
+    let plain = condense(&dir, &args);
+    ok(&plain);
+    let mut missing = args.to_vec();
+    missing.extend(["--miss-rates", "0.5"]);
+    let missed = condense(&dir, &missing);
+    ok(&missed);
+    let lines = |out: &Output| -> Vec<serde_json::Value> {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (plain, missed) = (lines(&plain), lines(&missed));
+    assert_eq!(plain.len(), missed.len());
+    let (mut calls, mut misses) = (0, 0);
+    for (a, b) in plain.iter().zip(&missed) {
+        let (Some(ua), Some(ub)) = (a["message"].get("usage"), b["message"].get("usage")) else {
+            assert_eq!(a, b);
+            continue;
+        };
+        let without_usage = |v: &serde_json::Value| {
+            let mut v = v.clone();
+            v["message"]["usage"] = serde_json::Value::Null;
+            v
+        };
+        assert_eq!(without_usage(a), without_usage(b));
+        assert_eq!(ua["output"], ub["output"]);
+        if ua["cacheRead"].as_u64().unwrap() > 0 {
+            calls += 1;
+            if ub["cacheRead"] == 0 {
+                misses += 1;
+            }
+        }
+    }
+    assert!(calls > 100, "{calls} calls read the cache");
+    let share = f64::from(misses) / f64::from(calls);
+    assert!((0.35..0.65).contains(&share), "{misses} misses of {calls}");
+
+    let mut bad = args.to_vec();
+    bad.extend(["--miss-rates", "1.5"]);
+    let out = condense(&dir, &bad);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--miss-rates"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -25,6 +25,7 @@ fn generated(dir: &Path, shape: &str, seed: u64, tokens: u64) -> PathBuf {
             seed,
             idle_gaps: 30,
             shape: Some(shape),
+            miss_rates: None,
         },
     );
     file

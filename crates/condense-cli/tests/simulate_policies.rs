@@ -22,6 +22,7 @@ fn generated(dir: &Path, seed: u64, tokens: u64) -> PathBuf {
             seed,
             idle_gaps: 33,
             shape: None,
+            miss_rates: None,
         },
     );
     file

@@ -39,6 +39,19 @@ fn simulate(seed: u64, tokens: u64, gaps: u64, shape: &str) -> Value {
 /// Writes the session `condense gen` makes of these parameters into `dir`,
 /// its file name starting with `prefix`.
 fn generated(dir: &Path, prefix: &str, seed: u64, tokens: u64, gaps: u64, shape: &str) -> PathBuf {
+    generated_missing(dir, prefix, seed, tokens, gaps, shape, None)
+}
+
+/// [`generated`], its usage reporting the cache misses `miss_rates` draws.
+fn generated_missing(
+    dir: &Path,
+    prefix: &str,
+    seed: u64,
+    tokens: u64,
+    gaps: u64,
+    shape: &str,
+    miss_rates: Option<&str>,
+) -> PathBuf {
     let file = dir.join(format!("{prefix}{seed}-{tokens}-{gaps}-{shape}.jsonl"));
     generate(
         dir,
@@ -48,6 +61,7 @@ fn generated(dir: &Path, prefix: &str, seed: u64, tokens: u64, gaps: u64, shape:
             seed,
             idle_gaps: gaps,
             shape: Some(shape),
+            miss_rates,
         },
     );
     file
@@ -55,8 +69,21 @@ fn generated(dir: &Path, prefix: &str, seed: u64, tokens: u64, gaps: u64, shape:
 
 /// `simulate --json` of one generated session, with `extra` arguments.
 fn simulate_with(seed: u64, tokens: u64, gaps: u64, shape: &str, extra: &[&str]) -> Value {
+    simulate_missing(seed, tokens, gaps, shape, None, extra)
+}
+
+/// [`simulate_with`] of a session whose usage reports the misses
+/// `miss_rates` draws.
+fn simulate_missing(
+    seed: u64,
+    tokens: u64,
+    gaps: u64,
+    shape: &str,
+    miss_rates: Option<&str>,
+    extra: &[&str],
+) -> Value {
     let dir = dir();
-    let file = generated(&dir, "s", seed, tokens, gaps, shape);
+    let file = generated_missing(&dir, "s", seed, tokens, gaps, shape, miss_rates);
     let mut args = vec!["simulate", file.to_str().unwrap(), "--json"];
     args.extend_from_slice(extra);
     let out = condense(&dir, &args);
@@ -204,6 +231,16 @@ fn default_within_allowance(v: &Value, terms: &[&str]) -> Result<(), TestCaseErr
 /// `simulate --json` of one generated session under `terms`, the default
 /// policy set to `maxExcess: 0` and planning at those terms, as `settings`.
 fn simulate_strict(seed: u64, tokens: u64, gaps: u64, shape: &str, terms: &[&str]) -> Value {
+    let settings = settings_at(terms, "strict", r#""maxExcess": 0, "#);
+    let mut args = terms.to_vec();
+    let settings = settings.to_str().unwrap().to_owned();
+    args.extend(["--policy", "none,settings", "--settings", &settings]);
+    simulate_with(seed, tokens, gaps, shape, &args)
+}
+
+/// A settings file whose `cache-aware` policy plans at `terms`' profile and
+/// summarizer price, with `economy` (keys and their trailing commas) added.
+fn settings_at(terms: &[&str], name: &str, economy: &str) -> PathBuf {
     let flag = |name: &str| {
         terms
             .iter()
@@ -212,18 +249,15 @@ fn simulate_strict(seed: u64, tokens: u64, gaps: u64, shape: &str, terms: &[&str
     };
     let profile = flag("--profile").unwrap_or_else(|| "anthropic-5m".to_owned());
     let price = flag("--summarizer-price").unwrap_or_else(|| "1".to_owned());
-    let settings = dir().join(format!("strict-{profile}-{price}.json"));
+    let settings = dir().join(format!("{name}-{profile}-{price}.json"));
     std::fs::write(
         &settings,
         format!(
-            r#"{{"contextPrune": {{"enabled": true, "economy": {{"policy": "cache-aware", "maxExcess": 0, "profile": "{profile}", "summarizerPrice": {price}}}}}}}"#
+            r#"{{"contextPrune": {{"enabled": true, "economy": {{"policy": "cache-aware", {economy}"profile": "{profile}", "summarizerPrice": {price}}}}}}}"#
         ),
     )
     .unwrap();
-    let mut args = terms.to_vec();
-    let settings = settings.to_str().unwrap().to_owned();
-    args.extend(["--policy", "none,settings", "--settings", &settings]);
-    simulate_with(seed, tokens, gaps, shape, &args)
+    settings
 }
 
 /// The strict bound's property: in total it billed at most no pruning.
@@ -373,6 +407,36 @@ proptest! {
         let mut terms: Vec<&str> = terms;
         terms.extend(["--miss-rates", rates.as_str()]);
         default_within_allowance(&simulate_with(seed, tokens, gaps, shape, &terms), &terms)?;
+    }
+
+    /// The default as configured, learning the misses from the usage the
+    /// session reports (`"missRates": "learn"`), under a provider that
+    /// misses as drawn, billed at those misses' expected cost: within its
+    /// allowance, though what it learned is not the rates drawn.
+    #[test]
+    fn the_default_learning_the_misses_bills_within_its_allowance(
+        seed in 1u64..100_000,
+        tokens in 4_000u64..90_000,
+        gaps in 0u64..70,
+        shape in any_shape(),
+        terms in price_terms(),
+        rates in prop::collection::vec(0.0f64..=1.0, 1..=5),
+    ) {
+        let rates = rates.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(",");
+        let settings = settings_at(&terms, "default", "");
+        let mut args: Vec<&str> = terms.clone();
+        let settings = settings.to_str().unwrap().to_owned();
+        args.extend(["--miss-rates", rates.as_str(), "--policy", "none,settings", "--settings", &settings]);
+        let v = simulate_missing(seed, tokens, gaps, shape, Some(&rates), &args);
+        let (default, none) = (total(&v, "settings"), total(&v, "none"));
+        prop_assert!(
+            default <= none * (1.0 + DEFAULT_MAX_EXCESS),
+            "the default {} > none {} by {:+.2}% at {:?}",
+            default,
+            none,
+            100.0 * (default / none - 1.0),
+            args
+        );
     }
 
     /// `maxExcess: 0`, the strict bound, at any terms: never above no

@@ -1,7 +1,7 @@
 //! What a caller asks for ([`SynthOptions`], [`Shape`]) and what it gets
 //! back ([`Synth`], [`SynthStats`], [`Blob`]).
 
-use condense_core::Config;
+use condense_core::{Config, MissRates};
 
 /// What the conversation looks like.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +133,13 @@ pub struct SynthOptions {
     /// their own seeded stream: at 0 (the default) the session is what it
     /// was without the option, byte for byte.
     pub idle_gaps_percent: u64,
+    /// The provider's cache misses, as the usage reports them: at each
+    /// call after the first, the chance (by the gap since the previous
+    /// call) that it read nothing of the prefix cached. Drawn from their
+    /// own seeded stream; `None` (the default): every call reads what the
+    /// previous one sent, and the session is what it was without the
+    /// option, byte for byte.
+    pub miss_rates: Option<MissRates>,
 }
 
 impl Default for SynthOptions {
@@ -156,6 +163,7 @@ impl Default for SynthOptions {
                 ..Config::default()
             },
             idle_gaps_percent: 0,
+            miss_rates: None,
         }
     }
 }

@@ -62,12 +62,17 @@ pub(crate) struct Writer<'a> {
     run_turn: i64,
     /// Draws the idle gaps ([`SynthOptions::idle_gaps_percent`]).
     gaps: SplitMix64,
+    /// Draws the cache misses ([`SynthOptions::miss_rates`]).
+    misses: SplitMix64,
+    /// When the previous LLM call started.
+    last_call_ms: Option<i64>,
 }
 
 impl<'a> Writer<'a> {
     pub(crate) fn new(opts: &'a SynthOptions, session_file: Option<&Path>) -> Self {
         let mut rng = SplitMix64::new(opts.seed ^ 0x1d8e_4e27_c47d_124f);
         let gaps = SplitMix64::new(opts.seed ^ 0x5a17_e0c3_9b2d_6f41);
+        let misses = SplitMix64::new(opts.seed ^ 0x2c6b_91f5_07ad_e833);
         // Some time in the first half of 2026, to the millisecond.
         let clock = 1_767_225_600_000 + rng.below(180 * 86_400_000) as i64;
         let session_id = uuid_v7(&mut rng, clock);
@@ -95,6 +100,8 @@ impl<'a> Writer<'a> {
             last_request_tokens: 0,
             run_turn: 0,
             gaps,
+            misses,
+            last_call_ms: None,
         };
         let header = json!({
             "type": "session",
@@ -173,9 +180,17 @@ impl<'a> Writer<'a> {
         self.stats.messages += 1;
     }
 
+    /// The usage of a call starting now.
     fn usage(&mut self, output_tokens: u64) -> Value {
         let context = self.context_tokens;
-        let cache_read = self.last_request_tokens.min(context);
+        let mut cache_read = self.last_request_tokens.min(context);
+        if let (Some(rates), Some(previous)) = (&self.opts.miss_rates, self.last_call_ms) {
+            let chance = rates.at(self.clock - previous);
+            if (self.misses.below(1_000_000) as f64) < chance * 1e6 {
+                cache_read = 0;
+            }
+        }
+        self.last_call_ms = Some(self.clock);
         let cache_write = context - cache_read;
         let input = self.rng.range(1, 12);
         self.last_request_tokens = context;

@@ -114,6 +114,8 @@ pub struct Generated<'a> {
     pub seed: u64,
     pub idle_gaps: u64,
     pub shape: Option<&'a str>,
+    /// `--miss-rates`: the cache misses the usage reports.
+    pub miss_rates: Option<&'a str>,
 }
 
 /// Writes the session `g` asks for to `file`, asserting `condense gen`
@@ -135,6 +137,9 @@ pub fn generate(dir: &Path, file: &Path, g: &Generated<'_>) {
     ];
     if let Some(shape) = g.shape {
         args.extend(["--shape", shape]);
+    }
+    if let Some(rates) = g.miss_rates {
+        args.extend(["--miss-rates", rates]);
     }
     let path = file.to_str().expect("a UTF-8 path");
     args.extend(["-o", path]);
