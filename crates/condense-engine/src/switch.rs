@@ -928,9 +928,20 @@ pub(crate) fn flush_affordable(
     // Warm, the summaries are shown by a switch that rewrites what follows
     // them: a flush whose switch the bound cannot pay soon would leave its
     // summaries in every later prompt beside the outputs they summarize.
-    let rewrite = estimate.warm_rewrite(&prices);
-    bound.allows_summary(cost, 0.0)
-        && bound.allows_summary(cost + rewrite, estimate.headroom_ahead(&bound, &prices))
+    // Under a miss model the next call finds the cache cold with the chance
+    // its gap shows, and then owes no rewrite and saves the outputs' write.
+    let m = miss_share(
+        log.miss_rates(settings.config).as_ref(),
+        log.last_ms,
+        Some(now_ms),
+    );
+    let rewrite = (1.0 - m) * estimate.warm_rewrite(&prices);
+    let at_once = m * estimate.removed as f64 * prices.write;
+    bound.allows_summary(cost, at_once)
+        && bound.allows_summary(
+            cost + rewrite,
+            at_once + estimate.headroom_ahead(&bound, &prices),
+        )
 }
 
 /// Whether a flush of `batches` pays at a call that finds the cache cold
