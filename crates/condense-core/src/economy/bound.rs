@@ -117,8 +117,9 @@ impl NoPruningBound {
 
     /// Whether the headroom pays a summarizer call of `cost` units, less
     /// `saved_at_once`: what showing its result saves at the very next call
-    /// (only when that call finds the cache cold anyway, so the saving is
-    /// certain).
+    /// when that call finds the cache cold anyway (certainly, by the clock;
+    /// or with the chance a miss model gives, in expectation, as the bound
+    /// then prices every call).
     pub fn allows_summary(&self, cost: f64, saved_at_once: f64) -> bool {
         self.headroom() + saved_at_once - cost >= 0.0
     }
