@@ -605,6 +605,13 @@ fn the_allowance_holds_in_total_on_the_pi_mono_sessions_under_a_one_hour_cache()
     }
 }
 
+/// Each pi-mono session's cache misses as `--calibrate` fits them on its
+/// recorded usage (the `--miss-rates` shares by gap).
+const RECORDED_MISS_RATES: [(&str, &str); 2] = [
+    ("large-session.jsonl", "0,0.094,0.417,0.692,0.692"),
+    ("before-compaction.jsonl", "0.006,0.037,0.045,0.316,0.316"),
+];
+
 /// Billed at the misses `large-session.jsonl` recorded (`--calibrate`'s
 /// rates for it) under the one-hour cache, where no idle gap comes:
 /// `cache-aware` plans with the same miss model (the simulator passes it as
@@ -636,7 +643,7 @@ fn a_policy_planning_with_the_providers_misses_prunes_where_the_ttl_alone_holds_
                 "--profile",
                 "anthropic-1h",
                 "--miss-rates",
-                "0,0.094,0.417,0.692,0.692",
+                RECORDED_MISS_RATES[0].1,
                 "--settings",
                 settings.to_str().unwrap(),
                 "--policy",
@@ -673,11 +680,7 @@ fn a_policy_planning_with_the_providers_misses_prunes_where_the_ttl_alone_holds_
 fn planning_with_the_sessions_own_misses_the_policy_bills_under_reference() {
     let dir = pi_mono_dir();
     let tmp = temp_dir("simulate", "own-misses");
-    let recorded = [
-        ("large-session.jsonl", "0,0.094,0.417,0.692,0.692"),
-        ("before-compaction.jsonl", "0.006,0.037,0.045,0.316,0.316"),
-    ];
-    for (file, rates) in recorded {
+    for (file, rates) in RECORDED_MISS_RATES {
         let path = dir.join(file);
         for profile in ["anthropic-5m", "anthropic-1h", "openai"] {
             let v = json_of(&condense(
@@ -715,11 +718,7 @@ fn the_default_learning_the_misses_stays_within_its_allowance_billed_with_or_wit
     let dir = pi_mono_dir();
     let tmp = temp_dir("simulate", "learned");
     let settings = tmp.join("settings.json");
-    let recorded = [
-        ("large-session.jsonl", "0,0.094,0.417,0.692,0.692"),
-        ("before-compaction.jsonl", "0.006,0.037,0.045,0.316,0.316"),
-    ];
-    for (file, rates) in recorded {
+    for (file, rates) in RECORDED_MISS_RATES {
         let path = dir.join(file);
         for profile in ["anthropic-5m", "anthropic-1h", "openai"] {
             std::fs::write(
