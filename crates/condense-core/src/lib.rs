@@ -189,7 +189,7 @@ pub use rustc_hash::{FxHashMap, FxHashSet};
 // Prompt-cache economics: price profiles and what each call bills.
 pub use economy::{
     bill_call, gap_bucket, prompt_units, recorded_bill, BillTotals, CacheTerms, CallBill,
-    CallTokens, MissRates, NoPruningBound, PreviousCall, PriceProfile, ProfileError,
+    CallTokens, MissCounts, MissRates, NoPruningBound, PreviousCall, PriceProfile, ProfileError,
     ProfileOverrides, PromptShape, RecordedUsage, GAP_EDGES_S, MAX_RECORDED_TOKENS, PROFILE_NAMES,
 };
 pub use ledger::{AgainstNoPruning, EconomyReport, Holding, SessionEconomy, SwitchRecord};

@@ -11,6 +11,8 @@
 //! - [`time`]: ISO-8601 timestamps ↔ epoch milliseconds;
 //! - [`replay`]: folding a branch's condense entries into core state;
 //! - [`spill`]: spill sidecar blobs;
+//! - [`misses`]: the provider's cache misses each session saw, beside the
+//!   sessions;
 //! - [`economy`]: a branch's recorded usage and switches, for the status.
 
 pub mod append;
@@ -18,6 +20,7 @@ pub mod context;
 pub mod economy;
 pub mod entries;
 pub mod json;
+pub mod misses;
 pub mod replay;
 pub mod session;
 pub mod spill;

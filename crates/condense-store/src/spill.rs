@@ -46,10 +46,33 @@ pub fn blob_dir_in(dir: &Path, session_id: &str) -> PathBuf {
 /// or a path whose last component is `..`, is refused, so neither reads nor
 /// writes follow it out of the session directory.
 pub fn checked_blob_dir(blob_dir: &Path) -> std::io::Result<PathBuf> {
+    checked_dir(blob_dir, BLOB_DIR)
+}
+
+const BLOB_DIR: &str = "blob directory";
+
+/// `dir`, made if missing (its parents too), once it passes
+/// [`checked_dir`].
+pub(crate) fn created_dir(dir: &Path, what: &str) -> std::io::Result<PathBuf> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    // `create_dir` (not `create_dir_all`): an existing symlink is an error
+    // for the check to report, never something to accept.
+    match std::fs::create_dir(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    checked_dir(dir, what)
+}
+
+/// [`checked_blob_dir`] for any directory condense keeps beside the
+/// sessions, named `what` in the error.
+pub(crate) fn checked_dir(blob_dir: &Path, what: &str) -> std::io::Result<PathBuf> {
     let refused = |why: &str| {
         std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            format!("{}: blob directory {why}", blob_dir.display()),
+            format!("{}: {what} {why}", blob_dir.display()),
         )
     };
     let name = blob_dir.file_name().ok_or_else(|| refused("has no name"))?;
@@ -173,20 +196,29 @@ pub fn write_blob(
     key: &OccurrenceKey,
     text: &str,
 ) -> std::io::Result<WrittenBlob> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    if let Some(parent) = blob_dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    // `create_dir` (not `create_dir_all`): an existing symlink is an error
-    // for the check below to report, never something to accept.
-    match std::fs::create_dir(blob_dir) {
-        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
-        _ => {}
-    }
-    let dir = checked_blob_dir(blob_dir)?;
+    let dir = created_dir(blob_dir, BLOB_DIR)?;
     remove_stale_temps(&dir, SystemTime::now());
     let stem = blob_stem(&key.to_string());
-    let path = dir.join(format!("{stem}.txt"));
+    let path = replace_file(&dir, &stem, "txt", text.as_bytes(), true)?;
+    Ok(WrittenBlob {
+        path,
+        bytes: text.len() as u64,
+    })
+}
+
+/// Writes `<dir>/<stem>.<ext>` whole or not at all: through a temporary
+/// file beside it (`.<stem>.<pid>.<n>.tmp`, which [`remove_stale_temps`]
+/// knows), synced first when `sync`, then renamed over the old one. On an
+/// error the temporary file is removed and the old file, if any, stands.
+pub(crate) fn replace_file(
+    dir: &Path,
+    stem: &str,
+    ext: &str,
+    bytes: &[u8],
+    sync: bool,
+) -> std::io::Result<PathBuf> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let path = dir.join(format!("{stem}.{ext}"));
     let tmp = dir.join(format!(
         ".{stem}.{}.{}.tmp",
         std::process::id(),
@@ -197,8 +229,10 @@ pub fn write_blob(
             .write(true)
             .create_new(true)
             .open(&tmp)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
+        file.write_all(bytes)?;
+        if sync {
+            file.sync_all()?;
+        }
         drop(file);
         std::fs::rename(&tmp, &path)
     })();
@@ -206,10 +240,7 @@ pub fn write_blob(
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    Ok(WrittenBlob {
-        path,
-        bytes: text.len() as u64,
-    })
+    Ok(path)
 }
 
 /// A temporary blob file is `.<stem>.<pid>.<n>.tmp`; its writer's pid.

@@ -86,6 +86,94 @@ impl MissRates {
     }
 }
 
+/// Calls whose cached prefix the provider was expected to read, and those
+/// it read under half of, per [`GAP_EDGES_S`] bucket: what a miss model is
+/// learned from. A host's usage reports fill them as a session runs; a
+/// user's earlier sessions, added up, make the prior a new one starts
+/// from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MissCounts {
+    /// `(calls, misses)` per bucket; never more misses than calls.
+    pub buckets: [(u32, u32); GAP_EDGES_S.len() + 1],
+}
+
+impl MissCounts {
+    /// Counts as read from elsewhere (a file another process wrote):
+    /// misses past their calls are cut to them.
+    pub fn from_pairs(pairs: [(u32, u32); GAP_EDGES_S.len() + 1]) -> MissCounts {
+        MissCounts {
+            buckets: pairs.map(|(calls, misses)| (calls, misses.min(calls))),
+        }
+    }
+
+    /// A call `gap_ms` after the previous one, which missed or not.
+    pub fn record(&mut self, gap_ms: i64, missed: bool) {
+        let bucket = &mut self.buckets[gap_bucket(gap_ms)];
+        bucket.0 = bucket.0.saturating_add(1);
+        if missed {
+            bucket.1 = bucket.1.saturating_add(1);
+        }
+    }
+
+    /// Both counts added.
+    pub fn add(&mut self, other: &MissCounts) {
+        for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
+            a.0 = a.0.saturating_add(b.0);
+            a.1 = a.1.saturating_add(b.1);
+        }
+    }
+
+    /// The calls counted, over every bucket.
+    pub fn calls(&self) -> u64 {
+        self.buckets.iter().map(|b| u64::from(b.0)).sum()
+    }
+
+    /// The shares `own` shows, with `prior` standing in for calls the
+    /// session has not made yet: the prior weighs as at most `prior_calls`
+    /// calls (its shares kept), so a provider that changed is learned anew
+    /// within a few hundred calls. `None` before `min_calls` calls in all;
+    /// a bucket of fewer than `min_bucket_calls` takes the share of the
+    /// bucket before it (the first: 0).
+    pub fn learned_rates(
+        own: &MissCounts,
+        prior: &MissCounts,
+        prior_calls: u32,
+        min_calls: u32,
+        min_bucket_calls: u32,
+    ) -> Option<MissRates> {
+        let prior_total = prior.calls();
+        let scale = if prior_total > u64::from(prior_calls) {
+            f64::from(prior_calls) / prior_total as f64
+        } else {
+            1.0
+        };
+        let weighed = |b: usize| {
+            let (calls, misses) = own.buckets[b];
+            let (p_calls, p_misses) = prior.buckets[b];
+            (
+                f64::from(calls) + scale * f64::from(p_calls),
+                f64::from(misses) + scale * f64::from(p_misses),
+            )
+        };
+        let total: f64 = (0..own.buckets.len()).map(|b| weighed(b).0).sum();
+        if total < f64::from(min_calls) {
+            return None;
+        }
+        let mut rates = [0.0; GAP_EDGES_S.len() + 1];
+        let mut previous = 0.0;
+        for (b, r) in rates.iter_mut().enumerate() {
+            let (calls, misses) = weighed(b);
+            *r = if calls < f64::from(min_bucket_calls) {
+                previous
+            } else {
+                (misses / calls).clamp(0.0, 1.0)
+            };
+            previous = *r;
+        }
+        Some(MissRates(rates))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +220,33 @@ mod tests {
         assert!((b.input_units - (0.75 * 2_150.0 + 0.25 * 12_500.0)).abs() < 1e-9);
         assert_eq!(b.output_units, 250.0);
         assert_eq!(MissRates::expected(&warm, &cold, 0.0), warm);
+    }
+
+    #[test]
+    fn a_prior_stands_in_for_calls_the_session_has_not_made() {
+        let mut own = MissCounts::default();
+        for _ in 0..10 {
+            own.record(20_000, true); // 10 to 30 s: every call missed
+        }
+        let none = MissCounts::default();
+        assert_eq!(MissCounts::learned_rates(&own, &none, 100, 20, 5), None);
+        // A prior of 400 calls, a quarter of them missed, weighs as 100.
+        let prior = MissCounts::from_pairs([(200, 0), (200, 200), (0, 0), (0, 0), (0, 0)]);
+        let r = MissCounts::learned_rates(&own, &prior, 100, 20, 5).unwrap();
+        assert_eq!(r.0[0], 0.0);
+        assert!((r.0[1] - (10.0 + 50.0) / (10.0 + 50.0)).abs() < 1e-12);
+        assert_eq!(
+            r.0[2..],
+            [1.0, 1.0, 1.0],
+            "empty buckets take the one before"
+        );
+        // Unscaled when the prior is small.
+        let small = MissCounts::from_pairs([(10, 5), (0, 0), (0, 0), (0, 0), (0, 0)]);
+        let r = MissCounts::learned_rates(&own, &small, 100, 20, 5).unwrap();
+        assert_eq!(r.0[0], 0.5);
+        assert_eq!(MissCounts::from_pairs([(1, 9); 5]).buckets[0], (1, 1));
+        let mut sum = own;
+        sum.add(&small);
+        assert_eq!((sum.calls(), sum.buckets[0]), (20, (10, 5)));
     }
 }

@@ -22,7 +22,7 @@ mod recorded;
 
 pub use bill::{bill_call, BillTotals, CallBill, CallTokens, PreviousCall};
 pub use bound::{prompt_units, NoPruningBound, PromptShape};
-pub use misses::{gap_bucket, MissRates, GAP_EDGES_S};
+pub use misses::{gap_bucket, MissCounts, MissRates, GAP_EDGES_S};
 pub use price::{
     CacheTerms, PriceProfile, ProfileError, ProfileOverrides, MAX_OVERRIDE, PROFILE_NAMES,
 };
