@@ -709,6 +709,68 @@ fn planning_with_the_sessions_own_misses_the_policy_bills_under_reference() {
     }
 }
 
+/// A directory is replayed as its user lived it: `before-compaction.jsonl`
+/// (December) plans with the misses `large-session.jsonl` (November)
+/// showed of the same provider, as a session directory's history gives
+/// them. Billed at its recorded misses, the learning default then bills
+/// under `reference` at every profile; alone it learns them too late to.
+#[test]
+fn a_session_learning_from_the_sessions_before_it_bills_under_reference() {
+    let dir = pi_mono_dir();
+    let tmp = temp_dir("simulate", "history");
+    let settings = tmp.join("settings.json");
+    let (file, rates) = RECORDED_MISS_RATES[1];
+    for profile in ["anthropic-5m", "anthropic-1h", "openai"] {
+        std::fs::write(
+            &settings,
+            format!(
+                r#"{{"contextPrune": {{"enabled": true, "economy": {{"profile": "{profile}"}}}}}}"#
+            ),
+        )
+        .unwrap();
+        let totals = |target: &std::path::Path| {
+            let v = json_of(&condense(
+                &tmp,
+                &[
+                    "simulate",
+                    target.to_str().unwrap(),
+                    "--json",
+                    "--jobs",
+                    "2",
+                    "--profile",
+                    profile,
+                    "--miss-rates",
+                    rates,
+                    "--settings",
+                    settings.to_str().unwrap(),
+                    "--policy",
+                    "none,reference,settings",
+                ],
+            ));
+            let session = v["sessions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["path"].as_str().unwrap().ends_with(file))
+                .cloned()
+                .unwrap();
+            let total = |name: &str| session["policies"][name]["total_units"].as_f64().unwrap();
+            (total("none"), total("reference"), total("settings"))
+        };
+        let (none, reference, in_order) = totals(&dir);
+        let (alone_none, _, alone) = totals(&dir.join(file));
+        assert_eq!(none, alone_none, "{profile}: `none` plans nothing");
+        assert!(
+            in_order < reference,
+            "{profile}: {in_order} against reference {reference}"
+        );
+        assert!(
+            alone > reference,
+            "{profile}: alone {alone} against {reference}"
+        );
+    }
+}
+
 /// The default learns the provider's misses from the usage a session
 /// records. Billed as the replay assumes (a prefix stays cached its whole
 /// TTL) or at the misses each pi-mono session recorded (`--calibrate`'s

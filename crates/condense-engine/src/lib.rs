@@ -37,6 +37,7 @@ pub mod drive;
 pub mod flush;
 pub mod host;
 mod injected;
+mod learned_misses;
 pub mod protocol;
 pub mod query;
 pub mod request;

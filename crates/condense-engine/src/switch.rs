@@ -11,9 +11,11 @@ use condense_core::{
     decide_switch, expected_calls, is_idle_expired, js_len, prompt_units, render,
     render_after_switch, switch_sizes, warm_rewrite, Branch, CacheTerms, CapturedBatch, ColdEvent,
     Config, Hold, Message, MissModel, MissRates, NoPruningBound, PriceProfile, PromptShape, Render,
-    RenderSettings, Role, SummarizeInputs, SwitchInputs, SwitchReason, GAP_EDGES_S,
+    RenderSettings, Role, SummarizeInputs, SwitchInputs, SwitchReason,
 };
 use condense_store::entries::SwitchEntryData;
+
+use crate::learned_misses::LearnedMisses;
 // What the summarizer reads: the bound pays for it.
 use condense_summarizer::prompt::batch_user_message_len;
 
@@ -74,58 +76,7 @@ pub(crate) struct CallLog {
     summary_sizes: SummarySizes,
     /// The cache misses the host's usage reports showed
     /// (`economy.missRates: "learn"`).
-    misses_seen: SeenMisses,
-}
-
-/// Calls whose cached prefix the provider was expected to read, and those
-/// it read under half of, by the gap since the previous call
-/// ([`GAP_EDGES_S`] buckets): the session's own miss model.
-#[derive(Debug, Clone, Default)]
-struct SeenMisses {
-    /// `(calls, misses)` per bucket.
-    buckets: [(u32, u32); GAP_EDGES_S.len() + 1],
-    /// The latest call's expected read (tokens) and gap (ms), until the
-    /// host reports its usage.
-    expected: Option<(u64, i64)>,
-}
-
-/// Calls a session must have reported before its misses are taken for a
-/// model, and calls a gap bucket needs for its own share (else it takes
-/// the share of the bucket before it).
-const LEARN_MIN_CALLS: u32 = 20;
-const LEARN_MIN_BUCKET_CALLS: u32 = 5;
-
-impl SeenMisses {
-    /// The host reported the latest call reading `cache_read` tokens.
-    fn observe(&mut self, cache_read: u64) {
-        let Some((read, gap_ms)) = self.expected.take() else {
-            return;
-        };
-        let bucket = &mut self.buckets[condense_core::gap_bucket(gap_ms)];
-        bucket.0 = bucket.0.saturating_add(1);
-        if cache_read.saturating_mul(2) < read {
-            bucket.1 = bucket.1.saturating_add(1);
-        }
-    }
-
-    /// The shares seen, once enough calls were.
-    fn rates(&self) -> Option<MissRates> {
-        let calls: u32 = self.buckets.iter().map(|b| b.0).sum();
-        if calls < LEARN_MIN_CALLS {
-            return None;
-        }
-        let mut rates = [0.0; GAP_EDGES_S.len() + 1];
-        let mut previous = 0.0;
-        for (r, (calls, missed)) in rates.iter_mut().zip(self.buckets) {
-            *r = if calls < LEARN_MIN_BUCKET_CALLS {
-                previous
-            } else {
-                f64::from(missed) / f64::from(calls)
-            };
-            previous = *r;
-        }
-        Some(MissRates(rates))
-    }
+    misses: LearnedMisses,
 }
 
 /// The wordiest summary the session's summarizer wrote, per call it
@@ -197,18 +148,28 @@ impl CallLog {
     /// nothing saved (another process's savings, or another branch's, pay
     /// for no bet here).
     pub(crate) fn restart(&mut self, last: Option<RecordedCall>) {
+        let mut misses = std::mem::take(&mut self.misses);
+        misses.restarted();
         *self = match last {
             Some(call) => CallLog {
                 last_ms: Some(call.at_ms),
                 last_unpruned: Some(call.unpruned),
                 last_prompt: Some(call.prompt),
+                misses,
                 ..CallLog::default()
             },
             None => CallLog {
                 resumed: true,
+                misses,
                 ..CallLog::default()
             },
         };
+    }
+
+    /// The misses the session learns from (kept over a restart; the engine
+    /// sets them from the history a session directory holds).
+    pub(crate) fn misses(&mut self) -> &mut LearnedMisses {
+        &mut self.misses
     }
 
     /// The host moved to another branch of the session in this process:
@@ -272,10 +233,10 @@ impl CallLog {
         call: &CallFacts,
     ) {
         let (sent, read) = self.priced(terms, &prompt, self.last_prompt.as_deref(), call);
-        self.misses_seen.expected = match (self.last_ms, call.now_ms) {
+        self.misses.expect(match (self.last_ms, call.now_ms) {
             (Some(before), Some(now)) if read > 0 => Some((read, now.saturating_sub(before))),
             _ => None,
-        };
+        });
         self.bound.add_call(sent, unpruned.units);
         self.last_prompt = Some(prompt);
         self.last_unpruned = Some(unpruned.prompt);
@@ -295,7 +256,7 @@ impl CallLog {
     /// The latest call's usage as the host reported it: how much of the
     /// prefix the provider read from its cache.
     pub(crate) fn usage_reported(&mut self, cache_read: u64) {
-        self.misses_seen.observe(cache_read);
+        self.misses.observe(cache_read);
     }
 
     /// The miss model `config` plans with (`economy.missRates`): the rates
@@ -304,7 +265,7 @@ impl CallLog {
         match config.economy.miss_model {
             MissModel::Ttl => None,
             MissModel::Rates(rates) => Some(rates),
-            MissModel::Learned => self.misses_seen.rates(),
+            MissModel::Learned => self.misses.rates(),
         }
     }
 
@@ -323,6 +284,7 @@ impl CallLog {
     /// anything is decided for it.
     pub(crate) fn reported(&mut self, call: &CallFacts) {
         self.host_summarizer_price = call.summarizer_price.filter(|r| r.is_finite() && *r >= 0.0);
+        self.misses.model(call.model.as_deref());
     }
 
     /// The prices the policy plans with: `economy.profile` and the price
@@ -1053,34 +1015,6 @@ mod tests {
         assert_eq!(with.removed, alone.removed, "it removes only its own");
         let prices = cache_terms(&config);
         assert!(with.warm_rewrite(&prices) > alone.warm_rewrite(&prices));
-    }
-
-    #[test]
-    fn a_sessions_misses_are_learned_from_the_usage_the_host_reports() {
-        fn call(seen: &mut SeenMisses, read: u64, gap_s: i64, reported: u64) {
-            seen.expected = Some((read, gap_s * 1000));
-            seen.observe(reported);
-        }
-        let mut seen = SeenMisses::default();
-        // 16 quick calls read as expected, one of them under half.
-        for _ in 0..15 {
-            call(&mut seen, 10_000, 5, 10_000);
-        }
-        call(&mut seen, 10_000, 5, 4_999);
-        // Three calls after 20 s, too few for the bucket's own share.
-        for _ in 0..3 {
-            call(&mut seen, 10_000, 20, 0);
-        }
-        assert_eq!(seen.rates(), None, "19 calls: too few to learn from");
-        // Five after two minutes, four of them missed.
-        for reported in [0, 0, 1_000, 5_000, 0] {
-            call(&mut seen, 10_000, 120, reported);
-        }
-        let rates = seen.rates().expect("24 calls");
-        assert_eq!(rates.0, [1.0 / 16.0, 1.0 / 16.0, 1.0 / 16.0, 0.8, 0.8]);
-        // A usage report with no call expected to read is no evidence.
-        seen.observe(0);
-        assert_eq!(seen.rates(), Some(rates));
     }
 
     #[test]

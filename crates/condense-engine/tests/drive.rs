@@ -87,6 +87,7 @@ fn pruning_off_sends_the_context_as_is_and_writes_nothing() {
         summarizer: Arc::new(Extractive::new()),
         tokens: Arc::new(|t: &str| t.len() as u64),
         session_dir: None,
+        miss_prior: None,
     })
     .expect("a driver");
     let prompts = play(&mut d, &branch);
@@ -423,6 +424,7 @@ fn the_call_after_pis_compaction_shows_what_it_kept_summarized_within_the_bound(
         summarizer: Arc::new(Extractive::new()),
         tokens: Arc::new(|t: &str| t.len() as u64 / 4),
         session_dir: None,
+        miss_prior: None,
     })
     .expect("a driver");
     let unpruned = play(&mut none, &branch);

@@ -74,6 +74,7 @@ fn driver(settings: Value) -> Driver {
         summarizer: Arc::new(Extractive::new()),
         tokens: Arc::new(|t: &str| t.len() as u64 / 4),
         session_dir: None,
+        miss_prior: None,
     })
     .expect("a driver")
 }

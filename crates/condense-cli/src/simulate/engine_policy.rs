@@ -14,6 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use condense_engine::drive::{Driver, DriverOptions};
 use condense_engine::CallFacts;
+use condense_store::misses::ProviderMisses;
 use condense_store::session::Entry;
 use condense_summarizer::{
     Completion, CompletionRequest, EventSink, Extractive, Provider, ProviderError,
@@ -108,15 +109,18 @@ pub struct EnginePolicy {
     driver: Option<Driver>,
     spill_dir: PathBuf,
     reported: condense_engine::drive::SummarizerTokens,
+    miss_prior: ProviderMisses,
 }
 
 impl EnginePolicy {
-    /// A policy called `name` with these settings.json contents.
+    /// A policy called `name` with these settings.json contents, planning
+    /// with the cache misses `miss_prior` holds of the sessions before.
     pub fn new(
         name: &str,
         settings: Value,
         summaries: SummaryModel,
         context_window: u64,
+        miss_prior: ProviderMisses,
     ) -> EnginePolicy {
         EnginePolicy {
             name: name.to_owned(),
@@ -126,6 +130,7 @@ impl EnginePolicy {
             driver: None,
             spill_dir: spill_root(),
             reported: Default::default(),
+            miss_prior,
         }
     }
 
@@ -142,6 +147,8 @@ impl EnginePolicy {
                 summarizer,
                 tokens: tokens.text_counter(),
                 session_dir: Some(self.spill_dir.clone()),
+                // In memory: the corpus gives each session its prior.
+                miss_prior: Some(std::mem::take(&mut self.miss_prior)),
             })?);
         }
         self.driver

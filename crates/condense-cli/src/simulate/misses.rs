@@ -20,8 +20,9 @@ pub struct Misses {
 
 impl Misses {
     /// The misses among `calls` (one run, in order): every call the replay
-    /// reads a prefix from the cache for, whose time, previous call's time
-    /// and recorded usage are known.
+    /// reads a prefix from the cache for (by the TTL), whose time, previous
+    /// call's time and recorded usage are known, missed when the recorded
+    /// read is under half its shared prefix.
     pub fn of(calls: &[SimCall]) -> Misses {
         let mut m = Misses::default();
         for pair in calls.windows(2) {
@@ -36,7 +37,9 @@ impl Misses {
             }
             let b = gap_bucket(at.saturating_sub(before));
             m.buckets[b].0 += 1;
-            if recorded.cache_read.saturating_mul(2) < call.bill.cache_read {
+            // The prefix a warm cache serves, whatever miss model bills
+            // the call.
+            if recorded.cache_read.saturating_mul(2) < call.shared_prefix {
                 m.buckets[b].1 += 1;
             }
         }

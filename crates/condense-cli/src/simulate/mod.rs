@@ -12,6 +12,7 @@ pub mod chart;
 pub mod compaction;
 pub mod engine_policy;
 pub mod fidelity;
+pub mod history;
 pub mod misses;
 pub mod policy;
 pub mod replay;
@@ -290,6 +291,7 @@ impl SimulateArgs {
                 .transpose()
                 .map_err(|e| CliError::Usage(format!("--miss-rates: {e}")))?,
             economy: self.planned_terms(),
+            miss_prior: Default::default(),
         })
     }
 
@@ -455,8 +457,11 @@ fn target_files(target: &str) -> Result<(Vec<PathBuf>, bool), CliError> {
     Ok((vec![file], false))
 }
 
-/// Simulates every file, on all cores, with progress for a corpus.
-fn simulate_all(
+/// A corpus, replayed as its user lived it: `none` first, for every
+/// session, whose cache misses make the prior each session's other
+/// policies plan with ([`history::priors`]); then those policies. The
+/// runs come back in the order `policies` names them.
+fn simulate_corpus(
     files: &[PathBuf],
     policies: &[String],
     setup: &PolicySetup,
@@ -464,13 +469,79 @@ fn simulate_all(
     profile: &PriceProfile,
     jobs: Option<usize>,
 ) -> Result<Vec<Result<SessionSim, String>>, CliError> {
+    let none = ["none".to_owned()];
+    let nones = simulate_all(files, &none, setup, tokens, profile, jobs, None)?;
+    let sessions: Vec<_> = nones
+        .iter()
+        .map(|r| {
+            r.as_ref()
+                .ok()
+                .and_then(|s| s.runs.first())
+                .and_then(history::SessionMisses::of)
+        })
+        .collect();
+    let priors = history::priors(&sessions);
+    let rest: Vec<String> = policies.iter().filter(|p| *p != "none").cloned().collect();
+    let mut others = if rest.is_empty() {
+        Vec::new()
+    } else {
+        simulate_all(files, &rest, setup, tokens, profile, jobs, Some(&priors))?
+    }
+    .into_iter();
+    Ok(nones
+        .into_iter()
+        .map(|none| {
+            // Taken first: the files line up, whichever of them failed.
+            let other = others.next();
+            let mut none = none?;
+            let mut rest = match other {
+                Some(sim) => sim?.runs.into_iter(),
+                None => Vec::new().into_iter(),
+            };
+            let none_run = none.runs.pop();
+            none.runs = policies
+                .iter()
+                .filter_map(|p| {
+                    if p == "none" {
+                        none_run.clone()
+                    } else {
+                        rest.next()
+                    }
+                })
+                .collect();
+            Ok(none)
+        })
+        .collect())
+}
+
+/// Simulates every file, on all cores, with progress for a corpus; with
+/// `priors`, each file's policies plan with its prior.
+fn simulate_all(
+    files: &[PathBuf],
+    policies: &[String],
+    setup: &PolicySetup,
+    tokens: &dyn TokenCount,
+    profile: &PriceProfile,
+    jobs: Option<usize>,
+    priors: Option<&[condense_store::misses::ProviderMisses]>,
+) -> Result<Vec<Result<SessionSim, String>>, CliError> {
     let progress = crate::progress::bar(files.len() as u64, "simulating sessions");
     let work = || -> Vec<Result<SessionSim, String>> {
         files
             .par_iter()
-            .map(|path| {
+            .enumerate()
+            .map(|(i, path)| {
                 let sim = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    simulate_file(path, policies, setup, tokens, profile)
+                    match priors.and_then(|p| p.get(i)) {
+                        Some(prior) => {
+                            let setup = PolicySetup {
+                                miss_prior: prior.clone(),
+                                ..setup.clone()
+                            };
+                            simulate_file(path, policies, &setup, tokens, profile)
+                        }
+                        None => simulate_file(path, policies, setup, tokens, profile),
+                    }
                 }))
                 .unwrap_or_else(|_| {
                     Err(format!(
@@ -526,6 +597,9 @@ pub struct PolicySetup {
     /// The `economy` keys of the run's price terms, which the built-in
     /// policies plan with (a settings file is simulated as it is).
     pub economy: serde_json::Map<String, serde_json::Value>,
+    /// The cache misses the sessions before this one showed
+    /// ([`history::priors`]); empty for a session simulated alone.
+    pub miss_prior: condense_store::misses::ProviderMisses,
 }
 
 /// A fresh instance of the policy called `name` (one per session replayed).
@@ -536,6 +610,7 @@ pub fn policy(name: &str, setup: &PolicySetup) -> Option<Box<dyn policy::PromptS
             settings,
             setup.summaries,
             setup.context_window,
+            setup.miss_prior.clone(),
         ))
     };
     match name {
@@ -614,7 +689,7 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
             coefficients: count,
         };
         let (by_count, _) = split(simulate_all(
-            &files, &none, &setup, &counted, &profile, args.jobs,
+            &files, &none, &setup, &counted, &profile, args.jobs, None,
         )?);
         #[cfg(feature = "tiktoken")]
         if let Some(name) = &args.tokenizer {
@@ -624,7 +699,7 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
                 coefficients: units,
             };
             let (sims, failures) = split(simulate_all(
-                &files, &none, &setup, &bpe, &profile, args.jobs,
+                &files, &none, &setup, &bpe, &profile, args.jobs, None,
             )?);
             let report = fidelity::calibrate(&sims, &by_count, bpe.measure.name(), None);
             return write_all(&calibration_text(&report, &failures, args.json));
@@ -634,14 +709,18 @@ pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
             coefficients: units,
         };
         let (sims, failures) = split(simulate_all(
-            &files, &none, &setup, &chars, &profile, args.jobs,
+            &files, &none, &setup, &chars, &profile, args.jobs, None,
         )?);
         let report =
             fidelity::calibrate(&sims, &by_count, chars.measure.name(), Some(&coefficients));
         return write_all(&calibration_text(&report, &failures, args.json));
     }
     let policies = args.policy_names(&setup)?;
-    let sims = simulate_all(&files, &policies, &setup, &model, &profile, args.jobs)?;
+    let sims = if is_dir && files.len() > 1 {
+        simulate_corpus(&files, &policies, &setup, &model, &profile, args.jobs)?
+    } else {
+        simulate_all(&files, &policies, &setup, &model, &profile, args.jobs, None)?
+    };
     let (sims, failures) = split(sims);
     if !is_dir {
         if let Some(message) = failures.first() {

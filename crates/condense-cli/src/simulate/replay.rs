@@ -24,6 +24,7 @@ use super::compaction::{self, Boundary, CompactionSettings, Moment, Synthesized}
 use super::policy::{CallInput, PromptSource, SummarizerWork};
 use super::tokens::TokenCount;
 use condense_core::MissRates;
+use condense_store::misses::provider_of;
 
 /// What the session recorded of an assistant message.
 #[derive(Debug, Default, Deserialize)]
@@ -103,6 +104,10 @@ pub struct PolicyRun {
     pub flushes: u64,
     /// Switches the cache-aware policy made.
     pub switches: u64,
+    /// The provider of the calls from each index on (`provider` of their
+    /// model's `provider/id`), one entry where it changes: what keys their
+    /// cache misses.
+    pub providers: Vec<(usize, String)>,
     /// Compactions pi made that the session did not record (synthesized).
     pub compactions: u64,
     /// Their summary calls' tokens (also in the summarizer totals).
@@ -333,6 +338,7 @@ pub fn replay(
         unrecoverable_outputs: 0,
         flushes: 0,
         switches: 0,
+        providers: Vec::new(),
         compactions: 0,
         compaction_work: SummarizerWork::default(),
         reload: None,
@@ -384,6 +390,10 @@ pub fn replay(
             (None, Some(m)) => Some(m.clone()),
             _ => None,
         };
+        let provider = provider_of(model.as_deref());
+        if run.providers.last().is_none_or(|(_, p)| p != provider) {
+            run.providers.push((run.calls.len(), provider.to_owned()));
+        }
         let same_model = prev_model
             .as_ref()
             .is_some_and(|m| *m == (facts.provider.clone(), facts.model.clone()));

@@ -35,6 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use condense_core::{chars_to_tokens, FxHashMap, Message, ModelRef, PlanStep, Role, SwitchReason};
+use condense_store::misses::ProviderMisses;
 use condense_store::session::Entry;
 use condense_summarizer::{Provider, Summarizer, SummarizerSettings, Target};
 use serde_json::Value;
@@ -61,6 +62,10 @@ pub struct DriverOptions {
     /// Where spilled outputs go (a blob directory is made below it);
     /// `None` keeps them inline.
     pub session_dir: Option<PathBuf>,
+    /// The other sessions' cache misses, by provider, to plan with; kept in
+    /// memory ([`Engine::plan_with_miss_prior`]). `None`: as a host, from
+    /// the session directory's history.
+    pub miss_prior: Option<ProviderMisses>,
 }
 
 /// The turn in progress: an assistant message and its tool results.
@@ -142,6 +147,9 @@ impl Driver {
             .as_ref()
             .map(|d| condense_store::spill::blob_dir_in(d, &session_id));
         let mut engine = Engine::default();
+        if let Some(prior) = options.miss_prior {
+            engine.plan_with_miss_prior(prior);
+        }
         engine.start(StartParams {
             settings: options.settings,
             session_id,

@@ -18,6 +18,7 @@ impl Driver {
         let branch = branch_with_written(&self.fed, &self.written);
         let settings = self.engine.engine().settings().clone();
         let mut engine = Engine::default();
+        engine.carry_pinned_misses(&mut self.engine.engine());
         // Its effects are the footer and the boot widget: nothing written.
         engine.start(StartParams {
             settings,

@@ -37,6 +37,7 @@ use crate::switch::CallLog;
 mod accessors;
 mod context;
 mod flush_steps;
+mod misses;
 mod start;
 mod status;
 mod turn;
@@ -126,6 +127,8 @@ pub struct Engine {
     metrics: ContextMetrics,
     last_status: Option<String>,
     calls: CallLog,
+    /// Where the learned misses are kept.
+    misses_file: misses::MissesFile,
     economy: SessionEconomy,
     /// The start switch a flush recorded ([`Engine::start_gating`]) whose
     /// entry has not been returned yet: it goes out before the flush's own.
@@ -165,6 +168,7 @@ impl Default for Engine {
             metrics: ContextMetrics::default(),
             last_status: None,
             calls: CallLog::default(),
+            misses_file: misses::MissesFile::default(),
             economy: SessionEconomy::new(),
             gating_started: None,
             user_flush: false,

@@ -93,9 +93,10 @@ impl Engine {
         // The id is the session's to claim: named as the CLI names it, so a
         // crafted or over-long one cannot move spills out of the session
         // directory or make every spill fail.
-        self.blob_dir = p
-            .session_dir
-            .map(|d| condense_store::spill::blob_dir_in(&d, &p.session_id));
+        let session_dir = p.session_dir;
+        self.blob_dir = session_dir
+            .as_ref()
+            .map(|d| condense_store::spill::blob_dir_in(d, &p.session_id));
         self.session_file = p.session_file;
         self.pending.clear();
         self.budget.reset();
@@ -152,6 +153,9 @@ impl Engine {
             self.calls.navigated();
         } else {
             self.calls.restart(recorded);
+        }
+        if !p.tree {
+            self.start_misses(&p.session_id, session_dir.as_deref(), &mut out);
         }
         self.refresh_metrics();
         out.push(self.footer());

@@ -57,6 +57,7 @@ fn driver_spilling_into(policy: &str, dir: Option<&Path>) -> Driver {
         summarizer: Arc::new(Extractive::new()),
         tokens: Arc::new(|t: &str| t.len() as u64 / 4),
         session_dir: dir.map(Path::to_path_buf),
+        miss_prior: None,
     })
     .expect("a driver")
 }
@@ -68,6 +69,7 @@ pub fn driver_with(economy: Value) -> Driver {
         summarizer: Arc::new(Extractive::new()),
         tokens: Arc::new(|t: &str| t.len() as u64 / 4),
         session_dir: None,
+        miss_prior: None,
     })
     .expect("a driver")
 }

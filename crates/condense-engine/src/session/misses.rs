@@ -1,0 +1,118 @@
+//! Where the session's learned misses are kept ([`crate::learned_misses`]):
+//! read from the session directory at start, written back as the host
+//! reports usage.
+
+use std::path::PathBuf;
+
+use condense_core::{MissModel, MissRates};
+use condense_store::misses::{misses_dir_in, read_history, write_session_misses, ProviderMisses};
+
+use super::Engine;
+use crate::learned_misses::LearnedMisses;
+use crate::protocol::{Effect, Effects};
+
+/// Where a session's counts go, and what became of the last write.
+#[derive(Debug, Default)]
+pub(super) struct MissesFile {
+    /// The misses directory and the session's id; `None`: kept in memory.
+    at: Option<(PathBuf, String)>,
+    /// The session the counts in memory are this one's.
+    session_id: Option<String>,
+    /// A prior the caller gave ([`Engine::plan_with_miss_prior`]): the
+    /// disk is neither read nor written.
+    pinned: bool,
+    /// A write failed and was reported; later failures are not.
+    failed: bool,
+}
+
+impl Engine {
+    /// Plans with `prior` as the other sessions' misses and keeps this
+    /// session's in memory only (the simulator, which replays a corpus in
+    /// order and gives each session what came before it).
+    pub fn plan_with_miss_prior(&mut self, prior: ProviderMisses) {
+        self.misses_file.pinned = true;
+        self.misses_file.at = None;
+        *self.calls.misses() = LearnedMisses::new(ProviderMisses::new(), prior);
+    }
+
+    /// A new engine for the same session takes over `from`'s misses when
+    /// they were pinned ([`Engine::plan_with_miss_prior`]): what the disk
+    /// would have given it back.
+    pub fn carry_pinned_misses(&mut self, from: &mut Engine) {
+        if from.misses_file.pinned {
+            self.misses_file.pinned = true;
+            self.misses_file.session_id = from.misses_file.session_id.clone();
+            *self.calls.misses() = from.calls.misses().clone();
+        }
+    }
+
+    /// The miss model the policy plans the next call with
+    /// (`economy.missRates`), for the provider of the latest call.
+    pub fn planned_miss_rates(&self) -> Option<MissRates> {
+        self.calls.miss_rates(&self.config)
+    }
+
+    /// What this session counted of its provider's misses so far.
+    pub fn miss_counts(&mut self) -> ProviderMisses {
+        self.calls.misses().own().clone()
+    }
+
+    /// `start` of session `session_id`: under a learned miss model, its
+    /// own counts and the others' from the session directory; without one,
+    /// the counts in memory, another session's becoming the prior.
+    pub(super) fn start_misses(
+        &mut self,
+        session_id: &str,
+        session_dir: Option<&std::path::Path>,
+        out: &mut Effects,
+    ) {
+        let same_session = self.misses_file.session_id.as_deref() == Some(session_id);
+        self.misses_file.session_id = Some(session_id.to_owned());
+        self.misses_file.failed = false;
+        let learning = self.config.economy.miss_model == MissModel::Learned;
+        let dir = session_dir
+            .filter(|_| learning && !self.misses_file.pinned)
+            .map(misses_dir_in);
+        let Some(dir) = dir else {
+            self.misses_file.at = None;
+            if !same_session {
+                let seen = std::mem::take(self.calls.misses());
+                *self.calls.misses() = seen.into_prior();
+            }
+            return;
+        };
+        let history = read_history(&dir, session_id);
+        if let Some(first) = history.skipped.first() {
+            out.push(Effect::warning(format!(
+                "condense: {} of the misses files beside this session {} left out of the \
+                 miss model: {first}",
+                history.skipped.len(),
+                if history.skipped.len() == 1 {
+                    "is"
+                } else {
+                    "are"
+                }
+            )));
+        }
+        *self.calls.misses() = LearnedMisses::new(history.own, history.others);
+        self.misses_file.at = Some((dir, session_id.to_owned()));
+    }
+
+    /// Writes the session's counts if the latest usage changed them.
+    pub(super) fn save_misses(&mut self, out: &mut Effects) {
+        let Some(own) = self.calls.misses().take_changed() else {
+            return;
+        };
+        let Some((dir, id)) = &self.misses_file.at else {
+            return;
+        };
+        if let Err(e) = write_session_misses(dir, id, own) {
+            if !std::mem::replace(&mut self.misses_file.failed, true) {
+                out.push(Effect::warning(format!(
+                    "condense: the miss model's counts are not saved ({e}); this session \
+                     still learns them"
+                )));
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The miss model a session learns from the usage its host reports
+//! (`economy.missRates: "learn"`, the default) is kept beside the session:
+//! a restart takes it up again, and a new session in the same directory
+//! plans with what the sessions before it saw.
+
+mod support;
+
+use condense_core::MissCounts;
+use condense_store::misses::{misses_dir_in, read_history, write_session_misses, ProviderMisses};
+use serde_json::{json, Value};
+use support::{driver_in, play_watching, read_turn, session_of, MIN, T0};
+
+/// `turns` tool turns and a reply, two minutes apart, each call reporting
+/// that the provider read nothing from its cache: a miss, every call the
+/// cache should have served.
+fn missing_session(turns: usize) -> condense_store::session::Session {
+    let mut messages =
+        vec![json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0})];
+    for n in 0..turns {
+        let at = T0 + 1_000 + 2 * MIN * n as i64;
+        let mut turn = read_turn(&format!("c{n}"), &format!("f{n}.txt"), "x", at);
+        turn[0]["usage"] = json!({"input": 30_000, "output": 40, "cacheRead": 0, "cacheWrite": 0});
+        messages.extend(turn);
+    }
+    let at = T0 + 1_000 + 2 * MIN * turns as i64;
+    messages.push(
+        json!({"role": "assistant", "content": [{"type": "text", "text": "done"}],
+        "stopReason": "stop", "timestamp": at, "provider": "anthropic", "model": "claude-x",
+        "usage": {"input": 30_000, "output": 40, "cacheRead": 0, "cacheWrite": 0}}),
+    );
+    session_of("s", "e", messages)
+}
+
+fn played(dir: &std::path::Path, restart_at: Option<usize>) -> ProviderMisses {
+    let session = missing_session(30);
+    let branch = session.branch(None);
+    let mut d = driver_in("cache-aware", dir);
+    play_watching(
+        &mut d,
+        &branch,
+        |d, prompts: &[Vec<condense_core::Message>]| {
+            if Some(prompts.len()) == restart_at {
+                d.restart();
+            }
+        },
+    );
+    let counts = d.engine().miss_counts();
+    counts
+}
+
+#[test]
+fn a_session_keeps_its_misses_beside_it_and_takes_them_up_on_a_restart() {
+    let once = tempfile::tempdir().unwrap();
+    let whole = played(once.path(), None);
+    let seen = whole["anthropic"];
+    // Every call after the first was expected to read the prefix, 60 to
+    // 300 s after the one before, and read nothing.
+    assert_eq!(seen.buckets[3], (30, 30), "{seen:?}");
+    assert_eq!(seen.calls(), 30);
+    let on_disk = read_history(&misses_dir_in(once.path()), "another");
+    assert_eq!(on_disk.others, whole, "written as they came");
+    assert!(on_disk.skipped.is_empty());
+
+    let restarted = tempfile::tempdir().unwrap();
+    let resumed = played(restarted.path(), Some(12));
+    // The restarted engine takes up the counts from the file; at most the
+    // call in flight at the restart is not counted.
+    let resumed = resumed["anthropic"];
+    assert!(resumed.calls() >= 29, "{resumed:?}");
+    assert_eq!(resumed.buckets[3].0, resumed.buckets[3].1);
+}
+
+#[test]
+fn a_new_session_plans_with_the_misses_the_sessions_beside_it_saw() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = misses_dir_in(root.path());
+    let earlier = MissCounts::from_pairs([(300, 0), (0, 0), (0, 0), (200, 100), (0, 0)]);
+    let other = MissCounts::from_pairs([(0, 0), (0, 0), (0, 0), (500, 500), (0, 0)]);
+    let prior: ProviderMisses = [("anthropic".into(), earlier), ("openai".into(), other)]
+        .into_iter()
+        .collect();
+    write_session_misses(&dir, "earlier", &prior).unwrap();
+
+    let session = missing_session(3);
+    let branch = session.branch(None);
+    let mut planned = Vec::new();
+    let mut d = driver_in("cache-aware", root.path());
+    play_watching(&mut d, &branch, |d, _| {
+        planned.push(d.engine().planned_miss_rates())
+    });
+    // Before the first call the provider is not known; from the second on
+    // the policy plans with anthropic's misses from the earlier session
+    // (its 500 calls weighed as 100), the session's own added as they come.
+    assert_eq!(planned[0], None);
+    let second = planned[1].expect("planned with the prior").0;
+    assert_eq!((second[0], second[3]), (0.0, 0.5));
+    // After the session's three calls that the cache should have served.
+    let last = d
+        .engine()
+        .planned_miss_rates()
+        .expect("planned with the prior")
+        .0;
+    let expected = (100.0 * 100.0 / 500.0 + 3.0) / (100.0 * 200.0 / 500.0 + 3.0);
+    assert!(
+        (last[3] - expected).abs() < 1e-9,
+        "{last:?} against {expected}"
+    );
+
+    // Without the earlier session, three calls are too few to learn from.
+    let alone = tempfile::tempdir().unwrap();
+    let mut d = driver_in("cache-aware", alone.path());
+    let mut planned: Vec<Option<Value>> = Vec::new();
+    play_watching(&mut d, &branch, |d, _| {
+        planned.push(d.engine().planned_miss_rates().map(|r| json!(r.0)))
+    });
+    assert!(planned.iter().all(Option::is_none), "{planned:?}");
+}
