@@ -7,7 +7,9 @@
 //! session.
 
 use crate::config::{EconomyConfig, Policy};
-use crate::economy::{recorded_bill, BillTotals, PriceProfile, RecordedUsage};
+use crate::economy::{
+    recorded_bill, BillTotals, MissRates, PriceProfile, RecordedUsage, GAP_EDGES_S,
+};
 use crate::format::format_count;
 use crate::policy::RecordedReason;
 
@@ -104,6 +106,7 @@ impl SessionEconomy {
             pending: if policy.gates_on_switch() { pending } else { 0 },
             against_no_pruning: None,
             holding: None,
+            misses: None,
         }
     }
 }
@@ -147,6 +150,66 @@ pub struct EconomyReport {
     /// What the live engine holds back and why (`None` where no engine
     /// ran the calls).
     pub holding: Option<Holding>,
+    /// The miss model the live engine plans with (`None` where no engine
+    /// ran the calls).
+    pub misses: Option<PlannedMisses>,
+}
+
+/// The miss model the cache-aware policy plans the next call with
+/// (`economy.missRates`), as `/pruner status` shows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PlannedMisses {
+    /// `null`: the cache holds for its TTL.
+    Ttl,
+    /// Shares the settings fix.
+    Set(MissRates),
+    /// `"learn"`: the calls counted for the provider in this session and
+    /// in the directory's other sessions, and the shares once enough were.
+    Learned {
+        /// This session's calls.
+        here: u64,
+        /// The other sessions' calls.
+        before: u64,
+        /// The shares learned, once enough calls were counted.
+        rates: Option<MissRates>,
+    },
+}
+
+impl PlannedMisses {
+    /// Its status line.
+    pub fn line(&self) -> String {
+        let shares = |r: &MissRates| {
+            let edges = GAP_EDGES_S.iter().map(|e| match e {
+                e if e % 60 == 0 => format!("under {} min", e / 60),
+                e => format!("under {e} s"),
+            });
+            r.0.iter()
+                .zip(edges.chain(["later".to_owned()]))
+                .map(|(p, gap)| format!("{:.0}% {gap}", 100.0 * p))
+                .collect::<Vec<_>>()
+                .join(" · ")
+        };
+        match self {
+            PlannedMisses::Ttl => "misses:       none planned: the cache holds for its TTL".into(),
+            PlannedMisses::Set(r) => format!("misses:       as set: {}", shares(r)),
+            PlannedMisses::Learned {
+                here,
+                before,
+                rates: Some(r),
+            } => format!(
+                "misses:       learned from {here} calls here and {before} before: {}",
+                shares(r)
+            ),
+            PlannedMisses::Learned {
+                here,
+                before,
+                rates: None,
+            } => format!(
+                "misses:       learning ({here} calls here, {before} before): the TTL until \
+                 there are enough"
+            ),
+        }
+    }
 }
 
 /// What the cache-aware policy holds back at the latest call, and why.
@@ -319,6 +382,9 @@ impl EconomyReport {
                 "summaries:    charged at {}x the model's input price",
                 ratio(a.summarizer_price)
             ));
+        }
+        if let Some(m) = &self.misses {
+            out.push(m.line());
         }
         out
     }

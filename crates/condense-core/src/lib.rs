@@ -192,4 +192,6 @@ pub use economy::{
     CallTokens, MissCounts, MissRates, NoPruningBound, PreviousCall, PriceProfile, ProfileError,
     ProfileOverrides, PromptShape, RecordedUsage, GAP_EDGES_S, MAX_RECORDED_TOKENS, PROFILE_NAMES,
 };
-pub use ledger::{AgainstNoPruning, EconomyReport, Holding, SessionEconomy, SwitchRecord};
+pub use ledger::{
+    AgainstNoPruning, EconomyReport, Holding, PlannedMisses, SessionEconomy, SwitchRecord,
+};

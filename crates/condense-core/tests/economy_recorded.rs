@@ -2,8 +2,8 @@
 //! cases: what `/pruner status` and `condense status` show.
 
 use condense_core::{
-    AgainstNoPruning, Policy, PriceProfile, RecordedReason, RecordedUsage, SessionEconomy,
-    SwitchRecord,
+    AgainstNoPruning, MissRates, PlannedMisses, Policy, PriceProfile, RecordedReason,
+    RecordedUsage, SessionEconomy, SwitchRecord,
 };
 
 /// `(input, cacheRead, cacheWrite, output)` of each recorded call; each
@@ -234,6 +234,39 @@ fn status_lines_golden() {
     assert_eq!(
         with(0.0, None),
         "no pruning:   saved 0 units (estimate); no bound"
+    );
+
+    // The miss model the engine plans with, one line.
+    let with_misses = |m: PlannedMisses| {
+        let mut r = r.clone();
+        r.misses = Some(m);
+        r.lines().last().cloned().unwrap()
+    };
+    let rates = MissRates::from_shares(&[0.0, 0.04, 0.05, 0.32]).unwrap();
+    let shares = "0% under 10 s · 4% under 30 s · 5% under 1 min · 32% under 5 min · 32% later";
+    assert_eq!(
+        with_misses(PlannedMisses::Ttl),
+        "misses:       none planned: the cache holds for its TTL"
+    );
+    assert_eq!(
+        with_misses(PlannedMisses::Set(rates)),
+        format!("misses:       as set: {shares}")
+    );
+    assert_eq!(
+        with_misses(PlannedMisses::Learned {
+            here: 12,
+            before: 400,
+            rates: Some(rates)
+        }),
+        format!("misses:       learned from 12 calls here and 400 before: {shares}")
+    );
+    assert_eq!(
+        with_misses(PlannedMisses::Learned {
+            here: 3,
+            before: 0,
+            rates: None
+        }),
+        "misses:       learning (3 calls here, 0 before): the TTL until there are enough"
     );
 
     // Nothing recorded, reference policy: no switch or pending lines.

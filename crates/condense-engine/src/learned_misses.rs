@@ -38,10 +38,22 @@ pub(crate) struct LearnedMisses {
 impl LearnedMisses {
     /// A session that starts from `own` (what it counted before a restart)
     /// and `prior` (the other sessions').
+    /// Until a call names its model, the provider is the one the session
+    /// counted most calls of, else the other sessions.
     pub(crate) fn new(own: ProviderMisses, prior: ProviderMisses) -> LearnedMisses {
+        let busiest = |m: &ProviderMisses| {
+            m.iter()
+                .filter(|(_, c)| c.calls() > 0)
+                .max_by_key(|(_, c)| c.calls())
+                .map(|(p, _)| p.clone())
+        };
+        let provider = busiest(&own)
+            .or_else(|| busiest(&prior))
+            .unwrap_or_default();
         LearnedMisses {
             own,
             prior,
+            provider,
             ..LearnedMisses::default()
         }
     }
@@ -56,8 +68,12 @@ impl LearnedMisses {
         LearnedMisses::new(ProviderMisses::new(), prior)
     }
 
-    /// The call about to be made goes to `model` (`provider/id`).
+    /// The call about to be made goes to `model` (`provider/id`); a call
+    /// that does not say keeps the provider.
     pub(crate) fn model(&mut self, model: Option<&str>) {
+        if model.is_none() {
+            return;
+        }
         let provider = provider_of(model);
         if provider != self.provider {
             provider.clone_into(&mut self.provider);
@@ -93,6 +109,13 @@ impl LearnedMisses {
             LEARN_MIN_CALLS,
             LEARN_MIN_BUCKET_CALLS,
         )
+    }
+
+    /// The calls counted for the current provider: this session's, and
+    /// the other sessions' (unweighed).
+    pub(crate) fn counted(&self) -> (u64, u64) {
+        let calls = |m: &ProviderMisses| m.get(&self.provider).map_or(0, MissCounts::calls);
+        (calls(&self.own), calls(&self.prior))
     }
 
     /// This session's counts.
@@ -148,9 +171,19 @@ mod tests {
             Some(24)
         );
         assert!(seen.take_changed().is_none(), "nothing new since");
-        // Another provider starts from nothing.
+        // Another provider starts from nothing; a call that names no model
+        // keeps the provider.
         seen.model(Some("openai/gpt"));
         assert_eq!(seen.rates(), None);
+        seen.model(None);
+        assert_eq!(seen.counted(), (0, 0));
+        // Restarted with these counts, it plans for the busiest provider
+        // before any call names one.
+        let restarted = LearnedMisses::new(seen.own().clone(), ProviderMisses::new());
+        assert_eq!(
+            (restarted.counted(), restarted.rates()),
+            ((24, 0), Some(rates))
+        );
     }
 
     #[test]

@@ -172,6 +172,11 @@ impl CallLog {
         &mut self.misses
     }
 
+    /// [`CallLog::misses`], to read.
+    pub(crate) fn misses_ref(&self) -> &LearnedMisses {
+        &self.misses
+    }
+
     /// The host moved to another branch of the session in this process:
     /// the next prompt shares with the last one the messages up to where
     /// the branches part, and the cache holds them, so the calls are kept;

@@ -75,7 +75,7 @@ fn a_new_session_plans_with_the_misses_the_sessions_beside_it_saw() {
     let root = tempfile::tempdir().unwrap();
     let dir = misses_dir_in(root.path());
     let earlier = MissCounts::from_pairs([(300, 0), (0, 0), (0, 0), (200, 100), (0, 0)]);
-    let other = MissCounts::from_pairs([(0, 0), (0, 0), (0, 0), (500, 500), (0, 0)]);
+    let other = MissCounts::from_pairs([(0, 0), (0, 0), (0, 0), (300, 300), (0, 0)]);
     let prior: ProviderMisses = [("anthropic".into(), earlier), ("openai".into(), other)]
         .into_iter()
         .collect();
@@ -88,10 +88,11 @@ fn a_new_session_plans_with_the_misses_the_sessions_beside_it_saw() {
     play_watching(&mut d, &branch, |d, _| {
         planned.push(d.engine().planned_miss_rates())
     });
-    // Before the first call the provider is not known; from the second on
-    // the policy plans with anthropic's misses from the earlier session
-    // (its 500 calls weighed as 100), the session's own added as they come.
-    assert_eq!(planned[0], None);
+    // Before any call names its model, the policy plans for the provider
+    // the directory counted most calls of: anthropic's misses from the
+    // earlier session (its 500 calls weighed as 100), the session's own
+    // added as they come; openai's are not anthropic's.
+    assert_eq!(planned[0], planned[1]);
     let second = planned[1].expect("planned with the prior").0;
     assert_eq!((second[0], second[3]), (0.0, 0.5));
     // After the session's three calls that the cache should have served.

@@ -48,6 +48,7 @@ impl Engine {
                 outputs: self.pending.iter().map(|b| b.calls.len()).sum(),
                 flush: self.calls.flush_held,
             });
+            report.misses = Some(self.planned_misses());
         }
         report
     }

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use condense_core::{MissModel, MissRates};
+use condense_core::{MissModel, MissRates, PlannedMisses};
 use condense_store::misses::{misses_dir_in, read_history, write_session_misses, ProviderMisses};
 
 use super::Engine;
@@ -50,6 +50,22 @@ impl Engine {
     /// (`economy.missRates`), for the provider of the latest call.
     pub fn planned_miss_rates(&self) -> Option<MissRates> {
         self.calls.miss_rates(&self.config)
+    }
+
+    /// The miss model as `/pruner status` shows it.
+    pub(super) fn planned_misses(&self) -> PlannedMisses {
+        match self.config.economy.miss_model {
+            MissModel::Ttl => PlannedMisses::Ttl,
+            MissModel::Rates(r) => PlannedMisses::Set(r),
+            MissModel::Learned => {
+                let (here, before) = self.calls.misses_ref().counted();
+                PlannedMisses::Learned {
+                    here,
+                    before,
+                    rates: self.planned_miss_rates(),
+                }
+            }
+        }
     }
 
     /// What this session counted of its provider's misses so far.

@@ -150,7 +150,8 @@ pruner status:
   not shown:    0 summarized, pending the next switch
   holding back: nothing
   no pruning:   saved 0 units (estimate); bound: at most 2.0% above it
-  summaries:    charged at 1x the model's input price";
+  summaries:    charged at 1x the model's input price
+  misses:       learning (0 calls here, 0 before): the TTL until there are enough";
         assert_eq!(status_text(&engine()), expected);
     }
 
