@@ -4,7 +4,6 @@
 //! its `none` replay's ([`Misses::of`]): the calls the cache would serve by
 //! the TTL whose recorded usage read under half the prefix.
 
-use condense_core::MissCounts;
 use condense_store::misses::{ProviderMisses, MAX_FILES};
 
 use super::misses::Misses;
@@ -33,14 +32,10 @@ impl SessionMisses {
                 .calls
                 .get(from.saturating_sub(1)..to)
                 .unwrap_or_default();
-            let seen = Misses::of(calls).buckets.map(|(calls, misses)| {
-                let cut = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-                (cut(calls), cut(misses))
-            });
             counts
                 .entry(provider.clone())
                 .or_default()
-                .add(&MissCounts::from_pairs(seen));
+                .add(&Misses::of(calls).0);
         }
         Some(SessionMisses {
             span: (first, last),
@@ -74,6 +69,7 @@ pub fn priors(sessions: &[Option<SessionMisses>]) -> Vec<ProviderMisses> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use condense_core::MissCounts;
 
     fn session(span: (i64, i64), provider: &str, misses: u32) -> Option<SessionMisses> {
         let counts = MissCounts::from_pairs([(10, misses), (0, 0), (0, 0), (0, 0), (0, 0)]);

@@ -6,17 +6,15 @@
 //! previous call, this is the raw material of a miss model
 //! (docs/economy.md, "What the replay does not model").
 
-use condense_core::{gap_bucket, MissRates, GAP_EDGES_S};
+use condense_core::{MissCounts, MissRates, GAP_EDGES_S};
 use serde_json::{json, Value};
 
 use super::replay::SimCall;
 
-/// Calls and misses in each gap bucket.
+/// Calls and misses in each gap bucket: core's [`MissCounts`], as a replay
+/// finds them and a report shows them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Misses {
-    /// `(calls, misses)` per bucket, [`GAP_EDGES_S`] apart.
-    pub buckets: [(usize, usize); GAP_EDGES_S.len() + 1],
-}
+pub struct Misses(pub MissCounts);
 
 impl Misses {
     /// The misses among `calls` (one run, in order): every call the replay
@@ -24,7 +22,7 @@ impl Misses {
     /// call's time and recorded usage are known, missed when the recorded
     /// read is under half its shared prefix.
     pub fn of(calls: &[SimCall]) -> Misses {
-        let mut m = Misses::default();
+        let mut m = MissCounts::default();
         for pair in calls.windows(2) {
             let (previous, call) = (&pair[0], &pair[1]);
             let (Some(before), Some(at), Some(recorded)) =
@@ -35,39 +33,29 @@ impl Misses {
             if call.bill.cache_read == 0 || recorded.prompt() == 0 || at < before {
                 continue;
             }
-            let b = gap_bucket(at.saturating_sub(before));
-            m.buckets[b].0 += 1;
             // The prefix a warm cache serves, whatever miss model bills
             // the call.
-            if recorded.cache_read.saturating_mul(2) < call.shared_prefix {
-                m.buckets[b].1 += 1;
-            }
+            let missed = recorded.cache_read.saturating_mul(2) < call.shared_prefix;
+            m.record(at.saturating_sub(before), missed);
         }
-        m
+        Misses(m)
     }
 
     /// The shares these counts saw: each bucket's misses over its calls; a
     /// bucket with no call takes the bucket before it (the first: 0).
     pub fn rates(&self) -> MissRates {
-        let mut rates = [0.0; GAP_EDGES_S.len() + 1];
-        let mut previous = 0.0;
-        for (r, (calls, missed)) in rates.iter_mut().zip(self.buckets) {
-            *r = if calls == 0 {
-                previous
-            } else {
-                missed as f64 / calls as f64
-            };
-            previous = *r;
-        }
-        MissRates(rates)
+        MissCounts::learned_rates(&self.0, &MissCounts::default(), 0, 0, 1)
+            .unwrap_or(MissRates([0.0; GAP_EDGES_S.len() + 1]))
     }
 
     /// Both counts added.
     pub fn add(&mut self, other: &Misses) {
-        for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
-            a.0 += b.0;
-            a.1 += b.1;
-        }
+        self.0.add(&other.0);
+    }
+
+    /// Whether any call was counted.
+    pub fn any(&self) -> bool {
+        self.0.calls() > 0
     }
 
     fn label(b: usize) -> String {
@@ -81,7 +69,8 @@ impl Misses {
 
     /// One line: each bucket's misses of its calls.
     pub fn text(&self) -> String {
-        self.buckets
+        self.0
+            .buckets
             .iter()
             .enumerate()
             .filter(|(_, (calls, _))| *calls > 0)
@@ -93,7 +82,8 @@ impl Misses {
     /// The JSON array docs/cli.md describes.
     pub fn to_json(self) -> Value {
         Value::Array(
-            self.buckets
+            self.0
+                .buckets
                 .iter()
                 .enumerate()
                 .map(|(b, (calls, misses))| {
@@ -149,23 +139,28 @@ mod tests {
             call(505, 0, 0),         // the replay reads nothing: not counted
         ];
         let m = Misses::of(&calls);
-        assert_eq!(m.buckets, [(1, 0), (1, 1), (0, 0), (1, 0), (1, 1)]);
+        assert_eq!(m.0.buckets, [(1, 0), (1, 1), (0, 0), (1, 0), (1, 1)]);
         assert_eq!(
             m.text(),
             "under 10 s 0 of 1 · 10–30 s 1 of 1 · 60–300 s 0 of 1 · 300 s on 1 of 1"
         );
         let mut pooled = m;
         pooled.add(&m);
-        assert_eq!(pooled.buckets[1], (2, 2));
+        assert_eq!(pooled.0.buckets[1], (2, 2));
         assert_eq!(m.to_json()[4]["gap_to_s"], Value::Null);
         assert_eq!(m.to_json()[1]["gap_from_s"], 10);
     }
 
     #[test]
     fn an_empty_bucket_takes_the_rate_before_it() {
-        let m = Misses {
-            buckets: [(4, 1), (0, 0), (2, 2), (0, 0), (0, 0)],
-        };
+        let m = Misses(MissCounts::from_pairs([
+            (4, 1),
+            (0, 0),
+            (2, 2),
+            (0, 0),
+            (0, 0),
+        ]));
         assert_eq!(m.rates().0, [0.25, 0.25, 1.0, 1.0, 1.0]);
+        assert_eq!(Misses::default().rates().0, [0.0; 5]);
     }
 }

@@ -228,11 +228,7 @@ impl Report<'_> {
         for run in self.sims.iter().filter_map(none_run) {
             pooled.add(&Misses::of(&run.calls));
         }
-        pooled
-            .buckets
-            .iter()
-            .any(|(calls, _)| *calls > 0)
-            .then_some(pooled)
+        pooled.any().then_some(pooled)
     }
 
     /// The JSON object docs/cli.md describes.
