@@ -169,12 +169,30 @@ fn simulate_the_default_agrees_with_what_the_server_received_across_a_resume() {
         settings,
         true,
         &["--settings", &path],
-        |_, _| {},
+        learned_misses_survive_the_resume,
     );
     let _ = std::fs::remove_file(&file);
     if let Some(received) = played {
         assert_eq!(received.totals.summarizer_input, 0, "the flush was held");
     }
+}
+
+/// The default learns the provider's misses from the usage pi records and
+/// keeps them beside the session: the scripted server reports no cached
+/// read, so each of the four calls the engine expected to read a cached
+/// prefix (two a run; the first call of each run has none to read, or is
+/// priced against the call the branch records) is a miss, and the second
+/// pi process went on counting from the first's file.
+fn learned_misses_survive_the_resume(_: &PiEnv, session: &Path) {
+    let dir = condense_store::misses::misses_dir_in(session.parent().expect("a directory"));
+    let history = condense_store::misses::read_history(&dir, "another session");
+    assert!(history.skipped.is_empty(), "{:?}", history.skipped);
+    let mut seen = condense_core::MissCounts::default();
+    for counts in history.others.values() {
+        seen.add(counts);
+    }
+    let misses: u32 = seen.buckets.iter().map(|b| b.1).sum();
+    assert_eq!((seen.calls(), u64::from(misses)), (4, 4), "{history:?}");
 }
 
 /// `condense status` on the session pi wrote under the cache-aware policy:
