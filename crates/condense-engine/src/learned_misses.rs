@@ -123,6 +123,11 @@ impl LearnedMisses {
         &self.own
     }
 
+    /// Whether this session's counts changed since last taken.
+    pub(crate) fn changed(&self) -> bool {
+        self.changed
+    }
+
     /// This session's counts, if they changed since last asked.
     pub(crate) fn take_changed(&mut self) -> Option<&ProviderMisses> {
         std::mem::take(&mut self.changed).then_some(&self.own)

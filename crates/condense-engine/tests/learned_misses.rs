@@ -14,15 +14,20 @@ use support::{driver_in, play_watching, read_turn, session_of, MIN, T0};
 /// that the provider read nothing from its cache: a miss, every call the
 /// cache should have served.
 fn missing_session(turns: usize) -> condense_store::session::Session {
+    missing_session_every(turns, 2 * MIN)
+}
+
+/// [`missing_session`] with `gap_ms` between the calls.
+fn missing_session_every(turns: usize, gap_ms: i64) -> condense_store::session::Session {
     let mut messages =
         vec![json!({"role": "user", "content": [{"type": "text", "text": "go"}], "timestamp": T0})];
     for n in 0..turns {
-        let at = T0 + 1_000 + 2 * MIN * n as i64;
+        let at = T0 + 1_000 + gap_ms * n as i64;
         let mut turn = read_turn(&format!("c{n}"), &format!("f{n}.txt"), "x", at);
         turn[0]["usage"] = json!({"input": 30_000, "output": 40, "cacheRead": 0, "cacheWrite": 0});
         messages.extend(turn);
     }
-    let at = T0 + 1_000 + 2 * MIN * turns as i64;
+    let at = T0 + 1_000 + gap_ms * turns as i64;
     messages.push(
         json!({"role": "assistant", "content": [{"type": "text", "text": "done"}],
         "stopReason": "stop", "timestamp": at, "provider": "anthropic", "model": "claude-x",
@@ -115,4 +120,53 @@ fn a_new_session_plans_with_the_misses_the_sessions_beside_it_saw() {
         planned.push(d.engine().planned_miss_rates().map(|r| json!(r.0)))
     });
     assert!(planned.iter().all(Option::is_none), "{planned:?}");
+}
+
+/// A host that waits for `turn.end` should not pay a write a call: the
+/// counts go to disk at the first report, then every 16 reports (or once a
+/// minute has passed), and whatever is left at shutdown.
+#[test]
+fn the_counts_are_written_at_the_first_report_then_in_batches() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = misses_dir_in(root.path());
+    let on_disk = || {
+        read_history(&dir, "another")
+            .others
+            .values()
+            .map(MissCounts::calls)
+            .sum::<u64>()
+    };
+    // Calls 5 s apart: a minute passes every 12 reports.
+    let minutes = tempfile::tempdir().unwrap();
+    let mut d = driver_in("cache-aware", minutes.path());
+    let mut seen = Vec::new();
+    let session = missing_session_every(40, 5_000);
+    play_watching(&mut d, &session.branch(None), |_, _| {
+        seen.push(
+            read_history(&misses_dir_in(minutes.path()), "another")
+                .others
+                .values()
+                .map(MissCounts::calls)
+                .sum::<u64>(),
+        )
+    });
+    seen.dedup();
+    assert_eq!(seen, [0, 1, 13, 25, 37], "written each minute");
+    // Calls 2 s apart: every 16 reports.
+    let session = missing_session_every(40, 2_000);
+    let branch = session.branch(None);
+    let mut d = driver_in("cache-aware", root.path());
+    let mut seen = Vec::new();
+    play_watching(&mut d, &branch, |_, _| seen.push(on_disk()));
+    seen.dedup();
+    assert_eq!(
+        seen,
+        [0, 1, 17, 33],
+        "written when due, not at every report"
+    );
+    let counted = d.engine().miss_counts()["anthropic"].calls();
+    assert_eq!(counted, 40);
+    assert!(on_disk() < counted);
+    d.engine().save_misses(None, &mut Default::default());
+    assert_eq!(on_disk(), counted, "the rest at shutdown");
 }

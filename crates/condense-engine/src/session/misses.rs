@@ -23,7 +23,19 @@ pub(super) struct MissesFile {
     pinned: bool,
     /// A write failed and was reported; later failures are not.
     failed: bool,
+    /// Usage reports since the last write.
+    unsaved: u32,
+    /// When the counts were last written (the host's clock, ms).
+    saved_at: Option<i64>,
 }
+
+/// The counts are written at the first report, then once this many reports
+/// or [`SAVE_AFTER_MS`] have passed, at shutdown and when the process turns
+/// to another session: a write a call would cost a host that waits for
+/// `turn.end` (OpenCode) a tenth of a millisecond, and a crash then loses
+/// at most these few calls of a prior.
+const SAVE_EVERY_REPORTS: u32 = 16;
+const SAVE_AFTER_MS: i64 = 60_000;
 
 impl Engine {
     /// Plans with `prior` as the other sessions' misses and keeps this
@@ -83,8 +95,13 @@ impl Engine {
         out: &mut Effects,
     ) {
         let same_session = self.misses_file.session_id.as_deref() == Some(session_id);
+        // What the session before counted since its last write goes to its
+        // own file first.
+        self.save_misses(None, out);
         self.misses_file.session_id = Some(session_id.to_owned());
         self.misses_file.failed = false;
+        self.misses_file.unsaved = 0;
+        self.misses_file.saved_at = None;
         let learning = self.config.economy.miss_model == MissModel::Learned;
         let dir = session_dir
             .filter(|_| learning && !self.misses_file.pinned)
@@ -114,14 +131,35 @@ impl Engine {
         self.misses_file.at = Some((dir, session_id.to_owned()));
     }
 
-    /// Writes the session's counts if the latest usage changed them.
-    pub(super) fn save_misses(&mut self, out: &mut Effects) {
-        let Some(own) = self.calls.misses().take_changed() else {
+    /// A usage report at `now_ms` changed the counts: they are written when
+    /// due ([`SAVE_EVERY_REPORTS`]).
+    pub(super) fn misses_reported(&mut self, now_ms: i64, out: &mut Effects) {
+        if !self.calls.misses_ref().changed() {
             return;
-        };
+        }
+        let f = &mut self.misses_file;
+        f.unsaved = f.unsaved.saturating_add(1);
+        let due = f.unsaved >= SAVE_EVERY_REPORTS
+            || f.saved_at
+                .is_none_or(|at| now_ms.saturating_sub(at) >= SAVE_AFTER_MS);
+        if due {
+            self.save_misses(Some(now_ms), out);
+        }
+    }
+
+    /// Writes the session's counts if they changed since the last write
+    /// (shutdown, another session, or a report when due).
+    pub fn save_misses(&mut self, now_ms: Option<i64>, out: &mut Effects) {
         let Some((dir, id)) = &self.misses_file.at else {
             return;
         };
+        let Some(own) = self.calls.misses().take_changed() else {
+            return;
+        };
+        self.misses_file.unsaved = 0;
+        if let Some(now) = now_ms {
+            self.misses_file.saved_at = Some(now);
+        }
         if let Err(e) = write_session_misses(dir, id, own) {
             if !std::mem::replace(&mut self.misses_file.failed, true) {
                 out.push(Effect::warning(format!(

@@ -65,7 +65,7 @@ impl Engine {
             let profile = self.calls.profile(&self.config);
             self.calls.output(usage.output, &profile);
             self.calls.usage_reported(usage.cache_read);
-            self.save_misses(&mut out);
+            self.misses_reported(now, &mut out);
             self.economy.add_call(usage);
         } else if RecordedUsage::refused(assistant) {
             out.push(Effect::warning(format!(

@@ -342,7 +342,12 @@ impl Server {
                 code: "internal".into(),
                 message: "`context` is answered as it is read".into(),
             }),
-            Request::Shutdown => Ok(json!({})),
+            Request::Shutdown => {
+                // The learned misses not written yet; a failure was said
+                // at the write before, or has no one left to read it.
+                self.engine.engine().save_misses(None, &mut Effects::new());
+                Ok(json!({}))
+            }
             Request::Unknown(other) => Err(ErrorBody {
                 code: "unknown-method".into(),
                 message: format!("unknown method {other}"),
