@@ -2,9 +2,9 @@
 //! calls the provider was expected to read a cached prefix for, and which
 //! of them it read under half of, by provider and by the gap since the
 //! previous call. A session starts from what the user's other sessions saw
-//! of the same provider (condense-store's `misses`), weighed as a few
-//! calls, so the first calls of a session plan with the provider's misses
-//! instead of waiting to see twenty of them.
+//! of the same provider (condense-store's `misses`), weighed as at most
+//! [`PRIOR_CALLS`] calls, so the first calls of a session plan with the
+//! provider's misses instead of waiting to see twenty of them.
 
 use condense_core::{MissCounts, MissRates};
 use condense_store::misses::{provider_of, ProviderMisses};
@@ -38,8 +38,9 @@ pub(crate) struct LearnedMisses {
 impl LearnedMisses {
     /// A session that starts from `own` (what it counted before a restart)
     /// and `prior` (the other sessions').
+    ///
     /// Until a call names its model, the provider is the one the session
-    /// counted most calls of, else the other sessions.
+    /// counted most calls of, else the one the other sessions did.
     pub(crate) fn new(own: ProviderMisses, prior: ProviderMisses) -> LearnedMisses {
         let busiest = |m: &ProviderMisses| {
             m.iter()

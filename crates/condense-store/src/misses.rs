@@ -111,8 +111,12 @@ pub fn read_history(dir: &Path, session_id: &str) -> MissHistory {
     };
     remove_stale_temps(&dir, SystemTime::now());
     let own_name = format!("{}.json", blob_stem(session_id));
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return history;
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            history.skipped.push(format!("{}: {e}", dir.display()));
+            return history;
+        }
     };
     let mut files: Vec<(SystemTime, PathBuf, bool)> = Vec::new();
     for entry in entries.flatten().take(MAX_ENTRIES) {

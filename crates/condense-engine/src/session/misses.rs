@@ -81,8 +81,8 @@ impl Engine {
     }
 
     /// What this session counted of its provider's misses so far.
-    pub fn miss_counts(&mut self) -> ProviderMisses {
-        self.calls.misses().own().clone()
+    pub fn miss_counts(&self) -> ProviderMisses {
+        self.calls.misses_ref().own().clone()
     }
 
     /// `start` of session `session_id`: under a learned miss model, its
