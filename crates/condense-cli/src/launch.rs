@@ -115,3 +115,39 @@ pub fn condense_exe(what: &str) -> Result<PathBuf, CliError> {
     std::env::current_exe()
         .map_err(|e| CliError::Data(format!("{what}: finding the condense binary: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use condense_testkit::fake_llm::{FakeLlm, Reply};
+    use condense_testkit::proxy_client::{post_tool_calls, saved_misses};
+
+    use super::*;
+
+    #[test]
+    fn a_run_proxy_stopped_after_its_agent_saves_the_misses_counted() {
+        const CALLS: usize = 5;
+        let llm = FakeLlm::start((0..CALLS).map(|_| Reply::text("ok").with_usage(3_000, 10)));
+        let dir = tempfile::tempdir().unwrap();
+        let settings = dir.path().join("settings.json");
+        std::fs::write(&settings, "{}").unwrap();
+        let logs = dir.path().join("proxy");
+        let options = ProxyOptions {
+            upstream: format!("http://{}", llm.addr()),
+            openai_upstream: format!("http://{}", llm.addr()),
+            chatgpt_upstream: format!("http://{}", llm.addr()),
+            settings: Some(settings),
+            dir: Some(logs.clone()),
+        };
+        let proxy = RunProxy::reuse_or_start(0, &options, |_| false, "test").unwrap();
+        let addr = format!("127.0.0.1:{}", proxy.port);
+        for status in post_tool_calls(&addr, "s-run", CALLS) {
+            assert!(status.contains(" 200"), "{status}");
+        }
+        assert_eq!(saved_misses(&logs), [(1, 1)], "the first report only");
+        proxy.stop();
+        // Every call but the first expected a cached prefix, and every
+        // answer's usage but the last came back.
+        let counted = CALLS as u64 - 2;
+        assert_eq!(saved_misses(&logs), [(counted, counted)]);
+    }
+}

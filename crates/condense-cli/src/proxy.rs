@@ -175,10 +175,40 @@ pub fn run(args: &ProxyArgs) -> Result<(), CliError> {
             dir.display()
         );
         println!("http://{local}");
-        condense_host_proxy::serve(listener, config)
-            .await
-            .map_err(|e| CliError::Data(format!("proxy: {e}")))
+        tokio::select! {
+            served = condense_host_proxy::serve(listener, config) => {
+                served.map_err(|e| CliError::Data(format!("proxy: {e}")))
+            }
+            () = stop_requested() => {
+                eprintln!("condense proxy: stopping");
+                Ok(())
+            }
+        }
     })
+    // The runtime drops here with every open conversation, each writing
+    // what it has not yet saved (its miss counts).
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM; never when neither can be
+/// listened for (the proxy then runs until killed, as without this).
+async fn stop_requested() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                () = interrupt => {}
+                _ = terminate.recv() => {}
+            }
+            return;
+        }
+    }
+    interrupt.await;
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use condense_host_proxy::view::MCP_QUERY_TOOL;
 use condense_host_proxy::{Credentials, SessionOptions, Sessions};
+use condense_testkit::proxy_client::saved_misses;
 use serde_json::Value;
 use support::{output, settings, Convo};
 
@@ -468,4 +469,42 @@ async fn the_logs_are_readable_by_their_owner_only() {
     for log in logs {
         assert_eq!(mode(&log), 0o600, "{}", log.display());
     }
+}
+
+#[tokio::test]
+async fn the_misses_counted_since_the_last_write_are_saved_when_the_session_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "cache-aware");
+    let bodies = script();
+    for (i, body) in bodies.iter().enumerate() {
+        let (key, _) = s
+            .prepare(
+                None,
+                &Credentials::default(),
+                body,
+                1_700_000_000_000 + i as i64 * 5_000,
+            )
+            .await;
+        // Every answer read nothing from the cache: a miss each call.
+        let usage = condense_host_proxy::view::Usage {
+            input: 100,
+            cache_read: 0,
+            cache_write: 9_000,
+            output: 50,
+        };
+        // The first body has no tool results: no session yet.
+        if let Some(key) = key {
+            s.record_usage(&key, usage).await;
+        }
+    }
+    // The first report was written at once; the rest wait for 16 reports
+    // or a minute, which five seconds a call never reach.
+    assert_eq!(saved_misses(dir.path()), [(1, 1)]);
+    drop(s);
+    // The session opens at the second body; each body brings the previous
+    // answer's usage, which counts where the call was expected to read the
+    // one before (not the session's first); the last answer's usage never
+    // reached the engine.
+    let counted = bodies.len() as u64 - 3;
+    assert_eq!(saved_misses(dir.path()), [(counted, counted)]);
 }

@@ -27,6 +27,8 @@
 //!   same cache and runs it headless through `condense claude`.
 //! * [`relay`]: a recording relay, to see what a client sent before the
 //!   proxy rewrote it.
+//! * [`proxy_client`]: a Claude Code–shaped conversation posted straight
+//!   to a condense proxy, and the miss counts it saved.
 
 pub mod cache;
 pub mod claude_env;
@@ -39,6 +41,7 @@ pub mod opencode_env;
 pub mod opencode_serve;
 pub mod pi_env;
 pub mod process;
+pub mod proxy_client;
 pub mod registry;
 pub mod relay;
 pub mod text;
