@@ -152,6 +152,13 @@ fn the_counts_are_written_at_the_first_report_then_in_batches() {
     });
     seen.dedup();
     assert_eq!(seen, [0, 1, 13, 25, 37], "written each minute");
+    // An engine that goes away without `shutdown` (the host quit, the
+    // proxy closed the conversation) writes the rest as it drops.
+    let counted = d.engine().miss_counts()["anthropic"].calls();
+    drop(d);
+    let dropped = read_history(&misses_dir_in(minutes.path()), "another");
+    assert_eq!(dropped.others["anthropic"].calls(), counted);
+    assert_eq!(counted, 40);
     // Calls 2 s apart: every 16 reports.
     let session = missing_session_every(40, 2_000);
     let branch = session.branch(None);

@@ -262,20 +262,6 @@ impl std::fmt::Debug for ProxySession {
     }
 }
 
-impl Drop for ProxySession {
-    /// The misses the engine counted since it last wrote them go to disk:
-    /// the proxy closes a session when it stops or makes room for others,
-    /// and the next conversation plans with what this one saw. A session
-    /// whose engine panicked keeps what it wrote before. A failed write
-    /// goes unsaid: nothing is left to show it to, and the stderr of
-    /// `condense claude` is the agent's terminal.
-    fn drop(&mut self) {
-        if let Ok(engine) = self.engine.get_mut() {
-            engine.save_misses(None, &mut Vec::new());
-        }
-    }
-}
-
 /// Why a session could not be opened.
 #[derive(Debug)]
 pub struct SessionError(pub String);

@@ -170,3 +170,13 @@ impl Engine {
         }
     }
 }
+
+impl Drop for Engine {
+    /// Whatever ends a session writes the misses it counted since the last
+    /// write: the sidecar's input closing without `shutdown` (the host
+    /// quit), a proxy conversation closed (the proxy stopping, or making
+    /// room). A failure here has no one left to tell.
+    fn drop(&mut self) {
+        self.save_misses(None, &mut Effects::new());
+    }
+}
