@@ -3,6 +3,8 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
+mod support;
+
 fn condense() -> Command {
     Command::new(env!("CARGO_BIN_EXE_condense"))
 }
@@ -77,40 +79,35 @@ fn the_proxy_answers_on_loopback_and_reports_a_dead_upstream() {
 fn a_proxy_told_to_stop_saves_the_misses_its_conversations_counted() {
     use condense_testkit::fake_llm::{FakeLlm, Reply};
     use condense_testkit::proxy_client::{post_tool_calls, saved_misses};
+    use support::ProxyProcess;
 
     const CALLS: usize = 6;
     // Every answer reads nothing from the cache: each call a miss.
     let llm = FakeLlm::start((0..CALLS).map(|_| Reply::text("ok").with_usage(3_000, 10)));
     let dir = tempfile::tempdir().unwrap();
-    let mut child = condense()
-        .args(["proxy", "--port", "0", "--upstream"])
-        .arg(format!("http://{}", llm.addr()))
-        .arg("--dir")
-        .arg(dir.path())
-        .env("XDG_CONFIG_HOME", dir.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line.trim().trim_start_matches("http://").to_owned();
-    for status in post_tool_calls(&addr, "s-stop", CALLS) {
+    let upstream = format!("http://{}", llm.addr());
+    let settings = dir.path().join("settings.json");
+    std::fs::write(&settings, "{}").unwrap();
+    let proxy = ProxyProcess::start(
+        0,
+        &[
+            "--upstream".as_ref(),
+            upstream.as_ref(),
+            "--dir".as_ref(),
+            dir.path().as_os_str(),
+            "--settings".as_ref(),
+            settings.as_os_str(),
+        ],
+    );
+    for status in post_tool_calls(&proxy.addr, "s-stop", CALLS) {
         assert!(status.contains(" 200"), "{status}");
     }
     // Only the first report was due before the stop (then 16 reports, or
     // a minute).
     assert_eq!(saved_misses(dir.path()), [(1, 1)]);
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{:?}", out.status);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("condense proxy: stopping"));
+    let (status, stderr) = proxy.terminate();
+    assert!(status.success(), "{status:?}");
+    assert!(stderr.contains("condense proxy: stopping"), "{stderr}");
     // Each call brings the previous answer's usage; the first call expected
     // no cached prefix and the last answer's usage never came back.
     let counted = CALLS as u64 - 2;

@@ -186,6 +186,22 @@ impl ProxyProcess {
         self.addr.rsplit(':').next().unwrap().parse().unwrap()
     }
 
+    /// Asks it to stop (`SIGTERM`) and waits; returns its exit status and
+    /// what it printed on standard error.
+    #[cfg(unix)]
+    pub fn terminate(self) -> (std::process::ExitStatus, String) {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let out = self.child.wait_with_output().unwrap();
+        (
+            out.status,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
     /// Stops it; returns what it printed on standard error.
     pub fn stop(mut self) -> String {
         let _ = self.child.kill();
