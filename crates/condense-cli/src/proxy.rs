@@ -189,26 +189,29 @@ pub fn run(args: &ProxyArgs) -> Result<(), CliError> {
     // what it has not yet saved (its miss counts).
 }
 
-/// Resolves on Ctrl-C or, on Unix, SIGTERM; never when neither can be
-/// listened for (the proxy then runs until killed, as without this).
+/// Resolves once Ctrl-C or `SIGTERM` has come (looked for every 100 ms);
+/// never where neither can be listened for (the proxy then runs until
+/// killed). A flag the signal sets, not tokio's signal driver, which would
+/// hold a socket pair in every runtime of this binary (the sidecar's too).
 async fn stop_requested() {
-    let interrupt = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let Ok(mut terminate) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                () = interrupt => {}
-                _ = terminate.recv() => {}
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut listening = false;
+        for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            listening |= signal_hook::flag::register(signal, stop.clone()).is_ok();
+        }
+        if listening {
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
             }
             return;
         }
     }
-    interrupt.await;
+    std::future::pending::<()>().await;
 }
 
 #[cfg(test)]
