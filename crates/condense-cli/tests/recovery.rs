@@ -209,6 +209,7 @@ fn a_raw_id_pi_compacted_away_is_read_from_the_whole_branch() {
         settings: Value::Null,
         session_id: "c".into(),
         session_dir: Some(dir.clone()),
+        misses_dir: None,
         session_file: Some(file.clone()),
         branch: text.lines().skip(1).collect::<Vec<_>>().join("\n"),
         tree: false,

@@ -355,6 +355,9 @@ export interface SessionStartParams {
 	model: ModelRef | null;
 	sessionFile: string | null;
 	sessionDir: string | null;
+	/** Where every session's cache-miss counts go (absent or `null`:
+	 * `condense-misses/` in `sessionDir`). */
+	missesDir?: string | null;
 	sessionId: string | null;
 	/** The branch's entries, root first, as pi's `getBranch()` returns them. */
 	branch: Json[];
@@ -530,6 +533,7 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 			model: nullable(isModelRef),
 			sessionFile: nullable(isString),
 			sessionDir: nullable(isString),
+			missesDir: optional(nullable(isString)),
 			sessionId: nullable(isString),
 			branch: listOf(isJson),
 			tree: isBoolean,

@@ -161,6 +161,10 @@ pub struct SessionStartParams {
     /// The session directory (spill blobs go beside the session).
     #[serde(default, deserialize_with = "lenient")]
     pub session_dir: Option<String>,
+    /// Where the sessions' cache-miss counts go, shared by every session
+    /// the host keeps (absent: `condense-misses/` in the session directory).
+    #[serde(default, deserialize_with = "lenient")]
+    pub misses_dir: Option<String>,
     /// The session id.
     #[serde(default, deserialize_with = "lenient")]
     pub session_id: Option<String>,

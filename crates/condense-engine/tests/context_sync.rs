@@ -20,6 +20,7 @@ fn engine() -> Engine {
         settings: json!({"contextPrune": {"enabled": true, "economy": {"policy": "reference"}}}),
         session_id: "sync".into(),
         session_dir: None,
+        misses_dir: None,
         session_file: None,
         branch: String::new(),
         tree: false,

@@ -214,6 +214,7 @@ fn a_resumed_compacted_session_finds_the_work_after_the_compaction() {
         settings: json!({"contextPrune": {"enabled": true}}),
         session_id: "k".into(),
         session_dir: None,
+        misses_dir: None,
         session_file: None,
         branch: branch.join("\n"),
         tree: false,

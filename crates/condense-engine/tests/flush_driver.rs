@@ -53,6 +53,7 @@ fn engine() -> Mutex<Engine> {
         settings: json!({"contextPrune": {"enabled": true, "pruneOn": "on-demand"}}),
         session_id: "s".into(),
         session_dir: None,
+        misses_dir: None,
         session_file: None,
         branch: branch(3),
         tree: false,

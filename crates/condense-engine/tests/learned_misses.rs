@@ -177,3 +177,45 @@ fn the_counts_are_written_at_the_first_report_then_in_batches() {
     d.engine().save_misses(None, &mut Default::default());
     assert_eq!(on_disk(), counted, "the rest at shutdown");
 }
+
+/// A host that keeps a session directory per project (pi) names one misses
+/// directory for all: a project's first session plans with what the
+/// user's other projects saw, and writes its own counts there too.
+#[test]
+fn a_shared_misses_directory_gives_a_new_projects_session_the_users_prior() {
+    use condense_engine::{Engine, StartParams};
+
+    let root = tempfile::tempdir().unwrap();
+    let shared = root.path().join("agent").join("condense-misses");
+    let earlier = MissCounts::from_pairs([(300, 0), (0, 0), (0, 0), (200, 100), (0, 0)]);
+    let prior: ProviderMisses = [("anthropic".into(), earlier)].into_iter().collect();
+    write_session_misses(&shared, "in-another-project", &prior).unwrap();
+    let project = root.path().join("sessions").join("--new-project--");
+    std::fs::create_dir_all(&project).unwrap();
+    let started = |misses_dir: Option<std::path::PathBuf>| {
+        let mut e = Engine::default();
+        let effects = e.start(StartParams {
+            settings: json!({"contextPrune": {"enabled": true}}),
+            session_id: "first-here".into(),
+            session_dir: Some(project.clone()),
+            misses_dir,
+            session_file: None,
+            branch: String::new(),
+            tree: false,
+        });
+        assert!(
+            effects.iter().all(|e| !format!("{e:?}").contains("misses")),
+            "{effects:?}"
+        );
+        e
+    };
+    let with_shared = started(Some(shared.clone()));
+    let rates = with_shared
+        .planned_miss_rates()
+        .expect("planned with the other project's misses")
+        .0;
+    assert_eq!((rates[0], rates[3]), (0.0, 0.5));
+    // Without it, the project's own directory has nothing to start from.
+    assert_eq!(started(None).planned_miss_rates(), None);
+    assert!(!misses_dir_in(&project).exists());
+}

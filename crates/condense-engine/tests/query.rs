@@ -79,6 +79,7 @@ fn start(engine: &mut Engine, file: &Path, branch: &[String]) {
         settings: json!({"contextPrune": {"enabled": true}}),
         session_id: "q".into(),
         session_dir: file.parent().map(Path::to_path_buf),
+        misses_dir: None,
         session_file: Some(file.to_path_buf()),
         branch: branch.join("\n"),
         tree: false,

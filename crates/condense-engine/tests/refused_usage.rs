@@ -34,6 +34,7 @@ fn start(e: &mut Engine, usage: Value) -> Vec<Effect> {
         settings: json!({"contextPrune": {"enabled": true}}),
         session_id: "s".into(),
         session_dir: None,
+        misses_dir: None,
         session_file: None,
         branch: condense_engine::jsonl([prompt.to_string(), reply.to_string()]),
         tree: false,

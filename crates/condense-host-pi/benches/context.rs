@@ -43,6 +43,7 @@ fn started(branch: String, settings: serde_json::Value) -> Engine {
         settings,
         session_id: "bench".into(),
         session_dir: None,
+        misses_dir: None,
         session_file: None,
         branch,
         tree: false,

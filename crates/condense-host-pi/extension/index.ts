@@ -16,7 +16,7 @@ import { contextHandler } from "./context_hook";
 import { applyEffects, clearWidgetTimers } from "./effects";
 import { SidecarLink } from "./link";
 import { loadTui, renderSummary } from "./render";
-import { readSettings } from "./settings";
+import { agentDir, readSettings } from "./settings";
 import { registerPrunerCommand, registerQueryTool } from "./tools";
 import { TurnEnds } from "./turns";
 import { noteSettingsBlock } from "../../condense-engine/client/prices.ts";
@@ -93,6 +93,9 @@ export default function condense(pi: ExtensionAPI) {
 			model: model && typeof model.provider === "string" && typeof model.id === "string" ? { provider: model.provider, id: model.id } : null,
 			sessionFile: safe(() => sm.getSessionFile()) ?? null,
 			sessionDir: safe(() => sm.getSessionDir()) ?? null,
+			// pi keeps a session directory per project; the miss counts are
+			// the provider's, so every project's sessions share one.
+			missesDir: path.join(agentDir(), "condense-misses"),
 			sessionId: safe(() => sm.getSessionId()) ?? null,
 			// The sidecar builds the context messages from `branch`; sending
 			// them too would double a line of 10 MB at 1M tokens (docs/protocol.md).

@@ -407,6 +407,7 @@ impl ProxySession {
             settings: self.options.settings.clone(),
             session_id: self.key.clone(),
             session_dir: self.path.parent().map(Path::to_path_buf),
+            misses_dir: None,
             session_file: Some(self.path.clone()),
             branch: condense_engine::jsonl(branch.iter().map(|e| e.raw())),
             tree: false,

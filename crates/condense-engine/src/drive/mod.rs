@@ -154,6 +154,7 @@ impl Driver {
             settings: options.settings,
             session_id,
             session_dir: options.session_dir.clone(),
+            misses_dir: None,
             session_file: None,
             branch: String::new(),
             tree: false,

@@ -24,6 +24,7 @@ impl Driver {
             settings,
             session_id: super::SESSION_ID.to_owned(),
             session_dir: self.session_dir.clone(),
+            misses_dir: None,
             session_file: None,
             branch,
             tree: false,

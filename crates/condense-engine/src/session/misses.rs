@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use condense_core::{MissModel, MissRates, PlannedMisses};
-use condense_store::misses::{misses_dir_in, read_history, write_session_misses, ProviderMisses};
+use condense_store::misses::{read_history, write_session_misses, ProviderMisses};
 
 use super::Engine;
 use crate::learned_misses::LearnedMisses;
@@ -86,12 +86,12 @@ impl Engine {
     }
 
     /// `start` of session `session_id`: under a learned miss model, its
-    /// own counts and the others' from the session directory; without one,
-    /// the counts in memory, another session's becoming the prior.
+    /// own counts and the others' from the misses directory `dir`; without
+    /// one, the counts in memory, another session's becoming the prior.
     pub(super) fn start_misses(
         &mut self,
         session_id: &str,
-        session_dir: Option<&std::path::Path>,
+        dir: Option<PathBuf>,
         out: &mut Effects,
     ) {
         let same_session = self.misses_file.session_id.as_deref() == Some(session_id);
@@ -103,9 +103,7 @@ impl Engine {
         self.misses_file.unsaved = 0;
         self.misses_file.saved_at = None;
         let learning = self.config.economy.miss_model == MissModel::Learned;
-        let dir = session_dir
-            .filter(|_| learning && !self.misses_file.pinned)
-            .map(misses_dir_in);
+        let dir = dir.filter(|_| learning && !self.misses_file.pinned);
         let Some(dir) = dir else {
             self.misses_file.at = None;
             if !same_session {
@@ -117,8 +115,7 @@ impl Engine {
         let history = read_history(&dir, session_id);
         if let Some(first) = history.skipped.first() {
             out.push(Effect::warning(format!(
-                "condense: {} of the misses files beside this session {} left out of the \
-                 miss model: {first}",
+                "condense: {} of the misses files {} left out of the miss model: {first}",
                 history.skipped.len(),
                 if history.skipped.len() == 1 {
                     "is"

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use condense_core::{render, Branch, Config, Message, Protection, PruneOn, RenderSettings, Role};
 use condense_store::entries::CUSTOM_TYPE_SWITCH;
+use condense_store::misses::misses_dir_in;
 use condense_store::session::{Entry, EntryType, Session};
 use serde_json::{json, Value};
 
@@ -33,6 +34,11 @@ pub struct StartParams {
     pub session_id: String,
     /// The session's directory.
     pub session_dir: Option<PathBuf>,
+    /// Where the sessions' miss counts are kept, when not in the session
+    /// directory: a host whose session directory is per project names one
+    /// directory for all, so a project's first session starts from the
+    /// user's others (`None`: `condense-misses/` in `session_dir`).
+    pub misses_dir: Option<PathBuf>,
     /// The session file the host writes the branch to (`None` for a
     /// session held in memory only): a raw id `context_tree_query` cannot
     /// find in the index or the context is looked up on its branch.
@@ -155,7 +161,10 @@ impl Engine {
             self.calls.restart(recorded);
         }
         if !p.tree {
-            self.start_misses(&p.session_id, session_dir.as_deref(), &mut out);
+            let misses_dir = p
+                .misses_dir
+                .or_else(|| session_dir.as_deref().map(misses_dir_in));
+            self.start_misses(&p.session_id, misses_dir, &mut out);
         }
         self.refresh_metrics();
         out.push(self.footer());

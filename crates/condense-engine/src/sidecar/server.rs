@@ -255,6 +255,7 @@ impl Server {
                     settings: p.settings,
                     session_id: p.session_id.unwrap_or_default(),
                     session_dir: p.session_dir.map(Into::into),
+                    misses_dir: p.misses_dir.map(Into::into),
                     session_file: p.session_file.map(Into::into),
                     branch: jsonl(p.branch.iter().map(|e| e.get())),
                     tree: p.tree,

@@ -178,13 +178,16 @@ fn simulate_the_default_agrees_with_what_the_server_received_across_a_resume() {
 }
 
 /// The default learns the provider's misses from the usage pi records and
-/// keeps them beside the session: the scripted server reports no cached
+/// keeps them in pi's agent directory, where every project's sessions
+/// share them (none beside the session): the scripted server reports no cached
 /// read, so each of the four calls the engine expected to read a cached
 /// prefix (two a run; the first call of each run has none to read, or is
 /// priced against the call the branch records) is a miss, and the second
 /// pi process went on counting from the first's file.
-fn learned_misses_survive_the_resume(_: &PiEnv, session: &Path) {
-    let dir = condense_store::misses::misses_dir_in(session.parent().expect("a directory"));
+fn learned_misses_survive_the_resume(env: &PiEnv, session: &Path) {
+    let beside = condense_store::misses::misses_dir_in(session.parent().expect("a directory"));
+    assert!(!beside.exists(), "{}", beside.display());
+    let dir = condense_store::misses::misses_dir_in(&env.agent_dir);
     let history = condense_store::misses::read_history(&dir, "another session");
     assert!(history.skipped.is_empty(), "{:?}", history.skipped);
     let mut seen = condense_core::MissCounts::default();

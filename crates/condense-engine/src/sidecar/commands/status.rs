@@ -108,6 +108,7 @@ mod tests {
             settings: serde_json::from_str(SETTINGS).unwrap(),
             session_id: "economy-status".into(),
             session_dir: None,
+            misses_dir: None,
             session_file: None,
             branch: branch.trim_end().to_owned(),
             tree: false,

@@ -105,6 +105,7 @@ fn host(settings: Value, branch: Vec<Value>) -> TestHost {
         settings,
         session_id: "s1".into(),
         session_dir: None,
+        misses_dir: None,
         session_file: None,
         branch: crate::jsonl(branch.iter().map(Value::to_string)),
         tree: false,
