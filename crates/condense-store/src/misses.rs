@@ -1,15 +1,15 @@
-//! The provider's cache misses each session saw, kept beside the sessions:
-//! `<sessionDir>/condense-misses/<session id>.json`, one small file a
-//! session, replaced whole as its usage comes in. A new session starts its
-//! miss model from what the directory's other sessions saw of the same
-//! provider (`economy.missRates: "learn"`); a restarted one takes up its
-//! own counts where it left them.
+//! The provider's cache misses each session saw: `condense-misses/<session
+//! id>.json` in a directory the host names (pi's agent directory, else the
+//! session directory), one small file a session, replaced whole as its
+//! usage comes in. A new session starts its miss model from what the
+//! user's other sessions saw of the same provider (`economy.missRates:
+//! "learn"`); a restarted one takes up its own counts where it left them.
 //!
 //! One file per session, each written only by its session's process, so
 //! two harnesses running side by side never lose each other's counts, and a
 //! process killed mid-write leaves the old file (the write goes through a
 //! temporary file and a rename). Everything read is untrusted: the
-//! directory must be a real one beside the sessions (no symlink), and a
+//! directory must be a real one (no symlink), and a
 //! file too large, malformed or holding counts past `u32` is skipped and
 //! named, never read in part.
 

@@ -66,17 +66,17 @@ pub(crate) fn created_dir(dir: &Path, what: &str) -> std::io::Result<PathBuf> {
     checked_dir(dir, what)
 }
 
-/// [`checked_blob_dir`] for any directory condense keeps beside the
-/// sessions, named `what` in the error.
-pub(crate) fn checked_dir(blob_dir: &Path, what: &str) -> std::io::Result<PathBuf> {
+/// [`checked_blob_dir`] for any directory condense keeps its files in,
+/// named `what` in the error.
+pub(crate) fn checked_dir(dir: &Path, what: &str) -> std::io::Result<PathBuf> {
     let refused = |why: &str| {
         std::io::Error::new(
             std::io::ErrorKind::PermissionDenied,
-            format!("{}: {what} {why}", blob_dir.display()),
+            format!("{}: {what} {why}", dir.display()),
         )
     };
-    let name = blob_dir.file_name().ok_or_else(|| refused("has no name"))?;
-    let parent = match blob_dir.parent() {
+    let name = dir.file_name().ok_or_else(|| refused("has no name"))?;
+    let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };

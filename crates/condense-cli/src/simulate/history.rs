@@ -1,6 +1,6 @@
 //! A corpus replayed as its user lived it: each session plans with the
-//! cache misses the sessions before it showed, as a host finds them in the
-//! session directory (condense-store's `misses`). A session's misses are
+//! cache misses the sessions before it showed, as a host finds them in its
+//! misses directory (condense-store's `misses`). A session's misses are
 //! its `none` replay's ([`Misses::of`]): the calls the cache would serve by
 //! the TTL whose recorded usage read under half the prefix.
 

@@ -163,7 +163,9 @@ impl MissCounts {
         let mut previous = 0.0;
         for (b, r) in rates.iter_mut().enumerate() {
             let (calls, misses) = weighed(b);
-            *r = if calls < f64::from(min_bucket_calls) {
+            // A bucket with no calls has no share of its own, whatever the
+            // minimum asked.
+            *r = if calls < f64::from(min_bucket_calls.max(1)) {
                 previous
             } else {
                 (misses / calls).clamp(0.0, 1.0)

@@ -1,5 +1,5 @@
 //! Where the session's learned misses are kept ([`crate::learned_misses`]):
-//! read from the session directory at start, written back as the host
+//! read from the misses directory at start, written back as the host
 //! reports usage.
 
 use std::path::PathBuf;
