@@ -206,6 +206,46 @@ fn a_session_pi_compacts_bills_within_the_allowance_with_a_summarizer_at_the_mod
     default_within_allowance(&v, &terms).unwrap();
 }
 
+/// A session that pi compacts twice unpruned and the default once: after no
+/// pruning's second compaction, its prompts are a summary and the newest
+/// messages. Weighed against the same calls uncompacted (prompts past the
+/// window), the bound counted savings no pruning never paid for and spent
+/// them on eight flushes at five times the model's price: 5,687,972 units
+/// against 5,556,656 (+2.36%, g2 of docs/economy.md's "the 60"). Priced
+/// after no pruning's compaction, they are not paid for.
+#[test]
+fn the_bound_prices_no_pruning_after_its_own_compaction() {
+    let terms = ["--profile", "openai", "--summarizer-price", "5"];
+    let v = simulate_with(2, 320_000, 30, "tasks", &terms);
+    let none = &v["sessions"][0]["policies"]["none"];
+    assert_eq!(
+        none["compactions"].as_u64(),
+        Some(2),
+        "pi compacts it twice unpruned"
+    );
+    default_within_allowance(&v, &terms).unwrap();
+}
+
+/// A session that pi compacts unpruned at call 131, the strict bound at a
+/// one-hour cache and the summarizer at three times the model's price. At
+/// the call where no pruning compacts, a pressure switch rewrote 141,000
+/// tokens, paid with savings that the 30 calls to the session's own
+/// compaction, its prompt that much longer than no pruning's, gave back:
+/// 2,742,714 units against 2,422,067 (+13.2%, s89 of docs/economy.md's
+/// "no gaps"). Those calls' excess is kept out of the headroom.
+#[test]
+fn what_a_longer_prompt_owes_after_no_prunings_compaction_is_not_bet() {
+    let terms = ["--profile", "anthropic-1h", "--summarizer-price", "3"];
+    let v = simulate_strict(89, 184_791, 0, "realistic", &terms);
+    let none = &v["sessions"][0]["policies"]["none"];
+    assert_eq!(
+        none["compactions"].as_u64(),
+        Some(1),
+        "pi compacts it unpruned"
+    );
+    strictly_within_no_pruning(&v, &terms).unwrap();
+}
+
 /// The total a policy billed: prompts, outputs and the summarizer.
 fn total(v: &Value, policy: &str) -> f64 {
     v["sessions"][0]["policies"][policy]["total_units"]

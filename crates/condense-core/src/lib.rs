@@ -168,8 +168,8 @@ pub use policy::{
     budget_threshold, call_history, calls_before_compaction, cold_share, decide_summarize,
     decide_switch, expected_calls, is_idle_expired, switch_sizes, under_pressure, warm_rewrite,
     ColdEvent, Hold, RecordedReason, SummarizeDecision, SummarizeInputs, SwitchDecision,
-    SwitchInputs, SwitchReason, SwitchSizes, BUDGET_HEADROOM, COMPACTION_RESERVE_TOKENS,
-    EXPECTED_CALLS_FACTOR,
+    SwitchInputs, SwitchReason, SwitchSizes, BUDGET_HEADROOM, COMPACTION_KEEP_RECENT_TOKENS,
+    COMPACTION_RESERVE_TOKENS, COMPACTION_SUMMARY_TOKENS, EXPECTED_CALLS_FACTOR,
 };
 
 // What the user is told, and how numbers read.

@@ -482,6 +482,15 @@ pub const EXPECTED_CALLS_FACTOR: u64 = 3;
 /// passes the context window less this.
 pub const COMPACTION_RESERVE_TOKENS: u64 = 16_384;
 
+/// pi's default `compaction.keepRecentTokens`: what a compaction keeps of
+/// the newest messages (pi's `chars / 4` estimate).
+pub const COMPACTION_KEEP_RECENT_TOKENS: u64 = 20_000;
+
+/// The summary a compaction writes, in tokens: about what pi's two
+/// recorded compactions in the pi-mono fixtures wrote (4,291 and 3,649
+/// characters, 1,324 and 1,126 tokens at the calibrated rate).
+pub const COMPACTION_SUMMARY_TOKENS: u64 = 1_200;
+
 /// The LLM calls expected from now on (this one included), estimated from
 /// the calls so far ([`EXPECTED_CALLS_FACTOR`] times them, at least 1).
 pub fn expected_calls(calls_so_far: u64) -> u64 {

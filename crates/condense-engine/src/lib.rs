@@ -45,6 +45,7 @@ pub mod session;
 pub mod sidecar;
 pub mod switch;
 mod turns;
+mod unpruned_compaction;
 
 pub use flush::{run_flush, Blobs, ChainPolicy, Chains, Flush, FlushReport, FlushSteps};
 pub use protocol::{Delivery, Effect, Effects, Placement};

@@ -16,6 +16,7 @@ use condense_core::{
 use condense_store::entries::SwitchEntryData;
 
 use crate::learned_misses::LearnedMisses;
+use crate::unpruned_compaction::{Postponed, UnprunedCompaction};
 // What the summarizer reads: the bound pays for it.
 use condense_summarizer::prompt::batch_user_message_len;
 
@@ -38,6 +39,11 @@ pub struct CallFacts {
 pub(crate) struct Unpruned {
     prompt: Vec<Message>,
     units: f64,
+    /// The leading messages no pruning's own compaction replaced.
+    replaced: Option<usize>,
+    /// Once replaced, no pruning's growth per call (bound tokens) and the
+    /// calls the branch records.
+    growth: Option<(f64, u64)>,
 }
 
 /// What the engine remembers of the calls it saw, for the next decision.
@@ -77,6 +83,16 @@ pub(crate) struct CallLog {
     /// The cache misses the host's usage reports showed
     /// (`economy.missRates: "learn"`).
     misses: LearnedMisses,
+    /// Where no pruning would have compacted a session the host has not.
+    unpruned_compaction: UnprunedCompaction,
+    /// The host compacted a session no pruning had compacted before: no
+    /// pruning's next call reads its own compacted prompt from the cache,
+    /// which the host's list no longer holds; its size is taken for it.
+    unpruned_cached: bool,
+    /// What the calls ahead owe beyond no pruning, weighed at the last
+    /// call ([`UnprunedCompaction::postponed_cost`]; `None` before no
+    /// pruning compacted, or after the host did).
+    postponed: Option<Postponed>,
 }
 
 /// The wordiest summary the session's summarizer wrote, per call it
@@ -184,6 +200,8 @@ impl CallLog {
     pub(crate) fn navigated(&mut self) {
         self.bound = NoPruningBound::default();
         self.budget_hit = false;
+        self.unpruned_compaction = UnprunedCompaction::default();
+        self.postponed = None;
     }
 
     /// Whether this engine has seen a call, or been told of one a branch
@@ -195,6 +213,14 @@ impl CallLog {
     /// The host compacted the context: the next call finds the cache cold.
     pub(crate) fn compacted(&mut self) {
         self.compacted = true;
+        self.unpruned_cached = self.postponed.is_some();
+        self.unpruned_compaction.host_compacted();
+        self.postponed = None;
+    }
+
+    /// An agent run ended: where pi checks its compaction point.
+    pub(crate) fn run_ended(&mut self) {
+        self.unpruned_compaction.run_ended();
     }
 
     /// Whether the next call finds the cache cold at `now_ms` whatever
@@ -213,6 +239,17 @@ impl CallLog {
         self.budget_hit |= budget_hit;
     }
 
+    /// The host counted `host_tokens` for the context after the last call:
+    /// its prompt and the messages the turn `appended` (its reply and the
+    /// tools' results), which scales the bound's counts to the host's where
+    /// they meet the host's compaction point.
+    pub(crate) fn context_measured(&mut self, host_tokens: u64, appended: &[Message]) {
+        if let Some(prompt) = &self.last_prompt {
+            let counted = bound_tokens(prompt) + bound_tokens(appended);
+            self.unpruned_compaction.measured(host_tokens, counted);
+        }
+    }
+
     /// The call about to be made, priced with nothing pruned (`messages`
     /// without condense's summaries): what the switch decision and
     /// [`CallLog::sent`] weigh against.
@@ -222,9 +259,25 @@ impl CallLog {
         terms: (&PriceProfile, Option<&MissRates>),
         call: &CallFacts,
     ) -> Unpruned {
-        let prompt = unpruned(messages);
-        let units = self.units(terms, &prompt, self.last_unpruned.as_deref(), call);
-        Unpruned { prompt, units }
+        let previous = self.last_unpruned.as_deref().map(bound_tokens);
+        let no_pruning = self.unpruned_compaction.prompt(
+            unpruned(messages),
+            self.context_window,
+            previous,
+            bound_tokens,
+        );
+        let prompt = no_pruning.messages;
+        let units = if self.unpruned_cached {
+            self.priced_as(terms, &prompt, Some(&prompt), call, false).0
+        } else {
+            self.units(terms, &prompt, self.last_unpruned.as_deref(), call)
+        };
+        Unpruned {
+            prompt,
+            units,
+            replaced: no_pruning.replaced,
+            growth: no_pruning.growth,
+        }
     }
 
     /// The prompt this call sent (after any switch), priced against the
@@ -243,6 +296,8 @@ impl CallLog {
             _ => None,
         });
         self.bound.add_call(sent, unpruned.units);
+        self.unpruned_compaction.priced(unpruned.replaced);
+        self.postponed = self.postponed(&prompt, &unpruned, terms.0);
         self.last_prompt = Some(prompt);
         self.last_unpruned = Some(unpruned.prompt);
         self.called(call);
@@ -309,11 +364,43 @@ impl CallLog {
     }
 
     /// The session's bound against no pruning, allowed the excess
-    /// `config` sets (`economy.maxExcess`).
+    /// `config` sets (`economy.maxExcess`), what the calls ahead owe kept
+    /// out of its headroom.
     fn bound(&self, config: &Config) -> NoPruningBound {
+        self.bound_after(config, 0)
+    }
+
+    /// [`CallLog::bound`] once a flush removed `removed` tokens from the
+    /// prompt: what the calls ahead owe shrinks with it.
+    fn bound_after(&self, config: &Config, removed: u64) -> NoPruningBound {
         let mut bound = self.bound;
         bound.set_max_excess(config.economy.max_excess);
+        if let Some(p) = self.postponed {
+            bound.reserve(self.unpruned_compaction.postponed_cost(Postponed {
+                sent_tokens: p.sent_tokens.saturating_sub(removed),
+                ..p
+            }));
+        }
         bound
+    }
+
+    /// What [`UnprunedCompaction::postponed_cost`] weighs after a call
+    /// sending `prompt`, once no pruning compacted and the host has not.
+    fn postponed(
+        &self,
+        prompt: &[Message],
+        unpruned: &Unpruned,
+        profile: &PriceProfile,
+    ) -> Option<Postponed> {
+        let (growth, calls) = unpruned.growth?;
+        Some(Postponed {
+            sent_tokens: bound_tokens(prompt),
+            unpruned_tokens: bound_tokens(&unpruned.prompt),
+            unpruned_growth: growth,
+            calls,
+            context_window: self.context_window,
+            read_price: profile.cache.map_or(1.0, |c| c.read),
+        })
     }
 
     /// True when this call finds the cache cold whatever condense does.
@@ -346,12 +433,23 @@ impl CallLog {
     /// expected to read from the cache (0 when cold).
     fn priced(
         &self,
-        (profile, misses): (&PriceProfile, Option<&MissRates>),
+        terms: (&PriceProfile, Option<&MissRates>),
         prompt: &[Message],
         before: Option<&[Message]>,
         call: &CallFacts,
     ) -> (f64, u64) {
-        let cold = self.cold_event(call).is_some();
+        self.priced_as(terms, prompt, before, call, self.cold_event(call).is_some())
+    }
+
+    /// [`CallLog::priced`], the cache known `cold` or not.
+    fn priced_as(
+        &self,
+        (profile, misses): (&PriceProfile, Option<&MissRates>),
+        prompt: &[Message],
+        before: Option<&[Message]>,
+        call: &CallFacts,
+        cold: bool,
+    ) -> (f64, u64) {
         let shared = match before {
             Some(before) if !cold => common_prefix(before, prompt),
             _ => 0,
@@ -405,6 +503,7 @@ impl CallLog {
         }
         self.resumed = false;
         self.compacted = false;
+        self.unpruned_cached = false;
         self.budget_hit = false;
     }
 }
@@ -568,8 +667,13 @@ pub(crate) fn decide(
             let terms = (profile, misses);
             let with = log.units(terms, &shown, before, call);
             let without = log.units(terms, &current, before, call);
-            log.bound(settings.config)
-                .allows_call(with, without, unpruned.units)
+            let mut bound = log.bound(settings.config);
+            // This call's own figure: no pruning may compact at it.
+            let owed = log
+                .postponed(&shown, unpruned, profile)
+                .map_or(0.0, |p| log.unpruned_compaction.postponed_cost(p));
+            bound.reserve(owed);
+            bound.allows_call(with, without, unpruned.units)
         };
         let inputs = SwitchInputs {
             now_ms: call.now_ms.unwrap_or_default(),
@@ -828,7 +932,8 @@ pub(crate) fn turn_flush_pays(
     let prices = cache_terms(settings.config);
     let (calls_so_far, cold) = call_history(messages, prices.ttl_ms);
     let profile = log.profile(settings.config);
-    let bound = log.bound(settings.config);
+    // The flush shortens what a longer prompt owes the calls ahead.
+    let bound = log.bound_after(settings.config, estimate.removed);
     let summarizer_price = profile.summarizer;
     let decision = decide_summarize(&SummarizeInputs {
         prices,
@@ -887,7 +992,8 @@ pub(crate) fn flush_affordable(
     let profile = log.profile(settings.config);
     let prices = cache_terms(settings.config);
     let cold = next_call_cold(log, settings.config, now_ms);
-    let bound = log.bound(settings.config);
+    // The flush shortens what a longer prompt owes the calls ahead.
+    let bound = log.bound_after(settings.config, estimate.removed);
     let cost = estimate.bound_cost(&profile, log);
     if cold {
         return bound.allows_summary(cost, estimate.removed as f64 * prices.write);

@@ -39,11 +39,9 @@ pub struct CompactionSettings {
 /// pi's defaults.
 pub const DEFAULT_RESERVE_TOKENS: u64 = condense_core::COMPACTION_RESERVE_TOKENS;
 /// pi's default.
-pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = 20_000;
-/// The summary a compaction writes, in tokens: about what pi's two
-/// recorded compactions in the pi-mono fixtures wrote (4,291 and 3,649
-/// characters, 1,324 and 1,126 tokens at the calibrated rate).
-pub const DEFAULT_SUMMARY_TOKENS: u64 = 1_200;
+pub const DEFAULT_KEEP_RECENT_TOKENS: u64 = condense_core::COMPACTION_KEEP_RECENT_TOKENS;
+/// The summary a compaction writes, in tokens.
+pub const DEFAULT_SUMMARY_TOKENS: u64 = condense_core::COMPACTION_SUMMARY_TOKENS;
 
 impl CompactionSettings {
     /// pi's threshold check: the last call's prompt and output (`usage`)

@@ -41,6 +41,9 @@ pub struct NoPruningBound {
     last_call: (f64, f64),
     /// The calls added.
     calls: u64,
+    /// What the calls ahead are already expected to bill beyond no pruning
+    /// (units): kept out of the headroom, so no bet spends it.
+    reserved: f64,
 }
 
 impl NoPruningBound {
@@ -62,9 +65,21 @@ impl NoPruningBound {
     /// within the bound (infinite without a bound).
     pub fn headroom(&self) -> f64 {
         match self.max_excess {
-            Some(share) => self.unpruned * (1.0 + share) - self.spent,
+            Some(share) => self.unpruned * (1.0 + share) - self.spent - self.reserved,
             None => f64::INFINITY,
         }
+    }
+
+    /// Keeps `units` out of the headroom: what the calls ahead are expected
+    /// to bill beyond no pruning whatever condense does now (a session
+    /// running on past the point where no pruning compacted). Replaces the
+    /// previous reserve; a negative or non-finite figure reserves nothing.
+    pub fn reserve(&mut self, units: f64) {
+        self.reserved = if units.is_finite() {
+            units.max(0.0)
+        } else {
+            0.0
+        };
     }
 
     /// What no pruning would have billed so far, less what was billed
@@ -163,6 +178,21 @@ mod tests {
 
     fn anthropic() -> PriceProfile {
         PriceProfile::named("anthropic-5m").unwrap()
+    }
+
+    #[test]
+    fn a_reserve_is_kept_out_of_the_headroom_not_the_savings() {
+        let mut bound = NoPruningBound::new(Some(0.0));
+        bound.add_call(100.0, 1_000.0);
+        bound.reserve(600.0);
+        assert_eq!(bound.headroom(), 300.0);
+        assert_eq!(bound.saved(), 900.0);
+        assert!(!bound.allows_summary(400.0, 0.0));
+        bound.reserve(f64::NAN);
+        assert_eq!(bound.headroom(), 900.0);
+        bound.reserve(-5.0);
+        assert_eq!(bound.headroom(), 900.0);
+        assert_eq!(NoPruningBound::new(None).headroom(), f64::INFINITY);
     }
 
     #[test]

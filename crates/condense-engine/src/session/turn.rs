@@ -90,6 +90,11 @@ impl Engine {
             self.config.budget_turn_delta,
         );
         self.calls.turn(context_window, decision.budget_hit);
+        if let Some(tokens) = tokens {
+            let appended: Vec<Message> =
+                std::iter::once(assistant).chain(results).cloned().collect();
+            self.calls.context_measured(tokens, &appended);
+        }
         let mut pushed = false;
         if !results.is_empty() {
             // Numbered over the branch as the frontier is (pi's `turnIndex`
@@ -437,6 +442,7 @@ impl Engine {
     /// `agent_end`: status; a flush the run's reply asked for now waits
     /// for the next run.
     pub fn agent_end(&mut self) -> Effects {
+        self.calls.run_ended();
         if self.reply_flush == ReplyFlush::ThisRun {
             self.reply_flush = ReplyFlush::NextRun;
             if !self.pending.is_empty() {
