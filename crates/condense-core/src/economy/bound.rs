@@ -17,6 +17,13 @@
 //! A bet that costs nothing beyond not acting needs no headroom: showing
 //! summaries when the cache is cold anyway, or any step that makes this
 //! call cheaper than keeping the prompt as it was.
+//!
+//! No pruning compacts where the host would have (the caller prices that
+//! prompt). A session that pruned runs on past that point with a longer
+//! prompt, and the calls until the host compacts it owe the difference
+//! whatever condense does next: [`NoPruningBound::reserve`] keeps that out
+//! of the headroom. A bet placed before no pruning's compaction is not
+//! covered for those calls; that is the promise's one known gap.
 
 use super::bill::{bill_call, CallTokens, PreviousCall};
 use super::price::PriceProfile;
