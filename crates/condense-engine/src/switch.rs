@@ -38,6 +38,8 @@ pub struct CallFacts {
 #[derive(Debug)]
 pub(crate) struct Unpruned {
     prompt: Vec<Message>,
+    /// Its tokens as the bound counts them ([`bound_tokens`]).
+    tokens: u64,
     units: f64,
     /// The leading messages no pruning's own compaction replaced.
     replaced: Option<usize>,
@@ -68,6 +70,8 @@ pub(crate) struct CallLog {
     last_prompt: Option<Vec<Message>>,
     /// The prompt the previous call would have sent with nothing pruned.
     last_unpruned: Option<Vec<Message>>,
+    /// Its tokens as the bound counts them.
+    last_unpruned_tokens: Option<u64>,
     /// What the calls so far billed against no pruning.
     bound: NoPruningBound,
     /// The summarizer's price the host reported with the latest call
@@ -169,6 +173,7 @@ impl CallLog {
         *self = match last {
             Some(call) => CallLog {
                 last_ms: Some(call.at_ms),
+                last_unpruned_tokens: Some(bound_tokens(&call.unpruned)),
                 last_unpruned: Some(call.unpruned),
                 last_prompt: Some(call.prompt),
                 misses,
@@ -243,9 +248,10 @@ impl CallLog {
     /// its prompt and the messages the turn `appended` (its reply and the
     /// tools' results), which scales the bound's counts to the host's where
     /// they meet the host's compaction point.
-    pub(crate) fn context_measured(&mut self, host_tokens: u64, appended: &[Message]) {
+    pub(crate) fn context_measured(&mut self, host_tokens: u64, appended: &[&[Message]]) {
         if let Some(prompt) = &self.last_prompt {
-            let counted = bound_tokens(prompt) + bound_tokens(appended);
+            let counted =
+                bound_tokens(prompt) + appended.iter().map(|m| bound_tokens(m)).sum::<u64>();
             self.unpruned_compaction.measured(host_tokens, counted);
         }
     }
@@ -259,11 +265,10 @@ impl CallLog {
         terms: (&PriceProfile, Option<&MissRates>),
         call: &CallFacts,
     ) -> Unpruned {
-        let previous = self.last_unpruned.as_deref().map(bound_tokens);
         let no_pruning = self.unpruned_compaction.prompt(
             unpruned(messages),
             self.context_window,
-            previous,
+            self.last_unpruned_tokens,
             bound_tokens,
         );
         let prompt = no_pruning.messages;
@@ -274,6 +279,7 @@ impl CallLog {
         };
         Unpruned {
             prompt,
+            tokens: no_pruning.tokens,
             units,
             replaced: no_pruning.replaced,
             growth: no_pruning.growth,
@@ -299,6 +305,7 @@ impl CallLog {
         self.unpruned_compaction.priced(unpruned.replaced);
         self.postponed = self.postponed(&prompt, &unpruned, terms.0);
         self.last_prompt = Some(prompt);
+        self.last_unpruned_tokens = Some(unpruned.tokens);
         self.last_unpruned = Some(unpruned.prompt);
         self.called(call);
     }
@@ -395,7 +402,7 @@ impl CallLog {
         let (growth, calls) = unpruned.growth?;
         Some(Postponed {
             sent_tokens: bound_tokens(prompt),
-            unpruned_tokens: bound_tokens(&unpruned.prompt),
+            unpruned_tokens: unpruned.tokens,
             unpruned_growth: growth,
             calls,
             context_window: self.context_window,

@@ -22,6 +22,8 @@
 //! whatever condense does next, so the bound keeps it out of the headroom
 //! ([`UnprunedCompaction::postponed_cost`]).
 
+use std::sync::LazyLock;
+
 use condense_core::{
     Message, Role, COMPACTION_KEEP_RECENT_TOKENS, COMPACTION_RESERVE_TOKENS,
     COMPACTION_SUMMARY_TOKENS,
@@ -40,6 +42,8 @@ const SCALE_RANGE: (f64, f64) = (1.0, 3.0);
 pub(crate) struct NoPruningPrompt {
     /// Its messages: the host's, unpruned, a summary for those replaced.
     pub(crate) messages: Vec<Message>,
+    /// Their tokens, as the caller's count gives them.
+    pub(crate) tokens: u64,
     /// How many leading unpruned messages a summary replaces.
     pub(crate) replaced: Option<usize>,
     /// Once replaced: the growth of the unpruned messages per call so far
@@ -123,20 +127,27 @@ impl UnprunedCompaction {
         previous: Option<u64>,
         count: fn(&[Message]) -> u64,
     ) -> NoPruningPrompt {
+        let summary_tokens = SUMMARY
+            .as_ref()
+            .map_or(0, |s| count(std::slice::from_ref(s)));
+        let tokens_after = |replaced: Option<usize>| match replaced {
+            Some(r) => summary_tokens + count(&unpruned[r..]),
+            None => count(&unpruned),
+        };
         let mut replaced = self.replaced.filter(|&r| r <= unpruned.len());
-        let mut messages = with_summary(&unpruned, replaced);
+        let mut tokens = tokens_after(replaced);
         if let Some(window) = context_window.filter(|w| *w > 0) {
             let limit = window.saturating_sub(COMPACTION_RESERVE_TOKENS) as f64;
             let after_run =
                 self.run_ended && previous.is_some_and(|tokens| tokens as f64 * self.scale > limit);
-            if after_run || count(&messages) as f64 * self.scale > window as f64 {
+            if after_run || tokens as f64 * self.scale > window as f64 {
                 let start = replaced.unwrap_or(0);
                 if let Some(cut) =
                     cut_point(&unpruned[start..], COMPACTION_KEEP_RECENT_TOKENS, count)
                         .filter(|&cut| cut > 0)
                 {
                     replaced = Some(start + cut);
-                    messages = with_summary(&unpruned, replaced);
+                    tokens = tokens_after(replaced);
                 }
             }
         }
@@ -144,8 +155,15 @@ impl UnprunedCompaction {
             let calls = unpruned.iter().filter(|m| m.is(&Role::Assistant)).count() as u64;
             (count(&unpruned) as f64 / calls.max(1) as f64, calls)
         });
+        let messages = match (replaced, SUMMARY.as_ref()) {
+            (Some(r), Some(summary)) => std::iter::once(summary.clone())
+                .chain(unpruned[r..].iter().cloned())
+                .collect(),
+            _ => unpruned,
+        };
         NoPruningPrompt {
             messages,
+            tokens,
             replaced,
             growth,
         }
@@ -197,26 +215,15 @@ fn cut_point(messages: &[Message], keep: u64, count: fn(&[Message]) -> u64) -> O
     (from..messages.len()).find(|&i| !messages[i].is(&Role::ToolResult))
 }
 
-/// `unpruned` with its first `replaced` messages given as one summary.
-fn with_summary(unpruned: &[Message], replaced: Option<usize>) -> Vec<Message> {
-    match (replaced, summary()) {
-        (Some(r), Some(summary)) => std::iter::once(summary)
-            .chain(unpruned[r..].iter().cloned())
-            .collect(),
-        _ => unpruned.to_vec(),
-    }
-}
-
 /// A compaction summary of the modelled size: only its size is priced.
-fn summary() -> Option<Message> {
-    let text = "s".repeat(COMPACTION_SUMMARY_TOKENS as usize * 4);
+static SUMMARY: LazyLock<Option<Message>> = LazyLock::new(|| {
     let value = serde_json::json!({
         "role": "compactionSummary",
-        "summary": text,
+        "summary": "s".repeat(COMPACTION_SUMMARY_TOKENS as usize * 4),
         "tokensBefore": 0,
     });
     Message::from_value(&value).ok()
-}
+});
 
 #[cfg(test)]
 mod tests {

@@ -91,9 +91,8 @@ impl Engine {
         );
         self.calls.turn(context_window, decision.budget_hit);
         if let Some(tokens) = tokens {
-            let appended: Vec<Message> =
-                std::iter::once(assistant).chain(results).cloned().collect();
-            self.calls.context_measured(tokens, &appended);
+            self.calls
+                .context_measured(tokens, &[std::slice::from_ref(assistant), results]);
         }
         let mut pushed = false;
         if !results.is_empty() {
