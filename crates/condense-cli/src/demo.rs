@@ -66,6 +66,14 @@ pub struct DemoArgs {
     pub json: bool,
 }
 
+/// The most tasks a demo generates: its session, compacted after each task,
+/// is held whole in memory.
+pub const MAX_TASKS: usize = 200;
+
+/// The files a demo writes into its directory.
+const DEMO_SESSION: &str = "demo-session.jsonl";
+const DEMO_SETTINGS: &str = "settings.json";
+
 /// Chars reclaimed by the stub phase, per kind of replaced result.
 #[derive(Debug, Default)]
 struct StubSplit {
@@ -291,8 +299,8 @@ fn mechanism(count: usize, chars: i64) -> Value {
 
 /// Runs the demo in `dir` and returns its report.
 fn run_in(dir: &Path, args: &DemoArgs) -> Result<Value, CliError> {
-    let path = dir.join("demo-session.jsonl");
-    let settings = dir.join("settings.json");
+    let path = dir.join(DEMO_SESSION);
+    let settings = dir.join(DEMO_SETTINGS);
     let opts = SynthOptions {
         seed: args.seed,
         tokens: None,
@@ -530,11 +538,24 @@ fn temp_dir() -> Result<PathBuf, CliError> {
 
 /// `condense demo`.
 pub fn run(args: &DemoArgs) -> Result<(), CliError> {
-    if args.tasks == 0 {
-        return Err(CliError::Usage("--tasks must be at least 1".into()));
+    if !(1..=MAX_TASKS).contains(&args.tasks) {
+        return Err(CliError::Usage(format!(
+            "--tasks must be from 1 to {MAX_TASKS}"
+        )));
     }
     let (dir, keep) = match &args.dir {
         Some(d) => {
+            // A directory of the user's (pi's agent directory, say) keeps
+            // its files: the demo writes its own beside them or not at all.
+            if let Some(there) = [DEMO_SESSION, DEMO_SETTINGS]
+                .iter()
+                .find(|name| std::fs::symlink_metadata(d.join(name)).is_ok())
+            {
+                return Err(CliError::Usage(format!(
+                    "--dir {}: it holds a {there} already, which the demo would replace; name a new or empty directory",
+                    d.display()
+                )));
+            }
             std::fs::create_dir_all(d)
                 .map_err(|e| CliError::Data(format!("{}: {e}", d.display())))?;
             (d.clone(), true)

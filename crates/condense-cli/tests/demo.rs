@@ -117,7 +117,26 @@ fn readable_report_fits_a_terminal() {
         assert!(text.contains(row), "{row}: {text}");
     }
     assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
-    let out = condense(&dir, &["demo", "--tasks", "0"]);
+    for tasks in ["0", "201", "18446744073709551615"] {
+        let out = condense(&dir, &["demo", "--tasks", tasks]);
+        assert_eq!(out.status.code(), Some(1), "{tasks}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_directory_holding_settings_is_left_as_it_was() {
+    let dir = temp_dir("demo-test", "occupied");
+    let agent = dir.join("agent");
+    std::fs::create_dir_all(&agent).unwrap();
+    std::fs::write(agent.join("settings.json"), r#"{"keep": 1}"#).unwrap();
+    let out = condense(&dir, &["demo", "--dir", agent.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("settings.json"));
+    assert_eq!(
+        std::fs::read_to_string(agent.join("settings.json")).unwrap(),
+        r#"{"keep": 1}"#
+    );
+    assert_eq!(std::fs::read_dir(&agent).unwrap().count(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -128,6 +128,28 @@ fn special_files_are_refused_and_a_corpus_scan_goes_on() {
             );
         }
     }
+    // A directory replay passes them by too: it read each file's head to
+    // tell a Codex rollout, and waited on the FIFO for a writer.
+    let report = json_of(&condense(
+        &agent,
+        &[
+            "simulate",
+            corpus.to_str().expect("utf-8"),
+            "--json",
+            "--policy",
+            "none",
+        ],
+    ));
+    assert_eq!(report["sessions"].as_array().map(Vec::len), Some(1));
+    let unreadable = report["unreadable"].as_array().expect("unreadable");
+    for name in ["fifo.jsonl", "zero.jsonl"] {
+        assert!(
+            unreadable.iter().any(|u| u
+                .as_str()
+                .is_some_and(|s| s.contains(name) && s.contains("not a regular file"))),
+            "{name}: {report}"
+        );
+    }
     let good = corpus.join("good.jsonl");
     let good = good.to_str().expect("utf-8");
     for target in [

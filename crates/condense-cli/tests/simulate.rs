@@ -480,6 +480,33 @@ fn the_chart_has_a_line_per_policy_and_the_recorded_figures() {
 }
 
 #[test]
+fn the_chart_is_never_written_over_the_session_it_charts() {
+    let tmp = temp_dir("simulate", "svg-over");
+    let session = tmp.join("s.jsonl");
+    std::fs::copy(pi_mono_dir().join("before-compaction.jsonl"), &session).unwrap();
+    let before = std::fs::read(&session).unwrap();
+    // Named as given, and through another spelling of the same path.
+    let other = tmp.join(".").join("s.jsonl");
+    for svg in [&session, &other] {
+        let out = condense(
+            &tmp,
+            &[
+                "simulate",
+                session.to_str().unwrap(),
+                "--svg",
+                svg.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("a session being simulated"));
+        assert!(
+            std::fs::read(&session).unwrap() == before,
+            "the session is kept"
+        );
+    }
+}
+
+#[test]
 fn bad_options_are_usage_errors() {
     let tmp = temp_dir("simulate", "usage");
     let file = pi_mono_dir().join("large-session.jsonl");

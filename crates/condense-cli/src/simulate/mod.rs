@@ -395,15 +395,22 @@ pub fn simulate_file(
 /// Whether `path` is a regular file that starts as an OpenCode export (a
 /// directory's other `*.json`, settings say, are no sessions).
 fn is_export_file(path: &Path) -> bool {
+    crate::opencode_export::looks_like_export(&head_of(path, 256))
+}
+
+/// The first `len` bytes of `path` if it is a regular file, else none:
+/// opening a FIFO a directory holds would wait for a writer forever.
+fn head_of(path: &Path, len: usize) -> Vec<u8> {
     use std::io::Read as _;
     if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
-        return false;
+        return Vec::new();
     }
-    let mut head = [0u8; 256];
+    let mut head = vec![0u8; len];
     let n = std::fs::File::open(path)
         .and_then(|mut f| f.read(&mut head))
         .unwrap_or(0);
-    crate::opencode_export::looks_like_export(&head[..n])
+    head.truncate(n);
+    head
 }
 
 /// A pi session file, or an OpenCode export, a Claude Code transcript or a
@@ -628,20 +635,35 @@ const DEFAULT_PROFILE: &str = "anthropic-5m";
 /// Whether every one of `files` is a Codex rollout (an OpenAI model's
 /// session, priced by the openai profile unless told otherwise).
 fn all_rollouts(files: &[PathBuf]) -> bool {
-    use std::io::Read as _;
     !files.is_empty()
-        && files.iter().all(|path| {
-            let mut head = vec![0u8; 4096];
-            let n = std::fs::File::open(path)
-                .and_then(|mut f| f.read(&mut head))
-                .unwrap_or(0);
-            crate::codex_rollout::looks_like_rollout(&head[..n])
-        })
+        && files
+            .iter()
+            .all(|path| crate::codex_rollout::looks_like_rollout(&head_of(path, 4096)))
+}
+
+/// An error if the chart would be written over one of the sessions read.
+fn refuse_an_input(svg: &Path, files: &[PathBuf]) -> Result<(), CliError> {
+    let Ok(target) = std::fs::canonicalize(svg) else {
+        return Ok(()); // not there yet: no session is
+    };
+    if files
+        .iter()
+        .any(|f| std::fs::canonicalize(f).is_ok_and(|f| f == target))
+    {
+        return Err(CliError::Usage(format!(
+            "--svg {}: that is a session being simulated; name another file for the chart",
+            svg.display()
+        )));
+    }
+    Ok(())
 }
 
 /// `condense simulate`.
 pub fn run(args: &SimulateArgs) -> Result<(), CliError> {
     let (files, is_dir) = target_files(&args.target)?;
+    if let Some(svg) = &args.svg {
+        refuse_an_input(svg, &files)?;
+    }
     let for_rollouts;
     let args = if args.profile.is_none() && all_rollouts(&files) {
         eprintln!(
