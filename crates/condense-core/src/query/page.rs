@@ -68,12 +68,15 @@ struct Unit {
 fn units(text: &str) -> impl Iterator<Item = Unit> + '_ {
     let mut start = 0;
     let mut done = false;
+    // The end of the line `start` is in, found once for all its parts: a
+    // search from each part would make a long line quadratic.
+    let mut current_line_end = None;
     std::iter::from_fn(move || {
         if done {
             return None;
         }
-        let rest = &text[start..];
-        let line_end = rest.find('\n').map_or(text.len(), |p| start + p);
+        let line_end = *current_line_end
+            .get_or_insert_with(|| text[start..].find('\n').map_or(text.len(), |p| start + p));
         if line_end - start > SPLIT_BYTES {
             let end = floor_char_boundary(text, start + SPLIT_BYTES);
             let unit = Unit {
@@ -92,6 +95,7 @@ fn units(text: &str) -> impl Iterator<Item = Unit> + '_ {
         };
         if ends_line {
             start = line_end + 1;
+            current_line_end = None;
         } else {
             done = true;
         }
@@ -230,6 +234,20 @@ mod tests {
         assert!(reassemble(&text) == text);
         let emoji = "😀".repeat(30_000);
         assert!(reassemble(&emoji) == emoji);
+    }
+
+    #[test]
+    fn lines_of_many_parts_each_come_back_whole() {
+        // Each line in several parts, short lines between them.
+        let long = |c: &str| c.repeat(SPLIT_BYTES * 3 + 7);
+        let text = format!("{}\nshort\n{}\n\n{}", long("a"), long("b"), long("c"));
+        // a: units 1 to 4, short: 5, b: 6 to 9, the empty line: 10, c: 11 on.
+        assert_eq!(page(&text, req(1, 1)).text.len(), SPLIT_BYTES);
+        assert_eq!(page(&text, req(5, 1)).text, "short");
+        assert_eq!(page(&text, req(10, 1)).text, "");
+        let last = page(&text, req(14, 1));
+        assert!(last.text.len() == 7 && last.text.starts_with('c') && last.total == 14);
+        assert!(reassemble(&text) == text);
     }
 
     #[test]
