@@ -441,36 +441,46 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         }
     }
     // A successful answer in a session is read for its usage on the way;
-    // the session gets it once the answer has ended.
+    // the session gets it before the answer's last bytes go out, so the
+    // client's next request finds it. hyper stops polling a body once it
+    // has sent its `content-length`, so such a body's end is counted, not
+    // awaited; one cut short gives what it read when dropped.
+    let length = answer.content_length();
     let tee = session_key
         .filter(|_| answer.status().is_success())
-        .map(|key| {
-            let tee = match route {
+        .map(|key| UsageOnEnd {
+            key,
+            tee: match route {
                 Route::OpenAi { .. } | Route::ChatGpt { .. } => UsageTee::openai(),
                 Route::Anthropic { .. } => UsageTee::default(),
-            };
-            (key, Arc::new(std::sync::Mutex::new(tee)))
+            },
+            read: 0,
+            shared,
         });
-    let feed = tee.as_ref().map(|(_, t)| t.clone());
-    let chunks = answer.bytes_stream().map(move |chunk| match chunk {
-        Ok(bytes) => {
-            if let Some(t) = &feed {
-                t.lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .feed(&bytes);
+    let tee = Arc::new(std::sync::Mutex::new(tee));
+    let at_end = tee.clone();
+    let chunks = answer.bytes_stream().then(move |chunk| {
+        let tee = tee.clone();
+        async move {
+            let bytes = chunk.map_err(std::io::Error::other)?;
+            let whole = {
+                let mut guard = tee
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                guard.as_mut().is_some_and(|t| {
+                    t.tee.feed(&bytes);
+                    t.read += bytes.len() as u64;
+                    length.is_some_and(|l| t.read >= l)
+                })
+            };
+            if whole {
+                UsageOnEnd::record(&tee).await;
             }
             Ok(Frame::data(bytes))
         }
-        Err(e) => Err(std::io::Error::other(e)),
     });
     let end = futures_util::stream::once(async move {
-        if let Some((key, t)) = tee {
-            let tee =
-                std::mem::take(&mut *t.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-            if let Some(usage) = tee.finish() {
-                shared.sessions.record_usage(&key, usage).await;
-            }
-        }
+        UsageOnEnd::record(&at_end).await;
         None
     })
     .filter_map(|x: Option<Result<Frame<Bytes>, std::io::Error>>| async move { x });
@@ -478,4 +488,42 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     Ok(response
         .body(body)
         .unwrap_or_else(|e| api_error(StatusCode::BAD_GATEWAY, &e.to_string())))
+}
+
+/// An answer's usage as it passes, given to its session at the answer's
+/// end, or when its body is dropped first (cut short by the client).
+struct UsageOnEnd {
+    key: String,
+    tee: UsageTee,
+    /// The answer's bytes read.
+    read: u64,
+    shared: Arc<Shared>,
+}
+
+impl UsageOnEnd {
+    /// Gives the session the usage read, once.
+    async fn record(slot: &std::sync::Mutex<Option<UsageOnEnd>>) {
+        let taken = slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(mut t) = taken {
+            if let Some(usage) = std::mem::take(&mut t.tee).finish() {
+                t.shared.sessions.record_usage(&t.key, usage).await;
+            }
+        }
+    }
+}
+
+impl Drop for UsageOnEnd {
+    fn drop(&mut self) {
+        let Some(usage) = std::mem::take(&mut self.tee).finish() else {
+            return;
+        };
+        // Outside a runtime (the process stopping) nothing is recorded.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (shared, key) = (self.shared.clone(), std::mem::take(&mut self.key));
+            runtime.spawn(async move { shared.sessions.record_usage(&key, usage).await });
+        }
+    }
 }

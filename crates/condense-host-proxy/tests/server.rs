@@ -39,6 +39,8 @@ struct Upstream {
 const FIRST: &str = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,\"output_tokens\":1}}}\n\n";
 const SECOND: &str = "event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
 
+const JSON_ANSWER: &str = r#"{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"output_tokens":9}}"#;
+
 async fn upstream() -> Upstream {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -66,6 +68,7 @@ async fn upstream() -> Upstream {
                                 .get("authorization")
                                 .map(|v| v.to_str().unwrap().to_owned());
                             let fail = req.headers().contains_key("x-fail");
+                            let json = req.headers().contains_key("x-json");
                             let body = req.into_body().collect().await.unwrap().to_bytes();
                             rec.lock().unwrap().push(Received {
                                 path: path.clone(),
@@ -84,6 +87,16 @@ async fn upstream() -> Upstream {
                                     .boxed(),
                                 )
                                 .unwrap()
+                            } else if json {
+                                // A whole body, sized: hyper sends its
+                                // `content-length`.
+                                Response::builder()
+                                    .header("content-type", "application/json")
+                                    .body(
+                                        Full::new(Bytes::from_static(JSON_ANSWER.as_bytes()))
+                                            .boxed(),
+                                    )
+                                    .unwrap()
                             } else if path.contains("count_tokens") {
                                 Response::new(
                                     Full::new(Bytes::from_static(br#"{"input_tokens":42}"#))
@@ -302,6 +315,50 @@ async fn the_usage_an_answer_reports_is_logged_with_the_message_it_was() {
         "{assistant}"
     );
     assert!(!text.contains("sk-test"), "no secret is written");
+}
+
+#[tokio::test]
+async fn the_usage_of_an_answer_sent_whole_is_logged_too() {
+    let up = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = proxy(&format!("http://{}", up.addr), dir.path()).await;
+    let client = reqwest::Client::new();
+    let mut c = support::Convo::default();
+    c.prompt("hello");
+    c.tools(1, 3000);
+    for _ in 0..2 {
+        // The next request follows at once, on the same connection.
+        let r = client
+            .post(format!("{base}/v1/messages"))
+            .header("x-api-key", "sk-test")
+            .header("x-json", "1")
+            .body(c.body("s3"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            r.headers()["content-length"].to_str().unwrap(),
+            JSON_ANSWER.len().to_string()
+        );
+        assert_eq!(r.text().await.unwrap(), JSON_ANSWER);
+        c.tools(1, 3000);
+    }
+    let log = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let text = std::fs::read_to_string(log).unwrap();
+    let assistant = text
+        .lines()
+        .find(|l| l.contains("toolu_0002") && l.contains("\"role\":\"assistant\""))
+        .expect("the second call's assistant message is logged");
+    assert!(
+        assistant.contains(
+            r#""usage":{"input":10,"output":9,"cacheRead":0,"cacheWrite":0,"totalTokens":19}"#
+        ),
+        "{assistant}"
+    );
 }
 
 #[tokio::test]
