@@ -507,6 +507,30 @@ fn the_chart_is_never_written_over_the_session_it_charts() {
 }
 
 #[test]
+fn the_text_report_names_the_first_skipped_lines_and_counts_the_rest() {
+    let tmp = temp_dir("simulate", "skipped");
+    let session = tmp.join("s.jsonl");
+    let mut text = std::fs::read_to_string(pi_mono_dir().join("before-compaction.jsonl")).unwrap();
+    for i in 0..25 {
+        text.push_str(&format!("not json {i}\n"));
+    }
+    std::fs::write(&session, text).unwrap();
+    let out = condense(&tmp, &["simulate", session.to_str().unwrap()]);
+    assert!(out.status.success());
+    let report = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(report.matches("  skipped: ").count(), 20, "{report}");
+    assert!(report.contains("and 5 more skipped"), "{report}");
+    let json = json_of(&condense(
+        &tmp,
+        &["simulate", session.to_str().unwrap(), "--json"],
+    ));
+    assert_eq!(
+        json["sessions"][0]["problems"].as_array().map(Vec::len),
+        Some(25)
+    );
+}
+
+#[test]
 fn bad_options_are_usage_errors() {
     let tmp = temp_dir("simulate", "usage");
     let file = pi_mono_dir().join("large-session.jsonl");

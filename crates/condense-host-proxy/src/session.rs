@@ -900,6 +900,9 @@ impl ProxySession {
                 answers.insert(u, render::text_of(&self.messages[h]));
             }
         }
+        // The last answer's usage belongs to the newest assistant message
+        // (the one that answer was).
+        let newest_assistant = units.iter().rposition(|x| x.part == Part::Assistant);
         for u in first_new..units.len() {
             if units[u].cleared {
                 continue;
@@ -916,11 +919,7 @@ impl ProxySession {
                 answers.insert(u, text);
             }
             let unit = &units[u];
-            // The last answer's usage belongs to the newest assistant
-            // message (the one that answer was).
-            let newest_assistant = unit.part == Part::Assistant
-                && !units[u + 1..].iter().any(|x| x.part == Part::Assistant);
-            let usage = if newest_assistant {
+            let usage = if newest_assistant == Some(u) {
                 self.usage.take()
             } else {
                 None

@@ -17,6 +17,10 @@ use condense_core::MissRates;
 /// within 0.3%).
 const FAR_FROM_RECORDED: f64 = 0.2;
 
+/// The skipped lines the text report names; a file of malformed lines
+/// would otherwise print one report line each.
+const LISTED_PROBLEMS: usize = 20;
+
 /// Everything the report shows.
 pub struct Report<'a> {
     /// The price profile in force.
@@ -347,8 +351,14 @@ impl Report<'_> {
             out.push('\n');
         } else if let Some(s) = self.sims.first() {
             out.push_str(&format!("session: {}\n", s.path.display()));
-            for problem in &s.problems {
+            for problem in s.problems.iter().take(LISTED_PROBLEMS) {
                 out.push_str(&format!("  skipped: {problem}\n"));
+            }
+            if s.problems.len() > LISTED_PROBLEMS {
+                out.push_str(&format!(
+                    "  and {} more skipped (--json lists them all)\n",
+                    s.problems.len() - LISTED_PROBLEMS
+                ));
             }
         }
         out.push('\n');
