@@ -298,22 +298,7 @@ async fn the_usage_an_answer_reports_is_logged_with_the_message_it_was() {
         // The answer the upstream gave comes back in the next history.
         c.tools(1, 3000);
     }
-    let log = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .unwrap();
-    let text = std::fs::read_to_string(log).unwrap();
-    let assistant = text
-        .lines()
-        .find(|l| l.contains("toolu_0002") && l.contains("\"role\":\"assistant\""))
-        .expect("the second call's assistant message is logged");
-    assert!(
-        assistant.contains(
-            r#""usage":{"input":10,"output":9,"cacheRead":0,"cacheWrite":0,"totalTokens":19}"#
-        ),
-        "{assistant}"
-    );
+    let text = assert_second_call_logged_with_its_usage(dir.path());
     assert!(!text.contains("sk-test"), "no secret is written");
 }
 
@@ -343,7 +328,13 @@ async fn the_usage_of_an_answer_sent_whole_is_logged_too() {
         assert_eq!(r.text().await.unwrap(), JSON_ANSWER);
         c.tools(1, 3000);
     }
-    let log = std::fs::read_dir(dir.path())
+    assert_second_call_logged_with_its_usage(dir.path());
+}
+
+/// The log in `dir` holds the second call's assistant message with the
+/// usage the scripted upstream reports; the log's text.
+fn assert_second_call_logged_with_its_usage(dir: &std::path::Path) -> String {
+    let log = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
@@ -359,6 +350,7 @@ async fn the_usage_of_an_answer_sent_whole_is_logged_too() {
         ),
         "{assistant}"
     );
+    text
 }
 
 #[tokio::test]
