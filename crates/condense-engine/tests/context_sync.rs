@@ -131,3 +131,27 @@ proptest! {
         }
     }
 }
+
+/// A history handed over whole queues the work its turns' ends would have
+/// queued, one turn at a time, and renders the same.
+#[test]
+fn a_history_appended_whole_queues_what_its_turns_would_have() {
+    let history: Vec<Message> = (0..12).flat_map(|n| turn(n, n % 5 == 3)).collect();
+    let mut by_turn = engine();
+    let mut held = 0;
+    for (n, m) in history.chunks(3).enumerate() {
+        let (_, _) = by_turn.context(held, m[..1].to_vec());
+        held += 1;
+        by_turn.message_end(&m[1]);
+        let (_, _) = by_turn.turn_end(n as i64, &m[1], &m[2..], None, 200_000, T0);
+        let (_, _) = by_turn.context(held, m[1..].to_vec());
+        held += 2;
+    }
+    let mut whole = engine();
+    whole.appended(0, history.clone(), T0);
+    assert_eq!(whole.pending_len(), by_turn.pending_len());
+    assert!(whole.pending_len() > 0);
+    let (a, _) = whole.context(history.len(), Vec::new());
+    let (b, _) = by_turn.context(history.len(), Vec::new());
+    assert_eq!(a, b);
+}

@@ -1,7 +1,8 @@
 //! The latency the proxy adds before a request goes upstream: a
 //! conversation's next call prepared (read, synced, rendered, written
 //! back), at 1M tokens and on a small warm conversation, for Claude Code
-//! (Messages) and Codex (Responses).
+//! (Messages) and Codex (Responses); and a conversation's first call
+//! carrying its whole history.
 //!
 //! `cargo bench -p condense-host-proxy --bench prepare`
 
@@ -117,6 +118,16 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
+/// Sessions logged in a directory of their own, under the default policy.
+fn fresh_sessions() -> (tempfile::TempDir, Sessions) {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = Sessions::new(
+        dir.path().to_path_buf(),
+        SessionOptions::offline(json!({"contextPrune": {"enabled": true}}), MCP_QUERY_TOOL),
+    );
+    (dir, sessions)
+}
+
 /// A small conversation's next call, the exchange it adds included, from
 /// a session that has seen the conversation up to it (each sample a fresh
 /// session, so pending turns do not pile up across samples).
@@ -140,14 +151,7 @@ fn bench_small(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter(turns), |b| {
             b.iter_batched(
                 || {
-                    let dir = tempfile::tempdir().unwrap();
-                    let sessions = Sessions::new(
-                        dir.path().to_path_buf(),
-                        SessionOptions::offline(
-                            json!({"contextPrune": {"enabled": true}}),
-                            MCP_QUERY_TOOL,
-                        ),
-                    );
+                    let (dir, sessions) = fresh_sessions();
                     runtime.block_on(sessions.prepare(
                         Some("small"),
                         &Credentials::default(),
@@ -162,6 +166,37 @@ fn bench_small(c: &mut Criterion) {
                         &Credentials::default(),
                         &next,
                         1_700_000_002_000,
+                    ))
+                },
+                criterion::BatchSize::PerIteration,
+            )
+        });
+    }
+    group.finish();
+}
+
+/// A conversation's first call through the proxy, carrying its whole
+/// history (a resumed session): each sample a fresh session.
+fn bench_first_seen(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut group = c.benchmark_group("first_seen_history");
+    group
+        .measurement_time(Duration::from_secs(10))
+        .sample_size(10);
+    for tokens in [200_000usize, 1_000_000] {
+        let first = body(&history(tokens));
+        group.bench_function(BenchmarkId::from_parameter(tokens), |b| {
+            b.iter_batched(
+                fresh_sessions,
+                |(_dir, sessions)| {
+                    runtime.block_on(sessions.prepare(
+                        Some("first"),
+                        &Credentials::default(),
+                        &first,
+                        1_700_000_000_000,
                     ))
                 },
                 criterion::BatchSize::PerIteration,
@@ -259,7 +294,7 @@ fn bench_openai(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, bench_small, bench_openai);
+criterion_group!(benches, bench, bench_small, bench_first_seen, bench_openai);
 criterion_main!(benches);
 
 #[allow(dead_code)]

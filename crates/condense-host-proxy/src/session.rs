@@ -298,6 +298,50 @@ fn private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
+/// What [`ProxySession::prepare_with`] gives for a request sent as the
+/// client wrote it: the notices saying why, and where its units stand.
+fn unchanged(
+    notices: Vec<String>,
+    at: Option<Vec<Option<usize>>>,
+) -> (Prepared, Option<Spliced>, Option<Vec<Option<usize>>>) {
+    (
+        Prepared {
+            body: None,
+            notices,
+        },
+        None,
+        at,
+    )
+}
+
+/// Where the history a conversation is first seen with ends, from unit
+/// `from`, for [`ProxySession::bootstrap`]: before its newest assistant
+/// message, whose turn the engine sees end (capturing the history with
+/// it), or before the last reply up to it, which asks for the flush the
+/// replies before it would have; and before the first query placeholder,
+/// answered with the engine holding what came before it.
+fn bootstrap_end(units: &[Unit], from: usize) -> usize {
+    let Some(newest) = units
+        .iter()
+        .rposition(|u| u.part == Part::Assistant)
+        .filter(|n| *n >= from)
+    else {
+        return from;
+    };
+    let is_reply = |i: usize| !matches!(units.get(i + 1).map(|u| u.part), Some(Part::Result(_)));
+    let ahead = &units[from..=newest];
+    let reply = ahead
+        .iter()
+        .enumerate()
+        .rposition(|(i, u)| u.part == Part::Assistant && is_reply(from + i));
+    let query = ahead.iter().position(|u| u.pending_query.is_some());
+    from + [reply, query]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(newest - from)
+}
+
 fn is_wire_role(m: &Message) -> bool {
     m.is(&Role::User) || m.is(&Role::Assistant) || m.is(&Role::ToolResult)
 }
@@ -881,14 +925,7 @@ impl ProxySession {
         if let Some(h) = diverged {
             if let Err(e) = self.fork(h) {
                 notices.push(format!("condense: {e}"));
-                return (
-                    Prepared {
-                        body: None,
-                        notices,
-                    },
-                    None,
-                    None,
-                );
+                return unchanged(notices, None);
             }
             // The fork keeps the list before `h`, where the known units are.
             (at, first_new, _) = self.match_units(units, known);
@@ -903,7 +940,33 @@ impl ProxySession {
         // The last answer's usage belongs to the newest assistant message
         // (the one that answer was).
         let newest_assistant = units.iter().rposition(|x| x.part == Part::Assistant);
-        for u in first_new..units.len() {
+        // A conversation first seen with a history takes it in one step
+        // (`bootstrap`): replayed turn by turn, each turn's end would cost
+        // the engine the whole branch before it. The last reply and the
+        // prompt after it go through as events, so the flush a reply asks
+        // for is asked for once.
+        let fresh = self.messages.is_empty() && known.is_empty();
+        // Before this, no unit is taken in one step again (a unit that
+        // reads as no message stops a bootstrap and goes through alone).
+        let mut booted = 0;
+        let mut next = first_new;
+        while next < units.len() {
+            if fresh && next >= booted && (next == 0 || units[next - 1].opens_run) {
+                let end = bootstrap_end(units, next);
+                if end > next {
+                    match self.bootstrap(&mut units[next..end], &mut at[next..end], now_ms) {
+                        Ok(taken) => next += taken,
+                        Err(e) => {
+                            notices.push(format!("condense: {e}"));
+                            return unchanged(notices, None);
+                        }
+                    }
+                    booted = end;
+                    continue;
+                }
+            }
+            let u = next;
+            next += 1;
             if units[u].cleared {
                 continue;
             }
@@ -952,14 +1015,7 @@ impl ProxySession {
                 }
                 Err(e) => {
                     notices.push(format!("condense: writing the session log: {e}"));
-                    return (
-                        Prepared {
-                            body: None,
-                            notices,
-                        },
-                        None,
-                        None,
-                    );
+                    return unchanged(notices, None);
                 }
             };
             at[u] = Some(self.messages.len());
@@ -1021,16 +1077,7 @@ impl ProxySession {
         let steps = match steps {
             Some(s) => s,
             None if !answers.is_empty() => vec![condense_core::PlanStep::Keep(0..held)],
-            None => {
-                return (
-                    Prepared {
-                        body: None,
-                        notices,
-                    },
-                    None,
-                    Some(at),
-                )
-            }
+            None => return unchanged(notices, Some(at)),
         };
         let mut unit_of = vec![None; held];
         for (u, h) in at.iter().enumerate() {
@@ -1054,16 +1101,76 @@ impl ProxySession {
             ),
             Err(e) => {
                 notices.push(format!("condense: sent unchanged: {e}"));
-                (
-                    Prepared {
-                        body: None,
-                        notices,
-                    },
-                    None,
-                    Some(at),
-                )
+                unchanged(notices, Some(at))
             }
         }
+    }
+
+    /// Takes `units`, a history the session has not seen, into the log and
+    /// the list without the events each of its turns would send: the
+    /// engine is handed them at once ([`Engine::appended`]) and queues
+    /// their work as their turns' ends would have. Sets `at` for each
+    /// unit, and stops before a unit that reads as no message (it goes
+    /// through as an event). Returns how many units were taken.
+    fn bootstrap(
+        &mut self,
+        units: &mut [Unit],
+        at: &mut [Option<usize>],
+        now_ms: i64,
+    ) -> Result<usize, SessionError> {
+        let taken = self.take_history(units, at, now_ms);
+        // What was taken, the engine holds too, whatever stopped the rest.
+        let keep = self.engine_len;
+        let append = self.messages[keep..].to_vec();
+        self.engine().appended(keep, append, now_ms);
+        self.engine_len = self.messages.len();
+        taken
+    }
+
+    /// [`ProxySession::bootstrap`]'s log and list.
+    fn take_history(
+        &mut self,
+        units: &mut [Unit],
+        at: &mut [Option<usize>],
+        now_ms: i64,
+    ) -> Result<usize, SessionError> {
+        let mut taken = 0;
+        for (unit, at) in units.iter_mut().zip(at) {
+            if unit.cleared {
+                taken += 1;
+                continue;
+            }
+            let Ok(message) = Message::from_json(&view::with_facts(&unit.view, None, now_ms))
+            else {
+                break;
+            };
+            let (entry_id, range) = self
+                .log
+                .append_message_at(&message, now_ms)
+                .map_err(|e| SessionError(format!("writing the session log: {e}")))?;
+            taken += 1;
+            // The message holds the view's text now: not twice.
+            drop(std::mem::take(&mut unit.view));
+            // Turns counted within their run, as their ends would have.
+            if message.is_text_only_assistant() {
+                self.turn_index = 0;
+            } else if message.is(&Role::Assistant) {
+                self.turn_index += 1;
+            }
+            if let Some(range) = range
+                .filter(|_| message.is(&Role::ToolResult) && message.json().len() >= PARK_BYTES)
+            {
+                self.to_park.push((message.clone(), range));
+            }
+            *at = Some(self.messages.len());
+            self.messages.push(message);
+            self.texts.push(None);
+            self.held.push(Held {
+                entry_id,
+                wire: true,
+            });
+        }
+        Ok(taken)
     }
 
     /// Parks the tool results the log holds now that the engine has seen

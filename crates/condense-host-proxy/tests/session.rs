@@ -91,6 +91,11 @@ fn stubs(messages: &[Value]) -> Vec<(String, String)> {
 
 /// A session of prompts, tool turns and replies; returns each call's body.
 fn script() -> Vec<String> {
+    script_convo().1
+}
+
+/// [`script`]'s conversation as it ends, and each call's body.
+fn script_convo() -> (Convo, Vec<String>) {
     let mut c = Convo::default();
     let mut bodies = Vec::new();
     c.prompt("Build the project and fix what fails.");
@@ -104,7 +109,7 @@ fn script() -> Vec<String> {
         c.prompt(&format!("Now task {}.", task + 1));
         bodies.push(c.body("sess-a"));
     }
-    bodies
+    (c, bodies)
 }
 
 #[tokio::test]
@@ -507,4 +512,123 @@ async fn the_misses_counted_since_the_last_write_are_saved_when_the_session_clos
     // reached the engine.
     let counted = bodies.len() as u64 - 3;
     assert_eq!(saved_misses(dir.path()), [(counted, counted)]);
+}
+
+/// The tool results a session log holds, by call id, in order.
+fn logged_results(dir: &Path, key: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(dir.join(format!("{key}.jsonl"))).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "message" && e["message"]["role"] == "toolResult")
+        .map(|e| e["message"]["toolCallId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_conversation_first_seen_with_its_history_is_summarized_in_one_flush() {
+    let bodies = script();
+    let t = |i: usize| 1_700_000_000_000 + i as i64 * 10_000;
+    let last = bodies.len() - 1;
+    let live_dir = tempfile::tempdir().unwrap();
+    let live = sessions(live_dir.path(), "reference");
+    let mut seen = String::new();
+    for (i, body) in bodies.iter().enumerate() {
+        seen = sent(&live, body, t(i)).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let (key, prepared) = s
+        .prepare(None, &Credentials::default(), &bodies[last], t(last))
+        .await;
+    let key = key.unwrap();
+    let first = prepared.body.expect("the history's outputs become stubs");
+    let (_, messages) = split(&first);
+    assert_paired(&messages);
+    // The replies before the last asked for no flush of their own: their
+    // runs' summaries come in the last reply's, the same outputs stubbed.
+    let refs = |m: &[Value]| -> Vec<String> { stubs(m).into_iter().map(|(_, c)| c).collect() };
+    assert_eq!(refs(&messages), refs(&split(&seen).1));
+    for (r, call) in stubs(&messages) {
+        let n: usize = call.trim_start_matches("toolu_").parse().unwrap();
+        let answer = s
+            .query(&key, std::slice::from_ref(&r), Default::default(), 0)
+            .await
+            .unwrap();
+        assert!(answer["text"].as_str().unwrap().contains(&output(n, 6000)));
+    }
+    let log = std::fs::read_to_string(dir.path().join(format!("{key}.jsonl"))).unwrap();
+    assert_eq!(log.matches("\"context-prune-flush-metrics\"").count(), 1);
+    // The log holds each result once, and the session reads them from it.
+    let logged = logged_results(dir.path(), &key);
+    assert_eq!(logged, logged_results(live_dir.path(), &key));
+    let (parked, _) = s.parked(&key, 0).await.unwrap();
+    assert_eq!(parked, 12);
+    // The conversation goes on from there, and after a restart alike.
+    let (mut c, _) = script_convo();
+    c.tools(1, 6000);
+    let next = sent(&s, &c.body("sess-a"), t(last + 1)).await;
+    assert_paired(&split(&next).1);
+    assert_eq!(refs(&split(&next).1), refs(&messages));
+    drop(s);
+    let s = sessions(dir.path(), "reference");
+    assert_eq!(sent(&s, &c.body("sess-a"), t(last + 1)).await, next);
+}
+
+#[tokio::test]
+async fn a_conversation_first_seen_is_summarized_at_its_first_call_by_the_default_policy() {
+    // condense has sent none of it: for its cache the call is cold.
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "cache-aware");
+    let bodies = script();
+    let n = bodies.len();
+    let (key, p) = s
+        .prepare(
+            None,
+            &Credentials::default(),
+            &bodies[n - 2],
+            1_700_000_000_000,
+        )
+        .await;
+    let out = p.body.expect("the history's outputs become stubs");
+    let (_, messages) = split(&out);
+    assert_paired(&messages);
+    assert!(stubs(&messages).len() >= 8, "{:?}", stubs(&messages));
+    for (r, call) in stubs(&messages) {
+        let n: usize = call.trim_start_matches("toolu_").parse().unwrap();
+        let answer = s
+            .query(key.as_deref().unwrap(), &[r], Default::default(), 0)
+            .await
+            .unwrap();
+        assert!(answer["text"].as_str().unwrap().contains(&output(n, 6000)));
+    }
+}
+
+#[tokio::test]
+async fn a_history_first_seen_with_a_query_in_it_has_the_query_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let (mut c, _) = script_convo();
+    let id = c.query(serde_json::json!({"toolCallIds": ["toolu_0001"]}));
+    c.tools(2, 6000);
+    c.reply("Done.");
+    c.prompt("Next.");
+    let (key, prepared) = s
+        .prepare(
+            None,
+            &Credentials::default(),
+            &c.body("q"),
+            1_700_000_000_000,
+        )
+        .await;
+    let out = prepared.body.unwrap();
+    let answer = result_of(&out, &id);
+    assert!(!answer.contains(condense_host_proxy::query_tool::PENDING_MARKER));
+    assert!(answer.contains(&output(1, 6000)), "{answer}");
+    assert_paired(&split(&out).1);
+    let logged = logged_results(dir.path(), &key.unwrap());
+    let mut unique = logged.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(logged.len(), unique.len(), "each result logged once");
+    assert_eq!(logged.len(), 15);
 }

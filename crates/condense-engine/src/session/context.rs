@@ -21,6 +21,19 @@ impl Engine {
         self.context_at(keep, append, &CallFacts::default())
     }
 
+    /// Messages the host added without the events of their turns (a
+    /// history it was handed whole, at `now`): synced as at `context`
+    /// (`keep` of ours still match, then `append`), and their work queued
+    /// as their turns' ends would have queued it, by one rescan of the
+    /// branch rather than one capture a turn.
+    pub fn appended(&mut self, keep: usize, append: Vec<Message>, now: i64) {
+        self.sync_host(keep, append);
+        if self.config.enabled {
+            self.pending = self.capture_now(now);
+            self.refresh_metrics();
+        }
+    }
+
     /// The host's list synced into the copy: `keep` of ours still match,
     /// then `append`. A list sent again from the start (a compaction, a
     /// navigation) keeps the turns it lost counted.
