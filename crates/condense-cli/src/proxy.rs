@@ -9,7 +9,7 @@ use condense_host_proxy::server::{
     DEFAULT_CHATGPT_UPSTREAM, DEFAULT_OPENAI_UPSTREAM, DEFAULT_UPSTREAM,
 };
 use condense_host_proxy::view::MCP_QUERY_TOOL;
-use condense_host_proxy::ProxyConfig;
+use condense_host_proxy::{ProxyConfig, Timeouts};
 use serde_json::Value;
 
 use crate::CliError;
@@ -58,6 +58,7 @@ impl ProxyOptions {
             query_tool: MCP_QUERY_TOOL.to_owned(),
             log: log_file.then(|| dir.join("proxy.log")),
             dir,
+            timeouts: Timeouts::default(),
         })
     }
 }

@@ -67,6 +67,7 @@ async fn proxy(upstream: &str, dir: &std::path::Path) -> String {
             settings: json!({"contextPrune": {"enabled": true}}),
             query_tool: MCP_QUERY_TOOL.to_owned(),
             log: Some(dir.join("proxy.log")),
+            timeouts: Default::default(),
         },
     ));
     format!("http://{addr}")

@@ -31,7 +31,7 @@ mod span;
 pub mod usage;
 pub mod view;
 
-pub use server::{serve, ProxyConfig};
+pub use server::{serve, ProxyConfig, Timeouts};
 pub use session::{Credentials, Prepared, ProxySession, SessionOptions};
 pub use sessions::Sessions;
 pub use span::WireError;

@@ -7,12 +7,14 @@
 //! Fail open: a body the proxy cannot read, an engine error or a panic
 //! sends the request as the client wrote it; an upstream's error answer
 //! goes back as the upstream gave it; only an upstream that cannot be
-//! reached is answered by the proxy (502, in the API's error shape).
+//! reached is answered by the proxy (502, in the API's error shape), or
+//! one that goes quiet before its answer's headers (504).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -20,7 +22,7 @@ use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderName, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use serde_json::Value;
 use tokio::net::TcpListener;
 
@@ -74,6 +76,37 @@ pub struct ProxyConfig {
     pub query_tool: String,
     /// Where notices go (a file, appended); `None`: standard error.
     pub log: Option<PathBuf>,
+    /// How long a quiet peer is waited for.
+    pub timeouts: Timeouts,
+}
+
+/// How long the proxy waits on a peer that has gone quiet before it gives
+/// up on the request: a client or upstream that stalls would otherwise
+/// hold its connection, and the request's memory, until it goes away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// A client's request line and headers, whole (the connection is then
+    /// closed).
+    pub client_headers: Duration,
+    /// The longest gap in a request body (answered 408).
+    pub client_body_gap: Duration,
+    /// Connecting to an upstream (answered 502).
+    pub upstream_connect: Duration,
+    /// The longest gap in an upstream's answer, its headers included
+    /// (before them, answered 504; after, the answer is cut short). Ten
+    /// minutes, as Anthropic's SDKs allow a call without streaming.
+    pub upstream_gap: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            client_headers: Duration::from_secs(30),
+            client_body_gap: Duration::from_secs(60),
+            upstream_connect: Duration::from_secs(30),
+            upstream_gap: Duration::from_secs(600),
+        }
+    }
 }
 
 struct Shared {
@@ -83,6 +116,7 @@ struct Shared {
     openai_upstream: String,
     chatgpt_upstream: String,
     log: Option<PathBuf>,
+    body_gap: Duration,
 }
 
 impl Shared {
@@ -142,7 +176,10 @@ fn api_error(status: StatusCode, message: &str) -> Response<Body> {
 
 /// Serves on `listener` until the process ends.
 pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Result<()> {
+    let timeouts = config.timeouts;
     let client = reqwest::Client::builder()
+        .connect_timeout(timeouts.upstream_connect)
+        .read_timeout(timeouts.upstream_gap)
         .build()
         .map_err(std::io::Error::other)?;
     let shared = Arc::new(Shared {
@@ -161,6 +198,7 @@ pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Resul
         openai_upstream: config.openai_upstream.trim_end_matches('/').to_owned(),
         chatgpt_upstream: config.chatgpt_upstream.trim_end_matches('/').to_owned(),
         log: config.log,
+        body_gap: timeouts.client_body_gap,
     });
     loop {
         let (stream, _) = match listener.accept().await {
@@ -175,7 +213,10 @@ pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Resul
         tokio::spawn(async move {
             let for_service = shared.clone();
             let service = hyper::service::service_fn(move |req| handle(for_service.clone(), req));
+            // hyper times the headers only with a timer.
             let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(timeouts.client_headers)
                 .serve_connection(TokioIo::new(stream), service);
             if let Err(e) = conn.await {
                 if !e.is_incomplete_message() {
@@ -283,18 +324,47 @@ fn route(method: &hyper::Method, path: &str, headers: &hyper::HeaderMap) -> Rout
 /// (sized by its `content-length` up to 64 MiB, growing past that to
 /// [`MAX_BODY`]): collecting the chunks and then joining them would hold a
 /// long conversation twice, and a header alone reserves no more than that.
+/// A body that stops arriving for `gap` is given up.
 async fn read_body(
     body: Incoming,
     length: Option<usize>,
-) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>> {
+    gap: Duration,
+) -> Result<Bytes, Response<Body>> {
     let mut body = http_body_util::Limited::new(body, MAX_BODY);
     let mut whole = Vec::with_capacity(length.unwrap_or(0).min(64 << 20));
-    while let Some(frame) = body.frame().await {
-        if let Ok(data) = frame?.into_data() {
-            whole.extend_from_slice(&data);
+    loop {
+        let frame = match tokio::time::timeout(gap, body.frame()).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => return Ok(Bytes::from(whole)),
+            Err(_) => {
+                return Err(api_error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    &format!(
+                        "condense proxy: the request body stopped arriving for {} s",
+                        gap.as_secs_f64()
+                    ),
+                ))
+            }
+        };
+        match frame {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    whole.extend_from_slice(&data);
+                }
+            }
+            Err(e) => {
+                let status = if e.is::<http_body_util::LengthLimitError>() {
+                    StatusCode::PAYLOAD_TOO_LARGE
+                } else {
+                    StatusCode::BAD_REQUEST
+                };
+                return Err(api_error(
+                    status,
+                    &format!("condense proxy: reading the request: {e}"),
+                ));
+            }
         }
     }
-    Ok(Bytes::from(whole))
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
@@ -314,14 +384,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
-    let body = match read_body(body, length).await {
+    let body = match read_body(body, length, shared.body_gap).await {
         Ok(b) => b,
-        Err(e) => {
-            return Ok(api_error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!("condense proxy: reading the request: {e}"),
-            ))
-        }
+        Err(answer) => return Ok(answer),
     };
     let path_and_query = parts
         .uri
@@ -421,6 +486,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     }
     let answer = match answer {
         Ok(a) => a,
+        Err(e) if e.is_timeout() && !e.is_connect() => {
+            return Ok(api_error(
+                StatusCode::GATEWAY_TIMEOUT,
+                &format!("condense proxy: the upstream {url} did not answer: {e}"),
+            ))
+        }
         Err(e) => {
             return Ok(api_error(
                 StatusCode::BAD_GATEWAY,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use condense_host_proxy::view::MCP_QUERY_TOOL;
-use condense_host_proxy::ProxyConfig;
+use condense_host_proxy::{ProxyConfig, Timeouts};
 use futures_util::StreamExt;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
@@ -153,9 +153,7 @@ async fn proxy_with_chatgpt(
     chatgpt: &str,
     dir: &std::path::Path,
 ) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let config = ProxyConfig {
+    start(ProxyConfig {
         upstream: upstream.to_owned(),
         openai_upstream: openai.to_owned(),
         chatgpt_upstream: chatgpt.to_owned(),
@@ -163,9 +161,141 @@ async fn proxy_with_chatgpt(
         settings: support::settings("reference"),
         query_tool: MCP_QUERY_TOOL.to_owned(),
         log: None,
-    };
+        timeouts: Timeouts::default(),
+    })
+    .await
+}
+
+/// A proxy serving `config` on 127.0.0.1; its address.
+async fn start(config: ProxyConfig) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
     tokio::spawn(condense_host_proxy::serve(listener, config));
     format!("http://{addr}")
+}
+
+/// The message of the error the proxy answers a Messages call with
+/// itself, with `status`, in the API's error shape.
+async fn proxys_own_error(base: &str, status: u16) -> String {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/v1/messages"))
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), status);
+    let v: serde_json::Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
+    assert_eq!(v["type"], "error");
+    v["error"]["message"].as_str().unwrap().to_owned()
+}
+
+/// A proxy in front of `upstream` that gives a quiet peer a fifth of a
+/// second.
+async fn impatient_proxy(upstream: &str, dir: &std::path::Path) -> String {
+    let short = Duration::from_millis(200);
+    start(ProxyConfig {
+        upstream: upstream.to_owned(),
+        openai_upstream: upstream.to_owned(),
+        chatgpt_upstream: upstream.to_owned(),
+        dir: dir.to_path_buf(),
+        settings: support::settings("reference"),
+        query_tool: MCP_QUERY_TOOL.to_owned(),
+        log: None,
+        timeouts: Timeouts {
+            client_headers: short,
+            client_body_gap: short,
+            upstream_connect: short,
+            upstream_gap: short,
+        },
+    })
+    .await
+}
+
+/// Everything a raw connection to `base` gets after sending `bytes` and
+/// going quiet, until the proxy closes it (a guard fails the test if it
+/// never does).
+async fn after_going_quiet(base: &str, bytes: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(base.trim_start_matches("http://"))
+        .await
+        .unwrap();
+    socket.write_all(bytes).await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(30), socket.read_to_end(&mut got))
+        .await
+        .expect("the proxy gives up on a quiet client")
+        .ok();
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[tokio::test]
+async fn a_client_that_goes_quiet_is_given_up_and_the_proxy_serves_on() {
+    let up = upstream().await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = impatient_proxy(&format!("http://{}", up.addr), dir.path()).await;
+    // Headers that never end: the connection is closed, nothing sent on.
+    let got = after_going_quiet(&base, b"POST /v1/messages HTTP/1.1\r\nhost: x\r\n").await;
+    assert!(!got.contains("200"), "{got}");
+    // A body that stops short of its length: 408, in the API's shape.
+    let got = after_going_quiet(
+        &base,
+        b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 1000\r\n\r\n{\"model\"",
+    )
+    .await;
+    assert!(got.starts_with("HTTP/1.1 408"), "{got}");
+    assert!(got.contains("stopped arriving"), "{got}");
+    assert!(
+        up.received.lock().unwrap().is_empty(),
+        "nothing went upstream"
+    );
+    let health = reqwest::get(format!("{base}/condense/health"))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+}
+
+#[tokio::test]
+async fn an_upstream_that_goes_quiet_is_given_up() {
+    // One upstream never answers; the other sends its headers and a first
+    // event, then nothing.
+    let silent = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_addr = silent.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = silent.accept().await {
+            held.push(stream);
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let base = impatient_proxy(&format!("http://{silent_addr}"), dir.path()).await;
+    let said = proxys_own_error(&base, 504).await;
+    assert!(said.contains("did not answer"), "{said}");
+
+    // The scripted upstream holds its second event until released: never.
+    let up = upstream().await;
+    let base = impatient_proxy(&format!("http://{}", up.addr), dir.path()).await;
+    let mut c = support::Convo::default();
+    c.prompt("hello");
+    c.tools(1, 3000);
+    let answer = reqwest::Client::new()
+        .post(format!("{base}/v1/messages"))
+        .body(c.body("s-quiet"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let mut stream = answer.bytes_stream();
+    let mut ended_in_error = false;
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(chunk) = stream.next().await {
+            if chunk.is_err() {
+                ended_in_error = true;
+            }
+        }
+    })
+    .await
+    .expect("the answer is cut short, not held open");
+    assert!(ended_in_error, "a cut answer does not end as a whole one");
 }
 
 #[tokio::test]
@@ -260,19 +390,8 @@ async fn an_upstream_that_cannot_be_reached_is_a_502_in_the_apis_shape() {
     };
     let dir = tempfile::tempdir().unwrap();
     let base = proxy(&format!("http://127.0.0.1:{port}"), dir.path()).await;
-    let r = reqwest::Client::new()
-        .post(format!("{base}/v1/messages"))
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 502);
-    let v: serde_json::Value = serde_json::from_str(&r.text().await.unwrap()).unwrap();
-    assert_eq!(v["type"], "error");
-    assert!(v["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("condense proxy"));
+    let said = proxys_own_error(&base, 502).await;
+    assert!(said.contains("condense proxy"), "{said}");
 }
 
 #[tokio::test]
