@@ -153,12 +153,31 @@ pub fn trusted_spill_path(blobs: &Path, record: &ToolCallRecord) -> Option<PathB
     inside(&recorded).or_else(|| inside(&root.join(recorded.file_name()?)))
 }
 
+/// How many times its recorded size a blob may be: condense records the
+/// UTF-8 bytes, a writer counting UTF-16 units records at least a third
+/// of them.
+const SPILL_SIZE_SLACK: u64 = 3;
+
 /// Reads a record's spilled output from the session's blob directory.
+/// A file past [`SPILL_SIZE_SLACK`] times the size the record gives is not
+/// the blob that was written (`None`): read, it could cost any memory.
 pub fn read_spill(blobs: &Path, record: &ToolCallRecord) -> Option<String> {
+    use std::io::Read as _;
     let path = trusted_spill_path(blobs, record)?;
-    std::fs::read(path)
-        .ok()
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    let file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    if record
+        .spill_bytes
+        .is_some_and(|recorded| len > recorded.saturating_mul(SPILL_SIZE_SLACK))
+    {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
+    file.take(len).read_to_end(&mut bytes).ok()?;
+    Some(
+        String::from_utf8(bytes)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 /// A blob [`write_blob`] wrote.

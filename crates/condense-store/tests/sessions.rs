@@ -512,6 +512,14 @@ fn oversized_results_spill_to_blobs() {
     );
     assert_eq!(std::fs::read_to_string(&path).expect("blob"), big);
     assert_eq!(read_spill(&blobs, record).as_deref(), Some(big.as_str()));
+    // A blob replaced by a file far larger than the output it stood for is
+    // not read; one within its recorded size's slack is.
+    let kept = std::fs::read(&path).expect("blob");
+    std::fs::write(&path, "x".repeat(180 * 3)).expect("rewrite");
+    assert_eq!(read_spill(&blobs, record).map(|t| t.len()), Some(540));
+    std::fs::write(&path, "x".repeat(180 * 3 + 1)).expect("rewrite");
+    assert_eq!(read_spill(&blobs, record), None);
+    std::fs::write(&path, kept).expect("restore");
     assert!(state.is_summarized("s1", Some(1110)));
     assert_eq!(
         state.short_ref("s1", Some(1110)),
