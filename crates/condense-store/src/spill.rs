@@ -159,8 +159,8 @@ pub fn trusted_spill_path(blobs: &Path, record: &ToolCallRecord) -> Option<PathB
 const SPILL_SIZE_SLACK: u64 = 3;
 
 /// Reads a record's spilled output from the session's blob directory.
-/// A file past [`SPILL_SIZE_SLACK`] times the size the record gives is not
-/// the blob that was written (`None`): read, it could cost any memory.
+/// A file more than three times the size the record gives is not the
+/// blob that was written (`None`): read, it could cost any memory.
 pub fn read_spill(blobs: &Path, record: &ToolCallRecord) -> Option<String> {
     use std::io::Read as _;
     let path = trusted_spill_path(blobs, record)?;
