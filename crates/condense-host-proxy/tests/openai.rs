@@ -324,3 +324,28 @@ async fn a_request_read_after_the_previous_one_renders_as_one_read_whole() {
     }
     assert!(stubbed >= 4, "{stubbed}");
 }
+
+#[tokio::test]
+async fn a_codex_request_whose_output_answers_no_call_goes_as_written() {
+    // The upstream refuses such a request; condense must not mend it.
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path());
+    let (mut c, bodies) = script();
+    let t = |i: usize| 1_700_000_000_000 + i as i64 * 10_000;
+    for (i, body) in bodies.iter().enumerate() {
+        sent(&s, body, Format::Responses, t(i)).await;
+    }
+    c.items
+        .push(json!({"type": "function_call_output", "call_id": "call_none", "output": "stray"}));
+    let body = c.body();
+    let (_, p) = s
+        .prepare_openai(
+            None,
+            &Credentials::default(),
+            &body,
+            Format::Responses,
+            t(99),
+        )
+        .await;
+    support::assert_sent_as_written(&p, "answers no call");
+}

@@ -632,3 +632,23 @@ async fn a_history_first_seen_with_a_query_in_it_has_the_query_answered() {
     assert_eq!(logged.len(), unique.len(), "each result logged once");
     assert_eq!(logged.len(), 15);
 }
+
+#[tokio::test]
+async fn a_request_whose_result_answers_no_call_goes_as_written() {
+    // The upstream refuses such a request; condense must not mend it.
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let (mut c, bodies) = script_convo();
+    let t = |i: usize| 1_700_000_000_000 + i as i64 * 10_000;
+    for (i, body) in bodies.iter().enumerate() {
+        sent(&s, body, t(i)).await;
+    }
+    let last = c.messages.len() - 1;
+    c.messages[last]["content"].as_array_mut().unwrap().push(
+        serde_json::json!({"type": "tool_result", "tool_use_id": "toolu_none", "content": "stray"}),
+    );
+    let (_, p) = s
+        .prepare(None, &Credentials::default(), &c.body("sess-a"), t(99))
+        .await;
+    support::assert_sent_as_written(&p, "answers no call");
+}

@@ -18,6 +18,33 @@ use crate::render::{layout, HostList, RebuildError, Slot};
 use crate::span::{ArrayWriter, Spliced};
 use crate::view::{Part, Unit};
 
+/// Whether each `tool_result` in `request` answers a `tool_use` of the
+/// assistant message just before it, as the API requires. One that does
+/// not would be refused upstream; the engine's render drops such a
+/// result, so the request would go mended: it goes as the client wrote it.
+fn answered_as_sent(request: &WireRequest<'_>) -> Result<(), RebuildError> {
+    let mut calls: Vec<&str> = Vec::new();
+    for (m, w) in request.messages.iter().enumerate() {
+        for (block, _) in &w.blocks {
+            if let Block::ToolResult { tool_use_id, .. } = block {
+                if !calls.contains(&tool_use_id.as_ref()) {
+                    return Err(RebuildError(format!(
+                        "a tool result in message {m} answers no call before it"
+                    )));
+                }
+            }
+        }
+        calls.clear();
+        if w.role == "assistant" {
+            calls.extend(w.blocks.iter().filter_map(|(b, _)| match b {
+                Block::ToolUse { id, .. } => Some(id.as_ref()),
+                _ => None,
+            }));
+        }
+    }
+    Ok(())
+}
+
 /// Writes `steps` (computed on `host`) onto `request`. `Ok(None)`: the
 /// output is the request as sent.
 pub fn rebuild(
@@ -28,6 +55,7 @@ pub fn rebuild(
     answers: &HashMap<usize, String>,
     query_tool: &str,
 ) -> Result<Option<Spliced>, RebuildError> {
+    answered_as_sent(request)?;
     let body = request.body;
     let plan = layout(units, host, steps, answers, query_tool);
     let content = &plan.content;
@@ -108,8 +136,10 @@ pub fn rebuild(
     let block_kept = |m: usize, b: usize| unit_of_block[m][b].is_none_or(|u| plan.kept(u));
 
     // Pairing: each result answers a call of the assistant message just
-    // before it; each call is answered in the next message.
-    let mut keep_blocks: Vec<Vec<bool>> = request
+    // before it; each call is answered in the next message. A result that
+    // answers no call was so in the request (the upstream would refuse
+    // it): the request goes as the client wrote it.
+    let keep_blocks: Vec<Vec<bool>> = request
         .messages
         .iter()
         .enumerate()
@@ -135,7 +165,9 @@ pub fn rebuild(
                 if open.contains(&tool_use_id.as_ref()) {
                     answered.push(tool_use_id);
                 } else {
-                    keep_blocks[*m][b] = false;
+                    return Err(RebuildError(format!(
+                        "a tool result in message {m} answers no call before it"
+                    )));
                 }
             }
         }

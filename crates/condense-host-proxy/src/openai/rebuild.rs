@@ -64,6 +64,25 @@ fn arguments_value(args: &str, free_form: bool) -> String {
     Value::String(text).to_string()
 }
 
+/// Whether each output in `request` answers a call an item before it
+/// makes. One that does not would be refused upstream; the engine's render
+/// drops such a result, so the request would go mended: it goes as the
+/// client wrote it.
+fn answered_as_sent(request: &ItemsRequest<'_>) -> Result<(), RebuildError> {
+    let mut calls: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    for (i, item) in request.items.iter().enumerate() {
+        if let Some(o) = &item.output {
+            if !calls.contains(o.call_id.as_ref()) {
+                return Err(RebuildError(format!(
+                    "the output at item {i} answers no call before it"
+                )));
+            }
+        }
+        calls.extend(item.calls.iter().map(|c| c.id.as_ref()));
+    }
+    Ok(())
+}
+
 /// Writes `steps` (computed on `host`) onto `request`. `Ok(None)`: the
 /// output is the request as sent.
 pub fn rebuild(
@@ -74,6 +93,7 @@ pub fn rebuild(
     answers: &HashMap<usize, String>,
     query_tool: &str,
 ) -> Result<Option<Spliced>, RebuildError> {
+    answered_as_sent(request)?;
     let body = request.body;
     let plan = layout(units, host, steps, answers, query_tool);
     let groups = &request.groups;
@@ -117,9 +137,9 @@ pub fn rebuild(
     }
 
     // Pairing: the outputs after an assistant group answer its calls, all
-    // of them, before anything else; an output whose call is not sent goes
-    // too.
-    let mut keep = vec![true; request.items.len()];
+    // of them, before anything else. An output answering no call sent
+    // before it was so in the request (the upstream would refuse it): the
+    // request goes as the client wrote it.
     let mut open: Vec<&str> = Vec::new();
     for e in &order {
         let Emit::Group(g) = e else {
@@ -135,7 +155,10 @@ pub fn rebuild(
             if let Some(at) = open.iter().position(|c| *c == o.call_id.as_ref()) {
                 open.remove(at);
             } else {
-                keep[groups[*g].start] = false;
+                return Err(RebuildError(format!(
+                    "the output at item {} answers no call before it",
+                    groups[*g].start
+                )));
             }
             continue;
         }
@@ -163,8 +186,7 @@ pub fn rebuild(
         && order
             .iter()
             .enumerate()
-            .all(|(i, e)| matches!(e, Emit::Group(g) if *g == i && !edited(*g)))
-        && keep.iter().all(|k| *k);
+            .all(|(i, e)| matches!(e, Emit::Group(g) if *g == i && !edited(*g)));
     if unchanged {
         return Ok(None);
     }
@@ -182,9 +204,6 @@ pub fn rebuild(
         let content = unit.and_then(|u| plan.content.get(&u));
         let purged = unit.and_then(|u| plan.purged.get(&u));
         for i in groups[g].clone() {
-            if !keep[i] {
-                continue;
-            }
             let item = &request.items[i];
             // Each edit: the span it replaces and the text it puts there.
             let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();

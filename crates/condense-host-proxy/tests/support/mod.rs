@@ -185,3 +185,14 @@ impl Codex {
         .to_string()
     }
 }
+
+/// A request prepared as the client wrote it, for the reason the notice
+/// names.
+pub fn assert_sent_as_written(p: &condense_host_proxy::Prepared, reason: &str) {
+    assert_eq!(p.body, None, "sent as the client wrote it");
+    assert!(
+        p.notices.iter().any(|n| n.contains(reason)),
+        "{:?}",
+        p.notices
+    );
+}
