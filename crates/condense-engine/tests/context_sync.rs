@@ -148,7 +148,7 @@ fn a_history_appended_whole_queues_what_its_turns_would_have() {
         held += 2;
     }
     let mut whole = engine();
-    whole.appended(0, history.clone(), T0);
+    let _ = whole.appended(0, history.clone(), T0);
     assert_eq!(whole.pending_len(), by_turn.pending_len());
     assert!(whole.pending_len() > 0);
     let (a, _) = whole.context(history.len(), Vec::new());

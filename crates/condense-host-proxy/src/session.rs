@@ -954,7 +954,13 @@ impl ProxySession {
             if fresh && next >= booted && (next == 0 || units[next - 1].opens_run) {
                 let end = bootstrap_end(units, next);
                 if end > next {
-                    match self.bootstrap(&mut units[next..end], &mut at[next..end], now_ms) {
+                    let taken = self.bootstrap(
+                        &mut units[next..end],
+                        &mut at[next..end],
+                        now_ms,
+                        &mut notices,
+                    );
+                    match taken {
                         Ok(taken) => next += taken,
                         Err(e) => {
                             notices.push(format!("condense: {e}"));
@@ -1109,7 +1115,8 @@ impl ProxySession {
     /// Takes `units`, a history the session has not seen, into the log and
     /// the list without the events each of its turns would send: the
     /// engine is handed them at once ([`Engine::appended`]) and queues
-    /// their work as their turns' ends would have. Sets `at` for each
+    /// their work as their turns' ends would have, oversized outputs
+    /// spilled. Sets `at` for each
     /// unit, and stops before a unit that reads as no message (it goes
     /// through as an event). Returns how many units were taken.
     fn bootstrap(
@@ -1117,13 +1124,15 @@ impl ProxySession {
         units: &mut [Unit],
         at: &mut [Option<usize>],
         now_ms: i64,
+        notices: &mut Vec<String>,
     ) -> Result<usize, SessionError> {
         let taken = self.take_history(units, at, now_ms);
         // What was taken, the engine holds too, whatever stopped the rest.
         let keep = self.engine_len;
         let append = self.messages[keep..].to_vec();
-        self.engine().appended(keep, append, now_ms);
+        let effects = self.engine().appended(keep, append, now_ms);
         self.engine_len = self.messages.len();
+        self.apply(effects, now_ms, notices);
         taken
     }
 

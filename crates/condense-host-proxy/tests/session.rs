@@ -652,3 +652,43 @@ async fn a_request_whose_result_answers_no_call_goes_as_written() {
         .await;
     support::assert_sent_as_written(&p, "answers no call");
 }
+
+#[tokio::test]
+async fn an_oversized_output_in_a_history_first_seen_is_spilled_at_once() {
+    // As its turn's end would have spilled it, had the proxy seen it.
+    let dir = tempfile::tempdir().unwrap();
+    let s = sessions(dir.path(), "reference");
+    let mut c = Convo::default();
+    c.prompt("Read the logs.");
+    c.tools(1, 6000);
+    c.tools(1, 120_000);
+    c.tools(1, 6000);
+    let (key, p) = s
+        .prepare(
+            None,
+            &Credentials::default(),
+            &c.body("big"),
+            1_700_000_000_000,
+        )
+        .await;
+    let out = p.body.expect("the oversized output becomes a stub");
+    let stub = result_of(&out, "toolu_0002");
+    assert!(stub.contains("spilled"), "{stub}");
+    assert_eq!(
+        result_of(&out, "toolu_0001"),
+        output(1, 6000),
+        "the others stay"
+    );
+    assert_paired(&split(&out).1);
+    let answer = s
+        .query(
+            key.as_deref().unwrap(),
+            &["toolu_0002".to_owned()],
+            Default::default(),
+            0,
+        )
+        .await
+        .unwrap();
+    let whole = output(2, 120_000);
+    assert!(answer["text"].as_str().unwrap().contains(&whole[..40_000]));
+}

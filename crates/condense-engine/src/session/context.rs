@@ -24,14 +24,21 @@ impl Engine {
     /// Messages the host added without the events of their turns (a
     /// history it was handed whole, at `now`): synced as at `context`
     /// (`keep` of ours still match, then `append`), and their work queued
-    /// as their turns' ends would have queued it, by one rescan of the
-    /// branch rather than one capture a turn.
-    pub fn appended(&mut self, keep: usize, append: Vec<Message>, now: i64) {
+    /// as their turns' ends would have queued it, oversized outputs spilled
+    /// (the effects: entries to persist), by one rescan of the branch
+    /// rather than one capture a turn.
+    pub fn appended(&mut self, keep: usize, append: Vec<Message>, now: i64) -> Effects {
         self.sync_host(keep, append);
+        let mut out = Effects::new();
         if self.config.enabled {
-            self.pending = self.capture_now(now);
+            let batches = self.capture_now(now);
+            self.pending = batches
+                .into_iter()
+                .map(|batch| self.spill(batch, &mut out))
+                .collect();
             self.refresh_metrics();
         }
+        out
     }
 
     /// The host's list synced into the copy: `keep` of ours still match,

@@ -264,7 +264,7 @@ impl Engine {
 
     /// Eager spill of oversized results: the blob is written first and the
     /// record committed after, so a failed write leaves the output inline.
-    fn spill(&mut self, batch: CapturedBatch, out: &mut Effects) -> CapturedBatch {
+    pub(super) fn spill(&mut self, batch: CapturedBatch, out: &mut Effects) -> CapturedBatch {
         if let Some(start) = self.start_to_persist(Some(batch.timestamp)) {
             out.push(Effect::entry(switch_entry(&start), Delivery::Session));
         }
