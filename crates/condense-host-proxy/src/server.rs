@@ -218,8 +218,10 @@ pub async fn serve(listener: TcpListener, config: ProxyConfig) -> std::io::Resul
                 .timer(TokioTimer::new())
                 .header_read_timeout(timeouts.client_headers)
                 .serve_connection(TokioIo::new(stream), service);
+            // A keep-alive connection left idle past the header timeout is
+            // closed as a slow one is: no news.
             if let Err(e) = conn.await {
-                if !e.is_incomplete_message() {
+                if !e.is_incomplete_message() && !e.is_timeout() {
                     shared.notice(&format!("condense proxy: connection: {e}"));
                 }
             }
