@@ -394,28 +394,49 @@ async fn an_upstream_that_cannot_be_reached_is_a_502_in_the_apis_shape() {
     assert!(said.contains("condense proxy"), "{said}");
 }
 
-#[tokio::test]
-async fn the_usage_an_answer_reports_is_logged_with_the_message_it_was() {
-    let up = upstream().await;
+/// Two calls of one conversation through a proxy in front of `up`, each
+/// sent with `header` once the previous answer is read (the scripted
+/// upstream's held second half released first); each answer's
+/// `content-length` and text, and the proxy's log directory.
+async fn two_calls(
+    up: &Upstream,
+    session: &str,
+    header: (&str, &str),
+) -> (tempfile::TempDir, Vec<(Option<String>, String)>) {
     let dir = tempfile::tempdir().unwrap();
     let base = proxy(&format!("http://{}", up.addr), dir.path()).await;
     let client = reqwest::Client::new();
     let mut c = support::Convo::default();
     c.prompt("hello");
     c.tools(1, 3000);
+    let mut answers = Vec::new();
     for _ in 0..2 {
         up.release.notify_one();
         let r = client
             .post(format!("{base}/v1/messages"))
             .header("x-api-key", "sk-test")
-            .header("accept-encoding", "gzip")
-            .body(c.body("s2"))
+            .header(header.0, header.1)
+            .body(c.body(session))
             .send()
             .await
             .unwrap();
-        assert_eq!(r.text().await.unwrap(), format!("{FIRST}{SECOND}"));
+        let length = r
+            .headers()
+            .get("content-length")
+            .map(|v| v.to_str().unwrap().to_owned());
+        answers.push((length, r.text().await.unwrap()));
         // The answer the upstream gave comes back in the next history.
         c.tools(1, 3000);
+    }
+    (dir, answers)
+}
+
+#[tokio::test]
+async fn the_usage_an_answer_reports_is_logged_with_the_message_it_was() {
+    let up = upstream().await;
+    let (dir, answers) = two_calls(&up, "s2", ("accept-encoding", "gzip")).await;
+    for (_, text) in &answers {
+        assert_eq!(text, &format!("{FIRST}{SECOND}"));
     }
     let text = assert_second_call_logged_with_its_usage(dir.path());
     assert!(!text.contains("sk-test"), "no secret is written");
@@ -423,29 +444,15 @@ async fn the_usage_an_answer_reports_is_logged_with_the_message_it_was() {
 
 #[tokio::test]
 async fn the_usage_of_an_answer_sent_whole_is_logged_too() {
+    // The next request follows at once, on the same connection.
     let up = upstream().await;
-    let dir = tempfile::tempdir().unwrap();
-    let base = proxy(&format!("http://{}", up.addr), dir.path()).await;
-    let client = reqwest::Client::new();
-    let mut c = support::Convo::default();
-    c.prompt("hello");
-    c.tools(1, 3000);
-    for _ in 0..2 {
-        // The next request follows at once, on the same connection.
-        let r = client
-            .post(format!("{base}/v1/messages"))
-            .header("x-api-key", "sk-test")
-            .header("x-json", "1")
-            .body(c.body("s3"))
-            .send()
-            .await
-            .unwrap();
+    let (dir, answers) = two_calls(&up, "s3", ("x-json", "1")).await;
+    for (length, text) in &answers {
         assert_eq!(
-            r.headers()["content-length"].to_str().unwrap(),
-            JSON_ANSWER.len().to_string()
+            length.as_deref(),
+            Some(JSON_ANSWER.len().to_string().as_str())
         );
-        assert_eq!(r.text().await.unwrap(), JSON_ANSWER);
-        c.tools(1, 3000);
+        assert_eq!(text, JSON_ANSWER);
     }
     assert_second_call_logged_with_its_usage(dir.path());
 }
