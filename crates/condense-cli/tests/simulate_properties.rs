@@ -246,6 +246,38 @@ fn what_a_longer_prompt_owes_after_no_prunings_compaction_is_not_bet() {
     strictly_within_no_pruning(&v, &terms).unwrap();
 }
 
+/// A session that pi compacts unpruned at call 116, the strict bound at a
+/// one-hour cache and the summarizer at three times the model's price
+/// (s87 of docs/economy.md's "no gaps"). Its one flush, at call 19, saved
+/// 285,000 units by call 116; running on to its own compaction at call 139
+/// with a prompt longer than no pruning's gave them back and more: +3.7%
+/// over no pruning. Once what the calls ahead owe passes what the bound
+/// has left, at a run's end, the engine asks pi to compact, and the
+/// simulator compacts there as pi does when asked.
+#[test]
+fn a_pruned_session_compacts_where_running_on_would_pass_the_bound() {
+    let terms = ["--profile", "anthropic-1h", "--summarizer-price", "3"];
+    let mut args = terms.to_vec();
+    args.push("--per-call");
+    let v = simulate_strict(87, 168_953, 0, "realistic", &args);
+    let policies = &v["sessions"][0]["policies"];
+    let reasons = |policy: &str| -> Vec<String> {
+        policies[policy]["calls_detail"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["compaction"]["reason"].as_str().map(str::to_owned))
+            .collect()
+    };
+    assert_eq!(reasons("none"), ["threshold"], "pi compacts it unpruned");
+    assert_eq!(
+        reasons("settings"),
+        ["requested"],
+        "the pruned session compacts when asked, never by pi's own check"
+    );
+    strictly_within_no_pruning(&v, &terms).unwrap();
+}
+
 /// The total a policy billed: prompts, outputs and the summarizer.
 fn total(v: &Value, policy: &str) -> f64 {
     v["sessions"][0]["policies"][policy]["total_units"]

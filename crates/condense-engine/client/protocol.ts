@@ -89,6 +89,11 @@ export interface InputEffect {
 	then: string;
 }
 
+/** Compact the context now, as the host's own compaction would (sent at a run's end to a host whose `session.start` said `canCompact`). */
+export interface CompactEffect {
+	kind: "compact";
+}
+
 /** One thing the sidecar asks the shim to do. */
 export type Effect =
 	| AppendEffect
@@ -99,7 +104,8 @@ export type Effect =
 	| SaveSettingsEffect
 	| CostEffect
 	| SelectEffect
-	| InputEffect;
+	| InputEffect
+	| CompactEffect;
 
 /** Every effect kind this shim knows. */
 export const EFFECT_KINDS: ReadonlySet<string> = new Set([
@@ -112,6 +118,7 @@ export const EFFECT_KINDS: ReadonlySet<string> = new Set([
 	"cost",
 	"select",
 	"input",
+	"compact",
 ]);
 
 /** An effect of a known kind with a missing or mistyped field. */
@@ -240,6 +247,8 @@ export function parseEffect(value: unknown): Effect | undefined {
 				placeholder: str(o, kind, "placeholder"),
 				then: str(o, kind, "then"),
 			};
+		case "compact":
+			return { kind };
 		default:
 			return undefined;
 	}
@@ -363,6 +372,8 @@ export interface SessionStartParams {
 	branch: Json[];
 	/** `true` for `session_tree`. */
 	tree: boolean;
+	/** The host compacts its context when asked (a `compact` effect); absent: it does not. */
+	canCompact?: boolean;
 }
 
 export interface ContextParams {
@@ -537,6 +548,7 @@ export const SHIM_REQUESTS: { readonly [M in ShimMethod]: { params: Check<ShimRe
 			sessionId: nullable(isString),
 			branch: listOf(isJson),
 			tree: isBoolean,
+			canCompact: optional(isBoolean),
 		}),
 		result: isEffectsResult,
 	},

@@ -123,6 +123,12 @@ pub enum Effect {
         /// The command prefix the answer is appended to.
         then: String,
     },
+    /// Compact the context now, as the host's own compaction would (pi's
+    /// `ctx.compact`): sent at an agent run's end, to a host that said it
+    /// can (`session.start`'s `canCompact`), where no pruning would compact
+    /// and running on with the longer pruned context would cost more than
+    /// pruning saved.
+    Compact,
 }
 
 impl Effect {

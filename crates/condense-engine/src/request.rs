@@ -174,6 +174,10 @@ pub struct SessionStartParams {
     /// `true` for `session_tree` (no config reload, no fallback reset).
     #[serde(default, deserialize_with = "lenient")]
     pub tree: bool,
+    /// The host compacts its context when asked ([`crate::Effect::Compact`];
+    /// pi's `ctx.compact`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub can_compact: bool,
 }
 
 /// `context`.

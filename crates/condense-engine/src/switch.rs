@@ -97,6 +97,10 @@ pub(crate) struct CallLog {
     /// call ([`UnprunedCompaction::postponed_cost`]; `None` before no
     /// pruning compacted, or after the host did).
     postponed: Option<Postponed>,
+    /// The host's count of the context after the latest call (its prompt,
+    /// output and the turn's results), which its own compaction check
+    /// weighs; `None` before a report, or after the host compacted.
+    host_tokens: Option<u64>,
 }
 
 /// The wordiest summary the session's summarizer wrote, per call it
@@ -221,6 +225,7 @@ impl CallLog {
         self.unpruned_cached = self.postponed.is_some();
         self.unpruned_compaction.host_compacted();
         self.postponed = None;
+        self.host_tokens = None;
     }
 
     /// An agent run ended: where pi checks its compaction point.
@@ -249,11 +254,66 @@ impl CallLog {
     /// tools' results), which scales the bound's counts to the host's where
     /// they meet the host's compaction point.
     pub(crate) fn context_measured(&mut self, host_tokens: u64, appended: &[&[Message]]) {
+        self.host_tokens = Some(host_tokens);
         if let Some(prompt) = &self.last_prompt {
             let counted =
                 bound_tokens(prompt) + appended.iter().map(|m| bound_tokens(m)).sum::<u64>();
             self.unpruned_compaction.measured(host_tokens, counted);
         }
+    }
+
+    /// At the end of an agent run, the host's list being `messages`:
+    /// whether asking the host to compact now keeps the session within its
+    /// bound where running on would not. That is where no pruning compacts
+    /// before the next call ([`UnprunedCompaction::prompt`], as pi checks
+    /// after a run) and the host, by its own count of the context, does
+    /// not, and what the calls ahead would owe for the longer prompt
+    /// ([`UnprunedCompaction::postponed_cost`]) passes the headroom the
+    /// session has left. Compacted where no pruning compacts, a pruned
+    /// session reads less at the compaction and writes about the same
+    /// prompt after it (docs/decisions.md, "A pruned session compacts where
+    /// no pruning would, when running on would cost more").
+    pub(crate) fn compaction_pays(&self, messages: &[Message], config: &Config) -> bool {
+        let Some(window) = self.context_window.filter(|w| *w > 0) else {
+            return false;
+        };
+        let limit = window.saturating_sub(condense_core::COMPACTION_RESERVE_TOKENS);
+        let (Some(prompt), Some(host_tokens)) = (&self.last_prompt, self.host_tokens) else {
+            return false;
+        };
+        if host_tokens > limit {
+            return false; // the host compacts it anyway
+        }
+        let mut after_run = self.unpruned_compaction.clone();
+        after_run.run_ended();
+        let no_pruning = after_run.prompt(
+            unpruned(messages),
+            self.context_window,
+            self.last_unpruned_tokens,
+            bound_tokens,
+        );
+        // No pruning compacts now, or did before and the host has not.
+        let Some((growth, calls)) = no_pruning.growth else {
+            return false;
+        };
+        // The next prompt: the last one, and what the run added after it
+        // (its last reply, with any calls left unanswered).
+        let added = messages
+            .iter()
+            .rposition(|m| m.is(&Role::Assistant))
+            .map_or(0, |i| bound_tokens(&messages[i..]));
+        let profile = self.profile(config);
+        let owed = self.unpruned_compaction.postponed_cost(Postponed {
+            sent_tokens: bound_tokens(prompt) + added,
+            unpruned_tokens: no_pruning.tokens,
+            unpruned_growth: growth,
+            calls,
+            context_window: self.context_window,
+            read_price: profile.cache.map_or(1.0, |c| c.read),
+        });
+        let mut bound = self.bound;
+        bound.set_max_excess(config.economy.max_excess);
+        owed > bound.headroom()
     }
 
     /// The call about to be made, priced with nothing pruned (`messages`
@@ -1067,6 +1127,76 @@ mod tests {
             }],
             user_turn_group: Some(0),
         }
+    }
+
+    fn text_message(role: &str, chars: usize) -> Message {
+        let value = if role == "toolResult" {
+            serde_json::json!({"role": role, "toolCallId": "c", "content": [{"type": "text", "text": "x".repeat(chars)}]})
+        } else {
+            serde_json::json!({"role": role, "content": [{"type": "text", "text": "x".repeat(chars)}]})
+        };
+        Message::from_value(&value).unwrap()
+    }
+
+    /// After a run whose 40 reads of 10,000 characters (about 105,000
+    /// tokens unpruned) were sent stubbed but for the last 10 (about
+    /// 27,000), in a 100,000-token window: no pruning compacts now, the
+    /// host (at `host_tokens`) does not, and the bound's totals are
+    /// `sent` against `unpruned`.
+    fn after_a_pruned_run(host_tokens: u64, sent: f64, unpruned: f64) -> (CallLog, Vec<Message>) {
+        let messages: Vec<Message> = (0..40)
+            .flat_map(|_| {
+                [
+                    text_message("user", 400),
+                    text_message("toolResult", 10_000),
+                ]
+            })
+            .chain([text_message("assistant", 200)])
+            .collect();
+        let prompt: Vec<Message> = (0..40)
+            .flat_map(|i| {
+                let result = if i < 30 { 100 } else { 10_000 };
+                [
+                    text_message("user", 400),
+                    text_message("toolResult", result),
+                ]
+            })
+            .collect();
+        let mut log = CallLog {
+            context_window: Some(100_000),
+            host_tokens: Some(host_tokens),
+            last_unpruned_tokens: Some(bound_tokens(&messages)),
+            last_prompt: Some(prompt),
+            ..CallLog::default()
+        };
+        log.unpruned_compaction.measured(1, 1);
+        log.bound.add_call(sent, unpruned);
+        (log, messages)
+    }
+
+    #[test]
+    fn a_run_that_leaves_the_session_owing_more_than_its_bound_has_asks_for_a_compaction() {
+        let config = Config::default();
+        let (log, messages) = after_a_pruned_run(30_000, 1_000.0, 1_000.0);
+        assert!(log.compaction_pays(&messages, &config));
+        // What the session saved covers what running on owes.
+        let (rich, _) = after_a_pruned_run(30_000, 0.0, 10_000_000.0);
+        assert!(!rich.compaction_pays(&messages, &config));
+        // The host compacts it itself: nothing to ask.
+        let (full, _) = after_a_pruned_run(90_000, 1_000.0, 1_000.0);
+        assert!(!full.compaction_pays(&messages, &config));
+        // No bound, nothing it could pass.
+        let mut unbounded = config.clone();
+        unbounded.economy.max_excess = None;
+        assert!(!log.compaction_pays(&messages, &unbounded));
+        // No pruning would not compact: its prompt is under the point.
+        let mut short = log.clone();
+        short.last_unpruned_tokens = Some(50_000);
+        assert!(!short.compaction_pays(&messages[..40], &config));
+        // Without a window, no compaction point is known.
+        let mut unknown = log;
+        unknown.context_window = None;
+        assert!(!unknown.compaction_pays(&messages, &config));
     }
 
     #[test]

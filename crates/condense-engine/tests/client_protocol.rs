@@ -83,6 +83,7 @@ fn samples() -> Vec<Effect> {
             placeholder: "todo, read".into(),
             then: "protected-tools --input".into(),
         },
+        Effect::Compact,
     ]
 }
 
@@ -98,9 +99,10 @@ fn variant(e: &Effect) -> usize {
         Effect::Cost { .. } => 6,
         Effect::Select { .. } => 7,
         Effect::Input { .. } => 8,
+        Effect::Compact => 9,
     }
 }
-const VARIANTS: usize = 9;
+const VARIANTS: usize = 10;
 
 fn raw(v: Value) -> Raw {
     serde_json::value::to_raw_value(&v).expect("raw json")
@@ -140,6 +142,7 @@ fn requests() -> Vec<Request> {
             session_id: Some("a".into()),
             branch: vec![raw(json!({"type": "session", "id": "a"}))],
             tree: false,
+            can_compact: true,
         }),
         Request::SessionStart(SessionStartParams {
             reason: Some("tree".into()),
@@ -151,6 +154,7 @@ fn requests() -> Vec<Request> {
             session_id: None,
             branch: vec![],
             tree: true,
+            can_compact: false,
         }),
         Request::Context(ContextParams {
             keep: 3,

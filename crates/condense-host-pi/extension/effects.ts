@@ -4,6 +4,7 @@ import type { ExtensionAPI, ExtensionContext } from "@mariozechner/pi-coding-age
 import { parseEffect } from "../../condense-engine/client/protocol.ts";
 import type { Effect, InputEffect, Level, Placement, SelectEffect } from "../../condense-engine/client/protocol.ts";
 import { noteSettingsBlock } from "../../condense-engine/client/prices.ts";
+import { compactWhenIdle } from "./compact";
 import { saveContextPrune } from "./settings";
 import { errorText, logError } from "../../condense-engine/client/sidecar.ts";
 
@@ -112,6 +113,9 @@ function applyEffect(effect: Effect, ctx: ExtensionContext | undefined, pi: Exte
 		case "input":
 			// Dialogs belong to `command` answers (applyEffectsInteractive).
 			if (debug) logError(`condense: ${effect.kind} effect outside a command answer ignored`);
+			return;
+		case "compact":
+			compactWhenIdle(ctx);
 			return;
 		case "cost":
 			pi.events.emit("cost:external", {

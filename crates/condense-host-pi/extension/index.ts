@@ -13,6 +13,7 @@ import * as path from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { contextHandler } from "./context_hook";
+import { compactOf, noteRunStart } from "./compact";
 import { applyEffects, clearWidgetTimers } from "./effects";
 import { SidecarLink } from "./link";
 import { loadTui, renderSummary } from "./render";
@@ -101,6 +102,7 @@ export default function condense(pi: ExtensionAPI) {
 			// them too would double a line of 10 MB at 1M tokens (docs/protocol.md).
 			branch,
 			tree,
+			canCompact: compactOf(ctx) !== undefined,
 		};
 		context.forgetCopy();
 		const res = await link.call("session.start", params, REQUEST_TIMEOUT_MS);
@@ -188,6 +190,7 @@ export default function condense(pi: ExtensionAPI) {
 	pi.on(
 		"before_agent_start",
 		link.guard("before_agent_start", async (_event: any, ctx) => {
+			noteRunStart();
 			if (!link.live) return;
 			const res = await (link.agentStart = link.call("agent.start", {}));
 			if (res) applyEffects(res.effects, ctx, pi);

@@ -21,15 +21,13 @@
 mod support;
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::fake_llm::{FakeLlm, Reply};
-use support::pi_env::{read_jsonl, require_pi, PiEnv, PiInstall, PiRun, MODEL, PROVIDER};
+use support::pi_env::{read_jsonl, require_pi, PiEnv, PiInstall, PiRun};
+use support::rpc::Rpc;
 
 fn extension_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("extension")
@@ -254,132 +252,6 @@ fn pruner_commands_in_pi() {
     assert!(stats.contains("  calls:       2"), "{stats}");
 }
 
-/// pi in RPC mode on a session, driven line by line.
-struct Rpc {
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<Value>,
-    /// Every line read so far (for failure reports).
-    seen: Vec<Value>,
-}
-
-impl Rpc {
-    fn start(pi: &PiEnv, session: &Path) -> Rpc {
-        let mut cmd: Command = pi.install().command();
-        cmd.args([
-            "--offline",
-            "--no-extensions",
-            "--no-skills",
-            "--no-prompt-templates",
-            "--no-context-files",
-            "-e",
-        ])
-        .arg(extension_dir())
-        .args([
-            "--provider",
-            PROVIDER,
-            "--model",
-            MODEL,
-            "--mode",
-            "rpc",
-            "--session",
-        ])
-        .arg(session)
-        .current_dir(&pi.work_dir)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("PI_CODING_AGENT_DIR", &pi.agent_dir)
-        .env("HOME", &pi.home_dir)
-        .env("PI_OFFLINE", "1")
-        .env("PI_SKIP_VERSION_CHECK", "1")
-        .env("PI_TELEMETRY", "0")
-        .env("NO_COLOR", "1")
-        .env("CONDENSE_BIN", sidecar_bin())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-        let mut child = cmd.spawn().expect("start pi --mode rpc");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    if tx.send(v).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
-        Rpc {
-            child,
-            stdin,
-            lines,
-            seen: Vec::new(),
-        }
-    }
-
-    fn send(&mut self, v: Value) {
-        writeln!(self.stdin, "{v}").expect("write to pi");
-        self.stdin.flush().expect("flush");
-    }
-
-    fn prompt(&mut self, text: &str) {
-        self.send(json!({"type": "prompt", "message": text}));
-    }
-
-    /// The next line matching `want`, within 60 s.
-    fn expect(&mut self, what: &str, want: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(v) => {
-                    self.seen.push(v.clone());
-                    if want(&v) {
-                        return v;
-                    }
-                }
-                Err(_) => panic!(
-                    "no {what} from pi; lines so far:\n{}",
-                    self.seen
-                        .iter()
-                        .map(Value::to_string)
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                ),
-            }
-        }
-    }
-
-    /// The next UI request of `method` whose `field` satisfies `want`.
-    fn ui(&mut self, method: &str, field: &str, want: impl Fn(&str) -> bool) -> Value {
-        self.expect(&format!("{method} request"), |v| {
-            v["type"] == "extension_ui_request"
-                && v["method"] == method
-                && want(v[field].as_str().unwrap_or(""))
-        })
-    }
-
-    fn answer(&mut self, request: &Value, value: Option<&str>) {
-        let id = request["id"].clone();
-        match value {
-            Some(v) => self.send(json!({"type": "extension_ui_response", "id": id, "value": v})),
-            None => {
-                self.send(json!({"type": "extension_ui_response", "id": id, "cancelled": true}))
-            }
-        }
-    }
-}
-
-impl Drop for Rpc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Under the default policy (cache-aware, bounded against no pruning)
 /// `/pruner now` is shown at the next call: a `user` switch, though no
 /// savings pay its rewrite yet and the policy alone would keep it pending.
@@ -454,7 +326,7 @@ fn pruner_dialogs_and_progress_over_rpc() {
     run.assert_success();
     let session = pi.session_file(&run);
 
-    let mut rpc = Rpc::start(&pi, &session);
+    let mut rpc = Rpc::start(&pi, Some(&session));
 
     // Bare /pruner: the subcommand picker; its answer runs that subcommand.
     rpc.prompt("/pruner");
@@ -518,7 +390,7 @@ fn pruner_dialogs_and_progress_over_rpc() {
     }
     assert!(last.get("widgetLines").is_none_or(Value::is_null), "{last}");
     let widgets: Vec<&Value> = rpc
-        .seen
+        .seen()
         .iter()
         .filter(|v| v["method"] == "setWidget" && v["widgetKey"] == "context-prune-progress")
         .collect();

@@ -201,6 +201,14 @@ impl PromptSource for EnginePolicy {
         })
     }
 
+    fn end_run(&mut self, entries: &[&Entry], last_usage: Option<u64>) -> Result<bool, String> {
+        let window = self.context_window;
+        let Some(driver) = self.driver.as_mut() else {
+            return Ok(false);
+        };
+        Ok(driver.end_run(entries, last_usage, window))
+    }
+
     fn finish(
         &mut self,
         trailing_entries: &[&Entry],

@@ -85,6 +85,15 @@ pub trait PromptSource {
     /// The prompt of the call described by `call`.
     fn prompt<'a>(&mut self, call: &CallInput<'a>) -> Result<Prompt<'a>, String>;
 
+    /// The agent run ended with `entries` (recorded since the previous
+    /// call, through the run's last message; not passed again), the last
+    /// call's tokens being `last_usage`: whether the policy asks pi to
+    /// compact now, as pi's `agent_end` handlers may before its own check.
+    fn end_run(&mut self, entries: &[&Entry], last_usage: Option<u64>) -> Result<bool, String> {
+        let _ = (entries, last_usage);
+        Ok(false)
+    }
+
     /// Called once after the last call, with the entries recorded after it
     /// and the last call's tokens (as [`CallInput::previous_usage`]).
     fn finish(

@@ -65,8 +65,9 @@ pub struct SimCall {
 /// A compaction the replay synthesized.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionFacts {
-    /// Why pi compacted: `threshold` (after a run) or `overflow` (the
-    /// provider refused the prompt).
+    /// Why pi compacted: `threshold` (after a run), `requested` (after a
+    /// run, asked by the policy) or `overflow` (the provider refused the
+    /// prompt).
     pub reason: &'static str,
     /// The entry it kept from.
     pub first_kept_entry_id: String,
@@ -301,13 +302,39 @@ impl Compactions<'_> {
         tokens: &dyn TokenCount,
     ) -> Option<Synthesized> {
         let settings = self.settings?;
-        if !settings.over_threshold(usage)
-            || !ended_run(branch, call, since)
-            || since.iter().any(|e| e.kind == EntryType::Compaction)
-        {
+        if !settings.over_threshold(usage) || !self.checks_after(branch, call, since) {
             return None;
         }
         self.make(branch, call + 1, usage, tokens)
+    }
+
+    /// Whether the call at `branch[call]` ended its run and pi checks
+    /// for a compaction after it (`since`: the entries recorded after the
+    /// call; none where the recording compacted there itself).
+    fn checks_after(&self, branch: &[&Entry], call: usize, since: &[&Entry]) -> bool {
+        self.settings.is_some()
+            && ended_run(branch, call, since)
+            && !since.iter().any(|e| e.kind == EntryType::Compaction)
+    }
+
+    /// The compaction pi makes after the run the call at `branch[call]`
+    /// ended when pi's own check does not: the run's entries `run` (those
+    /// the policy has not seen, through the call) go to the policy at the
+    /// run's end, and pi compacts right after them when it asks to (pi's
+    /// `ctx.compact` from an `agent_end` handler).
+    fn on_request(
+        &mut self,
+        branch: &[&Entry],
+        call: usize,
+        run: &[&Entry],
+        usage: u64,
+        policy: &mut dyn PromptSource,
+        tokens: &dyn TokenCount,
+    ) -> Result<Option<Synthesized>, String> {
+        if !policy.end_run(run, Some(usage))? {
+            return Ok(None);
+        }
+        Ok(self.make(branch, call + 1, usage, tokens))
     }
 }
 
@@ -370,12 +397,21 @@ pub fn replay(
         }
         let mut compaction_work = compactions.work;
         let previous_usage_before = previous_usage;
-        let after_run = match (last_call, previous_usage) {
+        let mut after_run = match (last_call, previous_usage) {
             (Some(call), Some(usage)) => {
                 compactions.after_run(branch, call, usage, &branch[call + 1..i], tokens)
             }
             _ => None,
         };
+        let mut requested = false;
+        if let (None, Some(call), Some(usage)) = (&after_run, last_call, previous_usage) {
+            if compactions.checks_after(branch, call, &branch[call + 1..i]) {
+                let run = &branch[unseen..=call];
+                unseen = call + 1;
+                after_run = compactions.on_request(branch, call, run, usage, policy, tokens)?;
+                requested = after_run.is_some();
+            }
+        }
         if let Some(s) = &after_run {
             context.extend(context_of(&branch[unsynced..s.at]));
             context = compaction::context_after(branch, s);
@@ -485,7 +521,10 @@ pub fn replay(
                     after_run
                         .as_ref()
                         .zip(previous_usage_before)
-                        .map(|(s, usage)| CompactionFacts::of("threshold", s, usage))
+                        .map(|(s, usage)| {
+                            let reason = if requested { "requested" } else { "threshold" };
+                            CompactionFacts::of(reason, s, usage)
+                        })
                 }),
             recorded: facts.usage,
         });
@@ -494,12 +533,19 @@ pub fn replay(
         last_call = Some(i);
     }
     let before = compactions.work;
-    let after_last = match (last_call, previous_usage) {
+    let mut after_last = match (last_call, previous_usage) {
         (Some(call), Some(usage)) => {
             compactions.after_run(branch, call, usage, &branch[call + 1..], tokens)
         }
         _ => None,
     };
+    if let (None, Some(call), Some(usage)) = (&after_last, last_call, previous_usage) {
+        if compactions.checks_after(branch, call, &branch[call + 1..]) {
+            let run = &branch[unseen..=call];
+            unseen = call + 1;
+            after_last = compactions.on_request(branch, call, run, usage, policy, tokens)?;
+        }
+    }
     let trailing = with_compaction(&branch[unseen..], unseen, after_last.as_ref());
     let finish = policy.finish(&trailing, previous_usage)?;
     run.totals

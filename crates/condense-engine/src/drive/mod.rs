@@ -109,6 +109,8 @@ pub struct Driver {
     /// kept point (pi rebuilds its list from the file). The engine shows
     /// the others itself.
     inserted: Vec<(usize, Message)>,
+    /// The engine asked the host to compact at the last `agent_end`.
+    compaction_asked: bool,
 }
 
 /// The session's id (it names the blob directory).
@@ -147,6 +149,8 @@ impl Driver {
             .as_ref()
             .map(|d| condense_store::spill::blob_dir_in(d, &session_id));
         let mut engine = Engine::default();
+        // pi compacts when asked; the caller carries it out (`end_run`).
+        engine.set_compacts_on_request(true);
         if let Some(prior) = options.miss_prior {
             engine.plan_with_miss_prior(prior);
         }
@@ -181,6 +185,7 @@ impl Driver {
             removed: FxHashMap::default(),
             recorded_messages: 0,
             inserted: Vec::new(),
+            compaction_asked: false,
         })
     }
 
@@ -261,6 +266,7 @@ impl Driver {
         self.turn_index += 1;
         if ends_run(&turn) {
             let effects = self.engine.engine().agent_end();
+            self.compaction_asked = effects.iter().any(|e| matches!(e, Effect::Compact));
             self.keep(effects);
             self.turn_index = 0;
         }
@@ -273,6 +279,18 @@ impl Driver {
     /// model's.
     pub fn feed(&mut self, entries: &[&Entry], usage: Option<u64>, context_window: u64) {
         self.feed_entries(entries, usage, context_window, true);
+    }
+
+    /// Feeds the entries that end an agent run, through its last message,
+    /// and ends it (`turn_end`, `agent_end`) as pi does before its own
+    /// compaction check. Returns whether the engine asked pi to compact
+    /// then ([`Effect::Compact`]): pi compacts at once, and the caller
+    /// feeds that `compaction` entry next.
+    pub fn end_run(&mut self, entries: &[&Entry], usage: Option<u64>, context_window: u64) -> bool {
+        self.feed_entries(entries, usage, context_window, true);
+        self.compaction_asked = false;
+        self.close_turn();
+        std::mem::take(&mut self.compaction_asked)
     }
 
     /// [`Driver::feed`]; a user prompt starts a run (pi's

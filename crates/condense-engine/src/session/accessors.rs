@@ -109,6 +109,13 @@ impl Engine {
         &self.state
     }
 
+    /// Whether the host compacts its context when asked
+    /// ([`Effect::Compact`]): pi does (`ctx.compact`); OpenCode's plugin and
+    /// the proxy's agents offer no such call.
+    pub fn set_compacts_on_request(&mut self, compacts: bool) {
+        self.compacts_on_request = compacts;
+    }
+
     /// Replaces the config (a `/pruner` command changed it) and returns the
     /// `saveSettings` effect.
     pub fn set_config(&mut self, config: Config) -> Effect {

@@ -138,6 +138,8 @@ pub struct Engine {
     /// A flush of the user's finished since the last call: under the
     /// cache-aware policy the next call shows what it prepared.
     user_asked: bool,
+    /// The host compacts its context when asked (`Effect::Compact`).
+    compacts_on_request: bool,
 }
 
 impl Default for Engine {
@@ -173,6 +175,7 @@ impl Default for Engine {
             gating_started: None,
             user_flush: false,
             user_asked: false,
+            compacts_on_request: false,
         }
     }
 }

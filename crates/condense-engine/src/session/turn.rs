@@ -439,7 +439,10 @@ impl Engine {
     }
 
     /// `agent_end`: status; a flush the run's reply asked for now waits
-    /// for the next run.
+    /// for the next run. A host that compacts when asked is asked to,
+    /// under the bound against no pruning, where no pruning compacts and
+    /// the pruned session running on would owe more than the bound has
+    /// left (`CallLog::compaction_pays`).
     pub fn agent_end(&mut self) -> Effects {
         self.calls.run_ended();
         if self.reply_flush == ReplyFlush::ThisRun {
@@ -448,17 +451,31 @@ impl Engine {
                 self.calls.flush_held = Some(condense_core::Hold::NextPrompt);
             }
         }
+        let mut out = Effects::new();
+        if self.compacts_on_request
+            && self.config.enabled
+            && crate::switch::bounded(&self.config)
+            && self.calls.compaction_pays(&self.messages, &self.config)
+        {
+            out.push(Effect::Compact);
+            out.push(Effect::info(
+                "condense: compacting where no pruning would have: running on with the \
+                 pruned context would cost more than pruning saved (economy.maxExcess)",
+            ));
+        }
         if !self.config.enabled || !self.config.show_prune_status_line {
-            return Effects::new();
+            return out;
         }
         let text = if self.pending.is_empty() && self.rearmed {
             "│ prune: recovered pending (reload)".to_owned()
         } else if !self.pending.is_empty() {
             format!("│ prune: {} pending", self.pending.len())
         } else {
-            return vec![self.footer()];
+            out.push(self.footer());
+            return out;
         };
-        vec![Effect::status(Some(text))]
+        out.push(Effect::status(Some(text)));
+        out
     }
 }
 

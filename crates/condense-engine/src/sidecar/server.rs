@@ -260,6 +260,7 @@ impl Server {
                     branch: jsonl(p.branch.iter().map(|e| e.get())),
                     tree: p.tree,
                 };
+                self.engine.engine().set_compacts_on_request(p.can_compact);
                 Ok(self.start_session(p.model.as_ref(), params))
             }
             Request::TurnEnd(p) => {

@@ -15,5 +15,6 @@ pub use condense_testkit::{
     cli, fake_llm, node_tests, pi_env, process, registry, text, typescript,
 };
 
+pub mod rpc;
 pub mod scenario;
 pub mod sidecar;
