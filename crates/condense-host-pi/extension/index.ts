@@ -102,7 +102,8 @@ export default function condense(pi: ExtensionAPI) {
 			// them too would double a line of 10 MB at 1M tokens (docs/protocol.md).
 			branch,
 			tree,
-			canCompact: compactOf(ctx) !== undefined,
+			// A user who turned pi's compaction off is not compacted by condense.
+			canCompact: compactOf(ctx) !== undefined && (settings as any)?.compaction?.enabled !== false,
 		};
 		context.forgetCopy();
 		const res = await link.call("session.start", params, REQUEST_TIMEOUT_MS);

@@ -20,8 +20,9 @@
 //! The test checks that pi compacted after the fourth step and not before
 //! (its `compaction_end` event and the `compaction` entry), through its own
 //! summarization call, and that the next call is sent the compaction's
-//! summary and none of the reads. A control runs the same steps under
-//! `reference` (no bound): pi does not compact.
+//! summary and none of the reads. Two controls run the same steps where
+//! condense must not ask: under `reference` (no bound), and with pi's
+//! compaction turned off in `settings.json`; pi does not compact.
 
 mod support;
 
@@ -69,12 +70,14 @@ fn long_prompt() -> String {
     format!("Note this down.\n{}", file("NOTE").repeat(3))
 }
 
-/// pi with the shim, a 90,000-token model and `economy`; the six files in
-/// its working directory.
+/// pi with the shim, its compaction on (the test kit turns it off), a
+/// 90,000-token model and `economy`; the six files in its working
+/// directory.
 fn pi_with(install: &'static PiInstall, llm: &FakeLlm, economy: Value) -> PiEnv {
     llm.set_default_summary(Reply::text("- [[1:read]] Read a file of marker lines."));
     let pi = PiEnv::new(install, &llm.base_url()).with_settings(json!({
         "contextPrune": {"enabled": true, "pruneOn": "on-demand", "economy": economy},
+        "compaction": {"enabled": true},
     }));
     let mut models = models_json(&llm.base_url());
     models["providers"][support::pi_env::PROVIDER]["models"][0]["contextWindow"] =
@@ -220,14 +223,17 @@ fn pi_0_73_node_20_compacts_where_no_pruning_would() {
     }
 }
 
-/// Under `reference` there is no bound to keep: condense never asks.
-#[test]
-fn without_the_bound_pi_is_not_asked_to_compact() {
+/// Runs the four steps with `economy` and pi's settings patched by
+/// `pi_settings`, and checks that pi did not compact.
+fn not_compacted(economy: Value, pi_settings: Value) {
     let Some(install) = require_pi() else {
         return;
     };
     let llm = FakeLlm::start(four_runs());
-    let pi = pi_with(install, &llm, json!({"policy": "reference"}));
+    let pi = pi_with(install, &llm, economy);
+    let mut settings = pi.settings();
+    support::pi_env::merge_json(&mut settings, &pi_settings);
+    pi.write_settings(&settings);
     let mut rpc = Rpc::start(&pi, None);
     let entries = run_steps(&pi, &llm, &mut rpc, false);
     // The shim would compact within its wait once pi is idle: give it that.
@@ -239,4 +245,20 @@ fn without_the_bound_pi_is_not_asked_to_compact() {
         rpc.report()
     );
     assert_eq!(llm.main_requests().len(), 5, "{}", rpc.report());
+}
+
+/// Under `reference` there is no bound to keep: condense never asks.
+#[test]
+fn without_the_bound_pi_is_not_asked_to_compact() {
+    not_compacted(json!({"policy": "reference"}), json!({}));
+}
+
+/// A user who turned pi's compaction off is not compacted by condense
+/// (the shim's `session.start` says it cannot).
+#[test]
+fn with_pis_compaction_off_pi_is_not_asked_to_compact() {
+    not_compacted(
+        json!({"maxExcess": 0, "summarizerPrice": 5}),
+        json!({"compaction": {"enabled": false}}),
+    );
 }
