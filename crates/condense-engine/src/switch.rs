@@ -266,8 +266,9 @@ impl CallLog {
     /// whether asking the host to compact now keeps the session within its
     /// bound where running on would not. That is where no pruning compacts
     /// before the next call ([`UnprunedCompaction::prompt`], as pi checks
-    /// after a run) and the host, by its own count of the context, does
-    /// not, and what the calls ahead would owe for the longer prompt
+    /// after a run), or compacted before and the host has not, and the
+    /// host, by its own count of the context, does not compact now, and
+    /// what the calls ahead would owe for the longer prompt
     /// ([`UnprunedCompaction::postponed_cost`]) passes the headroom the
     /// session has left. Compacted where no pruning compacts, a pruned
     /// session reads less at the compaction and writes about the same

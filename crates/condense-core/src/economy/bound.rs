@@ -23,7 +23,10 @@
 //! prompt, and the calls until the host compacts it owe the difference
 //! whatever condense does next: [`NoPruningBound::reserve`] keeps that out
 //! of the headroom. A bet placed before no pruning's compaction is not
-//! covered for those calls; that is the promise's one known gap.
+//! covered for those calls: a host that compacts on request is asked to
+//! where they would owe more than the headroom (condense-engine's
+//! `Engine::agent_end`); on any other host that is the promise's one known
+//! gap.
 
 use super::bill::{bill_call, CallTokens, PreviousCall};
 use super::price::PriceProfile;
