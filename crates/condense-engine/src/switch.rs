@@ -1113,6 +1113,8 @@ mod tests {
     use condense_core::CapturedCall;
     use condense_summarizer::prompt::{batch_user_message, BATCH_PROMPT};
 
+    use crate::unpruned_compaction::tests::message;
+
     fn batch(turn: i64, id: &str, result: &str) -> CapturedBatch {
         CapturedBatch {
             turn_index: turn,
@@ -1130,15 +1132,6 @@ mod tests {
         }
     }
 
-    fn text_message(role: &str, chars: usize) -> Message {
-        let value = if role == "toolResult" {
-            serde_json::json!({"role": role, "toolCallId": "c", "content": [{"type": "text", "text": "x".repeat(chars)}]})
-        } else {
-            serde_json::json!({"role": role, "content": [{"type": "text", "text": "x".repeat(chars)}]})
-        };
-        Message::from_value(&value).unwrap()
-    }
-
     /// After a run whose 40 reads of 10,000 characters (about 105,000
     /// tokens unpruned) were sent stubbed but for the last 10 (about
     /// 27,000), in a 100,000-token window: no pruning compacts now, the
@@ -1146,21 +1139,13 @@ mod tests {
     /// `sent` against `unpruned`.
     fn after_a_pruned_run(host_tokens: u64, sent: f64, unpruned: f64) -> (CallLog, Vec<Message>) {
         let messages: Vec<Message> = (0..40)
-            .flat_map(|_| {
-                [
-                    text_message("user", 400),
-                    text_message("toolResult", 10_000),
-                ]
-            })
-            .chain([text_message("assistant", 200)])
+            .flat_map(|_| [message("user", 400), message("toolResult", 10_000)])
+            .chain([message("assistant", 200)])
             .collect();
         let prompt: Vec<Message> = (0..40)
             .flat_map(|i| {
                 let result = if i < 30 { 100 } else { 10_000 };
-                [
-                    text_message("user", 400),
-                    text_message("toolResult", result),
-                ]
+                [message("user", 400), message("toolResult", result)]
             })
             .collect();
         let mut log = CallLog {

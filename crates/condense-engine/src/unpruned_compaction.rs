@@ -226,10 +226,12 @@ static SUMMARY: LazyLock<Option<Message>> = LazyLock::new(|| {
 });
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn message(role: &str, chars: usize) -> Message {
+    /// A message of `role` whose text is `chars` characters (a tool
+    /// result answers call `c`).
+    pub(crate) fn message(role: &str, chars: usize) -> Message {
         let value = if role == "toolResult" {
             serde_json::json!({"role": role, "toolCallId": "c", "content": [{"type": "text", "text": "x".repeat(chars)}]})
         } else {
