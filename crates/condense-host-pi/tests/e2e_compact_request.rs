@@ -175,8 +175,8 @@ fn compacts_where_no_pruning_would(install: &'static PiInstall) {
         entries[reply]
     );
 
-    // The sidecar learned of it (`session.compact`): the next call is sent
-    // pi's summary and none of the reads.
+    // The call after it, rendered through condense from pi's compacted
+    // list, is sent pi's summary and none of the reads.
     rpc.prompt("Go on.");
     rpc.expect("the fifth run's end", |v| v["type"] == "agent_end");
     llm.assert_script_consumed();
